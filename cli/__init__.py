@@ -1,0 +1,1 @@
+"""The ``ollm`` command line (typer, rich output, ``--json`` for scripts)."""

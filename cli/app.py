@@ -1,0 +1,47 @@
+"""The ``ollm`` command.
+
+Each group of subcommands lives in its own module (``cli/sessions_cmd.py``,
+``cli/config_cmd.py``, ...) and is registered here. ``main`` is the console
+entry point: it configures logging with secret redaction and maps every
+:class:`~pipeline.errors.OllmError` to its documented exit code.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from cli import config_cmd
+from cli.exit_codes import EXIT_CODES_HELP, exit_code_for
+from cli.output import print_error
+from pipeline.errors import OllmError
+
+app = typer.Typer(
+    name="ollm",
+    help=(
+        "OLLM: chat with local language models, with every conversation recorded durably.\n\n"
+        "Start with `ollm run` to chat, `ollm sessions list` to see past conversations.\n\n"
+        + EXIT_CODES_HELP
+    ),
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(config_cmd.app, name="config")
+
+
+def main() -> None:
+    """Console entry point of ``ollm``."""
+    from pipeline.redaction import configure_logging
+
+    configure_logging()
+    try:
+        app()
+    except OllmError as error:
+        print_error(error, as_json="--json" in sys.argv)
+        sys.exit(exit_code_for(error))
+    except KeyboardInterrupt:
+        print_error(OllmError("interrupted"), as_json="--json" in sys.argv)
+        sys.exit(exit_code_for(KeyboardInterrupt()))

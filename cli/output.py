@@ -1,0 +1,60 @@
+"""Output of the ``ollm`` command: rich for people, JSON for scripts.
+
+Rich honours ``NO_COLOR`` by itself; we add nothing that bypasses it. Errors go
+to stderr through :func:`print_error`, which redacts secrets and shows the
+hint on its own line (or as a JSON object under ``--json``).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import orjson
+from rich.console import Console
+from rich.markup import escape
+
+from pipeline.errors import OllmError
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+def _redact(text: str) -> str:
+    from pipeline.redaction import redact
+
+    return redact(text)
+
+
+def print_json(data: Any) -> None:
+    """Write ``data`` to stdout as indented JSON (pydantic models are dumped by alias)."""
+    sys.stdout.buffer.write(
+        orjson.dumps(data, default=_default, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+    )
+    sys.stdout.buffer.write(b"\n")
+    sys.stdout.flush()
+
+
+def _default(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if dump is not None:
+        return dump(mode="json", by_alias=True)
+    if hasattr(value, "__fspath__"):
+        return str(value)
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def print_error(error: BaseException, *, as_json: bool = False) -> None:
+    """Tell the user what went wrong and what to do, never leaking a secret."""
+    message = error.message if isinstance(error, OllmError) else f"{type(error).__name__}: {error}"
+    hint = error.hint if isinstance(error, OllmError) else None
+    message = _redact(message)
+    hint = _redact(hint) if hint else None
+    if as_json:
+        payload = {"error": message, "hint": hint, "type": type(error).__name__}
+        sys.stderr.buffer.write(orjson.dumps(payload) + b"\n")
+        sys.stderr.flush()
+        return
+    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
+    if hint:
+        err_console.print(f"[dim]hint:[/] {escape(hint)}", markup=True, soft_wrap=True)

@@ -1,0 +1,1 @@
+"""OLLM pipeline: the records, the services and the coordinator."""

@@ -1,0 +1,91 @@
+"""The one exception hierarchy of OLLM.
+
+Every error a user can meet is an :class:`OllmError` whose message says what
+happened and what to do about it. The CLI maps each class to an exit code in
+one place (``cli.exit_codes``). No message ever carries a secret value: code
+that builds one passes it through :func:`pipeline.redaction.redact` first.
+"""
+
+from __future__ import annotations
+
+
+class OllmError(Exception):
+    """Base of every error OLLM raises on purpose.
+
+    ``hint`` is the part that tells the user what to do next; it is kept apart
+    so that ``--json`` output can carry it as its own field.
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message}\n  hint: {self.hint}" if self.hint else self.message
+
+
+class ConfigError(OllmError):
+    """A configuration file or variable is invalid."""
+
+    exit_code = 3
+
+
+class SessionError(OllmError):
+    """A session could not be read, written or found."""
+
+    exit_code = 4
+
+
+class SessionNotFoundError(SessionError):
+    """No session has the given identifier or prefix."""
+
+
+class AmbiguousSessionIdError(SessionError):
+    """A session-id prefix matches more than one session."""
+
+
+class InvalidSessionIdError(SessionError):
+    """A user-supplied identifier is not a valid session id (or prefix)."""
+
+
+class SessionLockedError(SessionError):
+    """Another process holds the writer lock of a session."""
+
+
+class SessionCorruptError(SessionError):
+    """A session file does not parse; it has been moved aside."""
+
+
+class StorageError(SessionError):
+    """The disk refused a write (full, read-only, permission)."""
+
+
+class LoopDetectedError(OllmError):
+    """A loop or limit stopped the turn."""
+
+    exit_code = 5
+
+
+class ProviderError(OllmError):
+    """The model provider failed or could not be reached."""
+
+    exit_code = 6
+
+
+class ToolError(OllmError):
+    """A tool could not be run (bad arguments, denied, sandbox unavailable)."""
+
+    exit_code = 7
+
+
+class SandboxUnavailableError(ToolError):
+    """bubblewrap cannot run here and unsandboxed execution is not allowed."""
+
+
+class ActorFailedError(OllmError):
+    """A pipeline actor died while serving a turn; it is being restarted."""
+
+    exit_code = 8

@@ -1,0 +1,57 @@
+"""Fixtures shared by every test.
+
+- Each test gets its own ``OLLM_HOME`` in ``tmp_path``, so nothing touches the
+  real ``~/.ollm`` and tests do not see each other's sessions.
+- Hypothesis runs at least 100 examples per property, without deadlines (the
+  machine is shared; we never assert on wall-clock time).
+- ``ray_instance`` starts one local Ray for the whole test session.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ollm",
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+settings.load_profile("ollm")
+
+
+@pytest.fixture(autouse=True)
+def ollm_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private OLLM home for the test, with no ``OLLM_*`` variables leaking in."""
+    home = tmp_path / "ollm-home"
+    for name in list(os.environ):
+        if name.startswith("OLLM_"):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OLLM_HOME", str(home))
+    from cli import state
+
+    state.reset()
+    yield home
+    state.reset()
+
+
+@pytest.fixture(scope="session")
+def ray_instance() -> Iterator[None]:
+    """One local Ray instance for the whole test session (``ray.init`` costs ~3 s)."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(
+            num_cpus=4,
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+            ignore_reinit_error=True,
+        )
+    yield
+    ray.shutdown()
