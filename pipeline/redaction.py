@@ -1,0 +1,435 @@
+"""Secret redaction: one detector of credentials, shared by logs, errors and sessions.
+
+A :class:`Redactor` finds secrets in text by their *format* (the token shapes of
+GitHub, GitLab, AWS, Google, Slack, Stripe, OpenAI, Anthropic, Hugging Face,
+npm, PyPI, JSON web tokens, private key blocks, passwords in URLs,
+``Authorization: Bearer`` headers and ``password=...`` assignments) and, once
+told about them with :meth:`Redactor.add_values`, by their *value* (the values
+of the variables the environment sanitizer removed). Each secret becomes
+``[REDACTED:<kind>]``; the kind never carries the value.
+
+The same detection backs three users:
+
+- :class:`RedactingFilter`, installed by :func:`configure_logging` on the
+  root logger's handlers, so no log line of the project prints a secret;
+- ``cli.output.print_error`` and the config loader, through :func:`redact`;
+- the environment sanitizer's value check, through :func:`find_secrets`.
+
+Every pattern is guarded by literal *anchors* (``ghp_``, ``AKIA``, ``://``...)
+checked with ``in`` first, so text without any anchor costs a few substring
+scans and no regular expression at all.
+
+Example::
+
+    redact("push with ghp_" + "a1B2" * 9)          # 'push with [REDACTED:github]'
+    r = Redactor()
+    r.add_values({"DB_PASSWORD": "hunter2-hunter2"})
+    r.redact("login hunter2-hunter2")               # 'login [REDACTED:env:DB_PASSWORD]'
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TextIO
+
+from pydantic import BaseModel, ConfigDict
+
+from pipeline.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+#: A value shorter than this is never redacted by value ("true", "1", "dev"
+#: would otherwise blank out half of every transcript).
+MIN_VALUE_LENGTH = 8
+LOG_LEVEL_ENV = "OLLM_LOG_LEVEL"
+_MARK = "[REDACTED"
+
+
+class SecretMatch(BaseModel):
+    """Where a secret sits in a text: ``text[start:end]`` is the secret, ``kind`` its format."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    start: int
+    end: int
+
+
+def _mixed(secret: str) -> bool:
+    """True for random-looking tokens: upper and lower case letters and a digit."""
+    return (
+        any(c.isdigit() for c in secret)
+        and any(c.isupper() for c in secret)
+        and any(c.islower() for c in secret)
+    )
+
+
+def _not_numeric(secret: str) -> bool:
+    return not secret.isdigit()
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    kind: str
+    regex: re.Pattern[str]
+    anchors: tuple[str, ...]
+    lower_anchors: bool = False
+    group: int = 0
+    check: Callable[[str], bool] | None = None
+
+
+_NO_MARK = r"(?!\[REDACTED)"
+_PATTERNS: tuple[_Pattern, ...] = (
+    _Pattern(
+        "private-key",
+        re.compile(
+            r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----[\s\S]*?"
+            r"(?:-----END[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|\Z)"
+        ),
+        ("PRIVATE KEY",),
+    ),
+    _Pattern(
+        "url-password",
+        re.compile(
+            r"\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/@]{0,256}:" + _NO_MARK + r"([^\s/@]{1,256})@"
+        ),
+        ("://",),
+        group=1,
+    ),
+    _Pattern(
+        "github",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
+    _Pattern(
+        "gitlab",
+        re.compile(
+            r"\b(?:glpat|gldt|glrt|glptt|glft|glsoat|glcbt|gloas|glimt|glagent)"
+            r"-[A-Za-z0-9_-]{20,255}"
+        ),
+        ("glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glsoat-", "glcbt-", "gloas-", "glimt-"),
+    ),
+    _Pattern(
+        "aws",
+        re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"),
+        ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+    ),
+    _Pattern(
+        "google",
+        re.compile(
+            r"\b(?:AIza[0-9A-Za-z_-]{35}|ya29\.[0-9A-Za-z_-]{20,}|GOCSPX-[0-9A-Za-z_-]{20,})"
+            r"(?![0-9A-Za-z_-])"
+        ),
+        ("AIza", "ya29.", "GOCSPX-"),
+    ),
+    _Pattern(
+        "slack",
+        re.compile(
+            r"\b(?:xox[abposre]-[0-9A-Za-z-]{10,}|xapp-\d-[0-9A-Za-z-]{10,})"
+            r"|https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{10,}"
+        ),
+        ("xox", "xapp-", "hooks.slack.com"),
+    ),
+    _Pattern(
+        "stripe",
+        re.compile(r"\b(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}|whsec_[0-9A-Za-z]{24,})\b"),
+        ("_live_", "_test_", "whsec_"),
+    ),
+    _Pattern(
+        "anthropic",
+        re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
+        ("sk-ant-",),
+    ),
+    _Pattern(
+        "openai",
+        re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+        ("sk-",),
+        check=_mixed,
+    ),
+    _Pattern(
+        "huggingface",
+        re.compile(r"\b(?:hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,})\b"),
+        ("hf_", "api_org_"),
+        check=lambda s: any(c.isupper() for c in s) and any(c.islower() for c in s[3:]),
+    ),
+    _Pattern(
+        "npm",
+        re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"),
+        ("npm_",),
+        check=_mixed,
+    ),
+    _Pattern(
+        "pypi",
+        re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
+        ("pypi-AgE",),
+    ),
+    _Pattern(
+        "jwt",
+        re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*"),
+        ("eyJ",),
+    ),
+    _Pattern(
+        "bearer",
+        re.compile(r"(?i)\bbearer\s+" + _NO_MARK + r"([A-Za-z0-9._~+/=-]{16,})"),
+        ("bearer",),
+        lower_anchors=True,
+        group=1,
+        check=_not_numeric,
+    ),
+    _Pattern(
+        "secret",
+        re.compile(
+            r"(?i)(?:password|passwd|secret|token|api[_-]?key|access[_-]?key"
+            r"|private[_-]?key|credentials?)[\w.-]{0,40}[\"']?\s{0,8}[:=]\s{0,8}[\"']?"
+            + _NO_MARK
+            + r"([^\s\"',;&]{6,})"
+        ),
+        ("password", "passwd", "secret", "token", "key", "credential"),
+        lower_anchors=True,
+        group=1,
+        check=_not_numeric,
+    ),
+)
+
+#: The kinds of token formats this module knows, for documentation and tests.
+TOKEN_KINDS: tuple[str, ...] = tuple(p.kind for p in _PATTERNS)
+
+
+def _scan(text: str, patterns: Iterable[_Pattern]) -> list[SecretMatch]:
+    lower: str | None = None
+    found: list[SecretMatch] = []
+    for pattern in patterns:
+        if pattern.lower_anchors:
+            if lower is None:
+                lower = text.lower()
+            haystack = lower
+        else:
+            haystack = text
+        if not any(anchor in haystack for anchor in pattern.anchors):
+            continue
+        for match in pattern.regex.finditer(text):
+            start, end = match.span(pattern.group)
+            if start == end:
+                continue
+            if pattern.check is not None and not pattern.check(text[start:end]):
+                continue
+            found.append(SecretMatch(kind=pattern.kind, start=start, end=end))
+    return found
+
+
+def _without_overlaps(matches: list[SecretMatch]) -> list[SecretMatch]:
+    """Keep the earliest (then longest) of overlapping matches, in text order."""
+    if len(matches) < 2:
+        return matches
+    kept: list[SecretMatch] = []
+    for match in sorted(matches, key=lambda m: (m.start, -m.end)):
+        if kept and match.start < kept[-1].end:
+            continue
+        kept.append(match)
+    return kept
+
+
+def find_secrets(text: str) -> list[SecretMatch]:
+    """The credentials in ``text`` recognised by their token format, in text order.
+
+    This is the sanitizer's value check: a non-empty result means the text holds
+    something that looks like a credential. Specific values registered with
+    :meth:`Redactor.add_values` are not considered here.
+    """
+    return _without_overlaps(_scan(text, _PATTERNS))
+
+
+class Redactor:
+    """Finds and masks secrets in text: token formats plus registered values.
+
+    Thread-safe for concurrent :meth:`redact` calls; :meth:`add_values`
+    replaces the value table atomically.
+    """
+
+    def __init__(self, values: Mapping[str, str] | Iterable[str] | None = None) -> None:
+        self._values: tuple[tuple[str, str], ...] = ()
+        self._lock = threading.Lock()
+        if values is not None:
+            self.add_values(values)
+
+    def add_values(self, values: Mapping[str, str] | Iterable[str], *, kind: str = "secret") -> int:
+        """Also redact these exact values; returns how many were added.
+
+        A mapping is read as variable name -> value and each value is redacted as
+        ``[REDACTED:env:<name>]``; a plain iterable of values uses ``kind``.
+        Values shorter than :data:`MIN_VALUE_LENGTH` characters are ignored.
+        """
+        if isinstance(values, Mapping):
+            pairs = [(str(v), f"env:{name}") for name, v in values.items()]
+        else:
+            pairs = [(str(v), kind) for v in values]
+        added = 0
+        with self._lock:
+            table = dict(self._values)
+            for value, value_kind in pairs:
+                value = value.strip()
+                if len(value) < MIN_VALUE_LENGTH or value in table:
+                    continue
+                table[value] = value_kind
+                added += 1
+            # Longest first, so a value that contains another is masked whole.
+            self._values = tuple(sorted(table.items(), key=lambda item: -len(item[0])))
+        return added
+
+    @property
+    def value_count(self) -> int:
+        """How many specific values are registered."""
+        return len(self._values)
+
+    def find(self, text: str) -> list[SecretMatch]:
+        """Every secret in ``text`` (registered values and token formats), in order."""
+        matches = _scan(text, _PATTERNS)
+        for value, kind in self._values:
+            start = text.find(value)
+            while start != -1:
+                matches.append(SecretMatch(kind=kind, start=start, end=start + len(value)))
+                start = text.find(value, start + len(value))
+        return _without_overlaps(matches)
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret replaced by ``[REDACTED:<kind>]``."""
+        matches = self.find(text)
+        if not matches:
+            return text
+        parts: list[str] = []
+        cursor = 0
+        for match in matches:
+            parts.append(text[cursor : match.start])
+            parts.append(f"{_MARK}:{match.kind}]")
+            cursor = match.end
+        parts.append(text[cursor:])
+        return "".join(parts)
+
+    def contains_secret(self, text: str) -> bool:
+        """True when :meth:`redact` would change ``text``."""
+        return bool(self.find(text))
+
+
+_default = Redactor()
+
+
+def default_redactor() -> Redactor:
+    """The process-wide redactor used by :func:`redact` and the logging filter."""
+    return _default
+
+
+def redact(text: str) -> str:
+    """Mask the secrets in ``text`` with the process-wide :class:`Redactor`."""
+    return _default.redact(text)
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that formats each record's message, then redacts it.
+
+    After the filter, ``record.msg`` is the final redacted text and
+    ``record.args`` is empty, so every handler downstream sees the same safe
+    message. Exception and stack texts are formatted and redacted too.
+    """
+
+    def __init__(self, redactor: Redactor | None = None) -> None:
+        super().__init__()
+        self._redactor = redactor
+
+    def _redact(self, text: str) -> str:
+        return (self._redactor or _default).redact(text)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:
+            # Never let logging print the raw arguments of a broken call.
+            message = f"{record.msg} [log arguments could not be formatted]"
+        record.msg = self._redact(message)
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self._redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self._redact(record.stack_info)
+        return True
+
+
+class _StderrHandler(logging.StreamHandler[TextIO]):
+    """Writes to whatever ``sys.stderr`` is at the time (pytest and typer swap it)."""
+
+    _ollm_redacting = True
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:
+        pass
+
+
+def _parse_level(value: str | int) -> int:
+    if isinstance(value, int):
+        return value
+    text = value.strip()
+    if text.isdigit():
+        return int(text)
+    level = logging.getLevelNamesMapping().get(text.upper())
+    if level is None:
+        raise ValueError(text)
+    return level
+
+
+def configure_logging(level: str | int | None = None) -> None:
+    """Send log records to stderr through the :class:`RedactingFilter`.
+
+    The level comes from ``level``, else ``$OLLM_LOG_LEVEL``, else WARNING.
+    Calling it again only updates the level. Handlers already on the root
+    logger get the filter as well, so no handler prints an unredacted line.
+    """
+    bad_env: str | None = None
+    if level is not None:
+        try:
+            resolved = _parse_level(level)
+        except ValueError:
+            raise ConfigError(
+                f"unknown log level {level!r}",
+                hint="use one of DEBUG, INFO, WARNING, ERROR, CRITICAL",
+            ) from None
+    else:
+        raw = os.environ.get(LOG_LEVEL_ENV, "").strip()
+        resolved = logging.WARNING
+        if raw:
+            try:
+                resolved = _parse_level(raw)
+            except ValueError:
+                bad_env = raw
+    root = logging.getLogger()
+    ours = [h for h in root.handlers if getattr(h, "_ollm_redacting", False)]
+    if ours:
+        handler = ours[0]
+    else:
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+    for each in root.handlers:
+        if not any(isinstance(f, RedactingFilter) for f in each.filters):
+            each.addFilter(RedactingFilter())
+    handler.setLevel(resolved)
+    root.setLevel(resolved)
+    if bad_env is not None:
+        logger.warning(
+            "%s=%r is not a log level (DEBUG, INFO, WARNING, ERROR, CRITICAL); using WARNING",
+            LOG_LEVEL_ENV,
+            bad_env,
+        )
