@@ -229,6 +229,4 @@ def load_settings(
 def effective_items(loaded: LoadedSettings) -> list[tuple[str, Any, str]]:
     """Every leaf of the effective settings as ``(dotted key, value, source)``."""
     data = loaded.settings.model_dump(mode="json", by_alias=True)
-    return [
-        (key, value, loaded.source_of(key)) for key, value in sorted(_flatten(data).items())
-    ]
+    return [(key, value, loaded.source_of(key)) for key, value in sorted(_flatten(data).items())]
