@@ -1,0 +1,160 @@
+"""Pipeline events: what the coordinator publishes while it routes a turn.
+
+Subscribers (the CLI's renderer, lifecycle hooks, the load harness) receive
+each event as a pydantic model; ``kind`` names it with the hook event names of
+spec 004 (``session:start``, ``session:message``, ...). Events are published in
+the driver process, so a slow subscriber never holds up an actor.
+
+Example::
+
+    bus = EventBus()
+    bus.subscribe(lambda event: print(event.kind))
+    bus.publish(SessionStarted(session_id=sid, model="llama3.2", provider="ollama"))
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.records import now_iso
+
+logger = logging.getLogger(__name__)
+
+EventKind = Literal[
+    "session:start",
+    "session:end",
+    "session:message",
+    "tool:call",
+    "loop:detected",
+    "compression:started",
+    "compression:finished",
+    "model:text",
+    "pipeline:status",
+]
+
+
+class PipelineEvent(BaseModel):
+    """Base of every event: which session, when, and what kind."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: EventKind
+    session_id: str
+    timestamp: str = Field(default_factory=now_iso)
+
+    def to_hook_payload(self) -> dict[str, Any]:
+        """The event as the JSON object a hook command reads on stdin."""
+        return self.model_dump(mode="json")
+
+
+class SessionStarted(PipelineEvent):
+    kind: Literal["session:start"] = "session:start"
+    model: str
+    provider: str
+    resumed: bool = False
+
+
+class SessionEnded(PipelineEvent):
+    kind: Literal["session:end"] = "session:end"
+    turns: int = 0
+
+
+class MessageRecorded(PipelineEvent):
+    kind: Literal["session:message"] = "session:message"
+    role: str
+    text: str
+
+
+class ToolCallEvent(PipelineEvent):
+    kind: Literal["tool:call"] = "tool:call"
+    name: str
+    args: dict[str, Any]
+    success: bool | None = None
+    duration_ms: float | None = None
+    display: str | None = None
+    error: str | None = None
+
+
+class LoopDetectedEvent(PipelineEvent):
+    kind: Literal["loop:detected"] = "loop:detected"
+    pattern: str
+    details: str
+    count: int
+    action: Literal["nudge", "stop"]
+
+
+class CompressionStarted(PipelineEvent):
+    kind: Literal["compression:started"] = "compression:started"
+    strategy: str
+    tokens: int
+
+
+class CompressionFinished(PipelineEvent):
+    kind: Literal["compression:finished"] = "compression:finished"
+    strategy: str
+    tokens_before: int
+    tokens_after: int
+    fallback: str | None = None
+    error: str | None = None
+
+
+class TextDelta(PipelineEvent):
+    """A piece of the model's streamed answer (for live rendering)."""
+
+    kind: Literal["model:text"] = "model:text"
+    text: str
+
+
+class StatusEvent(PipelineEvent):
+    """What the pipeline is doing now, and how full the window is."""
+
+    kind: Literal["pipeline:status"] = "pipeline:status"
+    activity: Literal["model", "tool", "compressing", "idle"]
+    tokens_used: int = 0
+    context_window: int = 0
+    detail: str = ""
+
+
+AnyEvent = Annotated[
+    SessionStarted
+    | SessionEnded
+    | MessageRecorded
+    | ToolCallEvent
+    | LoopDetectedEvent
+    | CompressionStarted
+    | CompressionFinished
+    | TextDelta
+    | StatusEvent,
+    Field(discriminator="kind"),
+]
+
+Subscriber = Callable[[PipelineEvent], None]
+
+
+class EventBus:
+    """Publishes events to subscribers; a failing subscriber is logged, never fatal."""
+
+    def __init__(self) -> None:
+        self._subscribers: list[tuple[Subscriber, frozenset[str] | None]] = []
+
+    def subscribe(self, callback: Subscriber, kinds: set[str] | None = None) -> None:
+        """Call ``callback`` for every event (or only those whose kind is in ``kinds``)."""
+        self._subscribers.append((callback, frozenset(kinds) if kinds else None))
+
+    def unsubscribe(self, callback: Subscriber) -> None:
+        """Stop calling ``callback``."""
+        self._subscribers = [(cb, k) for cb, k in self._subscribers if cb is not callback]
+
+    def publish(self, event: PipelineEvent) -> None:
+        """Deliver ``event`` to each interested subscriber, in subscription order."""
+        for callback, kinds in list(self._subscribers):
+            if kinds is not None and event.kind not in kinds:
+                continue
+            try:
+                callback(event)
+            except Exception:
+                logger.exception("event subscriber failed on %s", event.kind)

@@ -1,0 +1,145 @@
+"""Extensions: installed packages that add context, tools and hooks to OLLM.
+
+A package declares an entry point in the ``ollm.extensions`` group whose object
+is a function taking an :class:`ExtensionAPI`::
+
+    # pyproject.toml of the extension
+    [project.entry-points."ollm.extensions"]
+    jira = "ollm_jira:register"
+
+    # ollm_jira.py
+    def register(api):
+        api.add_context("jira", "Tickets are at https://jira.example", priority=60)
+        api.add_hook("session:start", "jira-sync --quiet")
+
+A broken extension (import error, exception in ``register``, bad values) is
+reported in :attr:`LoadedExtensions.infos` and skipped; it never stops OLLM.
+``ollm extensions list`` shows what was loaded.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from config.settings import HookSettings
+from pipeline.redaction import redact
+
+logger = logging.getLogger(__name__)
+
+GROUP = "ollm.extensions"
+
+
+class ExtensionContext(BaseModel):
+    """A context entry contributed by an extension (source ``extension``)."""
+
+    key: str = Field(min_length=1)
+    content: str
+    priority: int = 40
+
+
+class ExtensionInfo(BaseModel):
+    """What ``ollm extensions list`` shows for one entry point."""
+
+    name: str
+    target: str
+    distribution: str | None = None
+    status: Literal["loaded", "failed"]
+    error: str | None = None
+    context_keys: list[str] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=list)
+    hooks: list[str] = Field(default_factory=list)
+
+
+class ExtensionAPI:
+    """What an extension's ``register`` function may call."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.context: list[ExtensionContext] = []
+        self.tools: list[Any] = []
+        self.hooks: list[HookSettings] = []
+
+    def add_context(self, key: str, content: str, priority: int = 40) -> None:
+        """Add a context entry to every conversation's system prompt."""
+        self.context.append(
+            ExtensionContext(key=f"{self.name}:{key}", content=content, priority=priority)
+        )
+
+    def add_tool(self, tool: Any) -> None:
+        """Offer a tool to the model (an object following ``pipeline.tools.base.Tool``)."""
+        for attribute in ("name", "json_schema", "run"):
+            if not hasattr(tool, attribute):
+                raise TypeError(f"a tool needs `{attribute}`")
+        self.tools.append(tool)
+
+    def add_hook(
+        self, event: str, command: str, *, timeout_s: float = 10.0, priority: int = 50
+    ) -> None:
+        """Run ``command`` on ``event`` with the event as JSON on stdin (like config hooks)."""
+        self.hooks.append(
+            HookSettings.model_validate(
+                {"event": event, "command": command, "timeoutS": timeout_s, "priority": priority}
+            )
+        )
+
+
+class LoadedExtensions(BaseModel):
+    """Everything the installed extensions contributed."""
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    infos: list[ExtensionInfo] = Field(default_factory=list)
+    context_entries: list[ExtensionContext] = Field(default_factory=list)
+    tools: list[Any] = Field(default_factory=list)
+    hooks: list[HookSettings] = Field(default_factory=list)
+
+
+def _load_one(entry: EntryPoint, loaded: LoadedExtensions) -> None:
+    distribution = entry.dist.name if entry.dist is not None else None
+    api = ExtensionAPI(entry.name)
+    try:
+        register = entry.load()
+        if not callable(register):
+            raise TypeError(f"{entry.value} is not a function taking the extension API")
+        register(api)
+    except (Exception, SystemExit) as error:
+        message = redact(f"{type(error).__name__}: {error}")
+        if isinstance(error, ValidationError):
+            message = f"invalid value: {error.errors()[0]['msg']}"
+        logger.warning("extension %s failed to load and is skipped: %s", entry.name, message)
+        loaded.infos.append(
+            ExtensionInfo(
+                name=entry.name,
+                target=entry.value,
+                distribution=distribution,
+                status="failed",
+                error=message,
+            )
+        )
+        return
+    loaded.context_entries.extend(api.context)
+    loaded.tools.extend(api.tools)
+    loaded.hooks.extend(api.hooks)
+    loaded.infos.append(
+        ExtensionInfo(
+            name=entry.name,
+            target=entry.value,
+            distribution=distribution,
+            status="loaded",
+            context_keys=[c.key for c in api.context],
+            tools=[str(t.name) for t in api.tools],
+            hooks=[h.event for h in api.hooks],
+        )
+    )
+
+
+def load_extensions(group: str = GROUP) -> LoadedExtensions:
+    """Load every extension installed in this Python environment."""
+    loaded = LoadedExtensions()
+    for entry in sorted(entry_points(group=group), key=lambda e: e.name):
+        _load_one(entry, loaded)
+    return loaded
