@@ -20,6 +20,11 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def extensions() -> None:
+    """Installed extensions and what they contribute."""
+
+
 @app.command("list")
 def list_extensions(
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
