@@ -1,0 +1,57 @@
+"""Model providers: Ollama, embedded llama.cpp, simulated, and ``auto``.
+
+Example::
+
+    from pipeline.providers import ChatRequest, create_provider
+
+    provider = create_provider(settings.provider)
+    text = provider.complete(ChatRequest(model=provider.default_model(), messages=messages))
+"""
+
+from __future__ import annotations
+
+from pipeline.providers.base import (
+    ChatRequest,
+    ContextSource,
+    ModelInfo,
+    Provider,
+    StreamChunk,
+    new_tool_call_id,
+    tool_names,
+)
+from pipeline.providers.embedded import (
+    BUNDLED_SHA256,
+    EmbeddedProvider,
+    ToolCallTextParser,
+    bundled_model_path,
+    embedded_model_available,
+    verify_sha256,
+)
+from pipeline.providers.factory import PROBE_TIMEOUT_S, create_provider
+from pipeline.providers.gguf_metadata import GgufMetadata, read_gguf_metadata
+from pipeline.providers.ollama import OllamaProvider, display_host, ollama_answers
+from pipeline.providers.simulated import SimulatedProvider
+
+__all__ = [
+    "BUNDLED_SHA256",
+    "PROBE_TIMEOUT_S",
+    "ChatRequest",
+    "ContextSource",
+    "EmbeddedProvider",
+    "GgufMetadata",
+    "ModelInfo",
+    "OllamaProvider",
+    "Provider",
+    "SimulatedProvider",
+    "StreamChunk",
+    "ToolCallTextParser",
+    "bundled_model_path",
+    "create_provider",
+    "display_host",
+    "embedded_model_available",
+    "new_tool_call_id",
+    "ollama_answers",
+    "read_gguf_metadata",
+    "tool_names",
+    "verify_sha256",
+]
