@@ -1,0 +1,221 @@
+"""The search tools: ``list_files``, ``glob`` and ``grep``.
+
+All three go through the FileDiscoveryService, so they see the files the
+model is meant to see: ignore files (``.gitignore``, ``.ollmignore``) and the
+built-in ignores are honoured, the depth is bounded, symlinks are followed only
+if configured. ``grep`` is a Python regular expression over the discovered
+text files (binary and very large files skipped), with a cap on results.
+
+Example::
+
+    GlobTool().run(GlobArgs(pattern="**/*.py"), ctx).llm_content
+    GrepTool().run(GrepArgs(pattern=r"def \\w+_test"), ctx).llm_content
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from pipeline.errors import ToolError
+from pipeline.tools.base import Tool, ToolArgs, ToolContext, ToolOutput
+from pipeline.tools.workspace import display_path, resolve_in_workspace
+
+MAX_ENTRIES = 500
+"""``list_files`` and ``glob`` list at most this many paths."""
+GREP_MAX_RESULTS = 1000
+GREP_MAX_FILE_BYTES = 4 * 1024 * 1024
+"""``grep`` skips files larger than this."""
+GREP_MAX_LINE_CHARS = 300
+_BINARY_SNIFF = 8192
+
+
+def _scan(
+    ctx: ToolContext, root: Path, *, include: list[str] | None = None, max_depth: int | None = None
+) -> list[Any]:
+    """The entries the FileDiscoveryService finds under ``root``."""
+    from pipeline.file_discovery import DiscoveryOptions, FileDiscoveryService
+
+    depth = ctx.discovery.max_depth if max_depth is None else max_depth
+    options = DiscoveryOptions(root=root, max_depth=depth, include=include or [], exclude=[])
+    return list(FileDiscoveryService().scan(options).entries)
+
+
+def _directory(ctx: ToolContext, path: str) -> Path:
+    resolved = resolve_in_workspace(ctx.workspace, path)
+    if not resolved.is_dir():
+        raise ToolError(f"{path} is not a directory of the workspace", hint="give a directory")
+    return resolved
+
+
+def _is_dir(entry: Any) -> bool:
+    return str(entry.type) in {"directory", "dir"}
+
+
+def _shown(ctx: ToolContext, entry: Any) -> str:
+    return display_path(ctx.workspace, Path(entry.path))
+
+
+def _capped(lines: list[str], what: str) -> str:
+    if len(lines) <= MAX_ENTRIES:
+        return "\n".join(lines)
+    rest = len(lines) - MAX_ENTRIES
+    return "\n".join(lines[:MAX_ENTRIES]) + f"\n[{rest} more {what} not shown]"
+
+
+class ListFilesArgs(ToolArgs):
+    """Arguments of ``list_files``."""
+
+    path: str = Field(default=".", description="Directory to list, relative to the workspace.")
+    depth: Annotated[int, Field(ge=1, le=10)] = Field(
+        default=1, description="How many levels to descend (1: the directory's own entries)."
+    )
+
+
+class ListFilesTool(Tool[ListFilesArgs]):
+    """List a directory of the workspace, ignored files left out."""
+
+    name = "list_files"
+    description = (
+        "List the files and directories in a workspace directory (ignored files, such as "
+        "those in .gitignore, are left out). Directories end with '/'."
+    )
+    args_model = ListFilesArgs
+
+    def run(self, args: ListFilesArgs, ctx: ToolContext) -> ToolOutput:
+        root = _directory(ctx, args.path)
+        shown_root = display_path(ctx.workspace, root)
+        entries = _scan(ctx, root, max_depth=args.depth)
+        lines = sorted(
+            _shown(ctx, e) + "/" if _is_dir(e) else f"{_shown(ctx, e)} ({e.size} bytes)"
+            for e in entries
+            if Path(e.path) != root
+        )
+        if not lines:
+            return ToolOutput.ok(f"{shown_root} is empty.", f"Listed {shown_root}: empty")
+        return ToolOutput.ok(
+            _capped(lines, "entries"), f"Listed {len(lines)} entries in {shown_root}"
+        )
+
+
+class GlobArgs(ToolArgs):
+    """Arguments of ``glob``."""
+
+    pattern: str = Field(min_length=1, description="A glob such as '**/*.py' or 'src/*.ts'.")
+    path: str = Field(default=".", description="Directory to search, relative to the workspace.")
+
+
+class GlobTool(Tool[GlobArgs]):
+    """Find workspace files whose path matches a glob."""
+
+    name = "glob"
+    description = (
+        "Find files in the workspace whose path matches a glob pattern ('**/*.py'), "
+        "ignored files left out. Returns paths relative to the workspace."
+    )
+    args_model = GlobArgs
+
+    def run(self, args: GlobArgs, ctx: ToolContext) -> ToolOutput:
+        root = _directory(ctx, args.path)
+        entries = _scan(ctx, root, include=[args.pattern])
+        lines = sorted(_shown(ctx, e) for e in entries if not _is_dir(e))
+        if not lines:
+            return ToolOutput.ok(
+                f"No file matches {args.pattern!r}.", f"glob {args.pattern}: no match"
+            )
+        return ToolOutput.ok(_capped(lines, "files"), f"glob {args.pattern}: {len(lines)} file(s)")
+
+
+class GrepArgs(ToolArgs):
+    """Arguments of ``grep``."""
+
+    pattern: str = Field(min_length=1, description="A Python regular expression.")
+    path: str = Field(
+        default=".", description="File or directory to search, relative to the workspace."
+    )
+    include: str | None = Field(
+        default=None, description="Only search files whose path matches this glob ('*.py')."
+    )
+    ignore_case: bool = Field(default=False, description="Match regardless of case.")
+    max_results: Annotated[int, Field(ge=1, le=GREP_MAX_RESULTS)] = Field(
+        default=100, description="Stop after this many matching lines."
+    )
+
+
+class GrepTool(Tool[GrepArgs]):
+    """Search the text of workspace files with a regular expression."""
+
+    name = "grep"
+    description = (
+        "Search the content of workspace files with a Python regular expression; "
+        "returns 'path:line: text' for each matching line. Ignored and binary files "
+        "are skipped."
+    )
+    args_model = GrepArgs
+
+    def run(self, args: GrepArgs, ctx: ToolContext) -> ToolOutput:
+        try:
+            regex = re.compile(args.pattern, re.IGNORECASE if args.ignore_case else 0)
+        except re.error as error:
+            raise ToolError(
+                f"invalid regular expression {args.pattern!r}: {error}",
+                hint="escape special characters such as ( [ . * with a backslash",
+            ) from None
+        target = resolve_in_workspace(ctx.workspace, args.path)
+        if target.is_file():
+            files = [target]
+        elif target.is_dir():
+            include = [args.include] if args.include else None
+            files = [Path(e.path) for e in _scan(ctx, target, include=include) if not _is_dir(e)]
+        else:
+            raise ToolError(f"{args.path} does not exist in the workspace")
+        matches: list[str] = []
+        skipped = 0
+        capped = False
+        for path in sorted(files):
+            found, was_skipped = self._search(path, regex, args.max_results - len(matches), ctx)
+            skipped += was_skipped
+            matches.extend(found)
+            if len(matches) >= args.max_results:
+                capped = True
+                break
+        if not matches:
+            note = f" ({skipped} binary or large file(s) skipped)" if skipped else ""
+            return ToolOutput.ok(
+                f"No match for {args.pattern!r}{note}.", f"grep {args.pattern}: no match"
+            )
+        text = "\n".join(matches)
+        if capped:
+            text += f"\n[stopped at {args.max_results} matches; narrow the pattern or path]"
+        return ToolOutput.ok(text, f"grep {args.pattern}: {len(matches)} match(es)")
+
+    @staticmethod
+    def _search(
+        path: Path, regex: re.Pattern[str], room: int, ctx: ToolContext
+    ) -> tuple[list[str], int]:
+        resolved = path.resolve()
+        if not resolved.is_relative_to(ctx.workspace):
+            return [], 1  # a symlink out of the workspace: never read
+        try:
+            if resolved.stat().st_size > GREP_MAX_FILE_BYTES:
+                return [], 1
+            with resolved.open("rb") as handle:
+                if b"\0" in handle.read(_BINARY_SNIFF):
+                    return [], 1
+            shown = display_path(ctx.workspace, resolved)
+            found: list[str] = []
+            with resolved.open(encoding="utf-8", errors="replace") as handle:
+                for number, line in enumerate(handle, start=1):
+                    if regex.search(line):
+                        text = line.rstrip("\n")
+                        if len(text) > GREP_MAX_LINE_CHARS:
+                            text = text[:GREP_MAX_LINE_CHARS] + "…"
+                        found.append(f"{shown}:{number}: {text}")
+                        if len(found) >= room:
+                            break
+            return found, 0
+        except OSError:
+            return [], 1
