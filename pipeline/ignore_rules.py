@@ -1,0 +1,618 @@
+"""Ignore rules with git's semantics: ``.gitignore``, ``.git/info/exclude``, ``.ollmignore``.
+
+One :class:`RuleSet` holds the rules of one ignore file, compiled once into at
+most four regular expressions, so that deciding about an entry costs one or two
+regex calls per ignore file in force, however many rules the file has.
+
+The translation follows git's ``dir.c`` and ``wildmatch.c`` (not a generic
+glob library), because the results must equal ``git ls-files --others
+--exclude-standard``:
+
+- a blank line or a line starting with ``#`` is skipped; ``\\#`` and ``\\!`` are
+  literal; trailing spaces are dropped unless escaped with a backslash;
+- ``!`` negates (re-includes); the last matching rule wins;
+- a trailing ``/`` makes the rule match directories only;
+- a rule without a ``/`` (once a trailing one is removed) matches the entry's
+  name at any depth; a rule with a leading or middle ``/`` is anchored to the
+  directory of its ignore file;
+- ``*`` and ``?`` never match ``/``; ``**/`` at the start, ``/**/`` in the
+  middle and ``/**`` at the end cross directories; any other ``**`` is a ``*``;
+- ``[...]`` classes with ranges, ``!``/``^`` negation and ``[:alpha:]``-style
+  names; an unclosed class or a trailing backslash makes the rule match nothing,
+  as in git.
+
+Precedence between files, lowest first (see :class:`IgnoreStack`):
+``.git/info/exclude``, then ``.gitignore`` from the top down, then
+``.ollmignore`` from the top down, so a ``.ollmignore`` can re-include with
+``!`` what a ``.gitignore`` excluded. The built-in ignores are checked before
+all of them and cannot be re-included. Nothing can re-include a path whose
+parent directory is excluded: the walker never enters such a directory.
+
+Example::
+
+    rules = RuleSet.from_lines(["*.log", "!keep.log", "/build/"], base="")
+    rules.match("app.log", "app.log", is_dir=False)   # True  (ignored)
+    rules.match("keep.log", "keep.log", is_dir=False) # False (re-included)
+    rules.match("src/x.py", "x.py", is_dir=False)     # None  (no rule matched)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+
+logger = logging.getLogger(__name__)
+
+GITIGNORE = ".gitignore"
+OLLMIGNORE = ".ollmignore"
+_BOM = "\ufeff"
+
+_POSIX_CLASSES: dict[str, str] = {
+    "alnum": "a-zA-Z0-9",
+    "alpha": "a-zA-Z",
+    "blank": " \\t",
+    "cntrl": "\\x00-\\x1f\\x7f",
+    "digit": "0-9",
+    "graph": "\\x21-\\x7e",
+    "lower": "a-z",
+    "print": "\\x20-\\x7e",
+    "punct": re.escape("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~").replace("]", "\\]"),
+    "space": " \\t\\n\\r\\f\\v",
+    "upper": "A-Z",
+    "xdigit": "0-9A-Fa-f",
+}
+
+
+class _NeverMatches(Exception):
+    """The pattern is one git can never match (unclosed class, trailing backslash)."""
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoreRule:
+    """One parsed line of an ignore file.
+
+    ``regex`` matches the whole path relative to the ignore file's directory
+    (for ``basename_only`` rules: the entry's name alone).
+    """
+
+    pattern: str
+    regex: str
+    negated: bool
+    dir_only: bool
+    basename_only: bool
+
+
+def _class_char(char: str) -> str:
+    return "\\" + char if char in "\\]^-[" else char
+
+
+def _translate_class(pattern: str, start: int) -> tuple[str, int]:
+    """Translate the ``[...]`` starting at ``pattern[start]``; return (regex, next index)."""
+    n = len(pattern)
+    i = start + 1
+    negated = False
+    if i < n and pattern[i] in "!^":
+        negated = True
+        i += 1
+    parts: list[str] = []
+    prev: str | None = None
+    first = True
+    while True:
+        if i >= n:
+            raise _NeverMatches
+        char = pattern[i]
+        if char == "]" and not first:
+            i += 1
+            break
+        first = False
+        if char == "\\":
+            i += 1
+            if i >= n:
+                raise _NeverMatches
+            char = pattern[i]
+            parts.append(_class_char(char))
+            prev = char
+            i += 1
+            continue
+        if char == "-" and prev is not None and i + 1 < n and pattern[i + 1] != "]":
+            i += 1
+            high = pattern[i]
+            if high == "\\":
+                i += 1
+                if i >= n:
+                    raise _NeverMatches
+                high = pattern[i]
+            parts.pop()
+            if prev <= high:
+                parts.append(f"{_class_char(prev)}-{_class_char(high)}")
+            prev = None
+            i += 1
+            continue
+        if char == "[" and i + 1 < n and pattern[i + 1] == ":":
+            close = pattern.find("]", i + 2)
+            if close < 0:
+                raise _NeverMatches
+            if close - 1 < i + 2 or pattern[close - 1] != ":":
+                parts.append(_class_char("["))
+                prev = "["
+                i += 1
+                continue
+            name = pattern[i + 2 : close - 1]
+            if name not in _POSIX_CLASSES:
+                raise _NeverMatches
+            parts.append(_POSIX_CLASSES[name])
+            prev = None
+            i = close + 1
+            continue
+        parts.append(_class_char(char))
+        prev = char
+        i += 1
+    body = "".join(parts)
+    if negated:
+        return f"[^/{body}]", i
+    return (f"(?!/)[{body}]" if body else "(?!)"), i
+
+
+def translate(pattern: str) -> str:
+    """The regex (to be full-matched) of one wildmatch pattern, git's WM_PATHNAME mode.
+
+    ``pattern`` has no leading ``!``, no leading ``/`` and no trailing ``/``.
+    Raises :class:`_NeverMatches` for patterns git can never match.
+    """
+    n = len(pattern)
+    out: list[str] = []
+    i = 0
+    while i < n:
+        char = pattern[i]
+        if char == "*":
+            j = i
+            while j < n and pattern[j] == "*":
+                j += 1
+            at_boundary_before = i == 0 or pattern[i - 1] == "/"
+            if j - i >= 2 and at_boundary_before and j == n:
+                out.append(".*")
+            elif j - i >= 2 and at_boundary_before and pattern[j] == "/":
+                out.append("(?:.*/)?")
+                j += 1
+            else:
+                out.append("[^/]*")
+            i = j
+        elif char == "?":
+            out.append("[^/]")
+            i += 1
+        elif char == "[":
+            regex, i = _translate_class(pattern, i)
+            out.append(regex)
+        elif char == "\\":
+            if i + 1 >= n:
+                raise _NeverMatches
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(char))
+            i += 1
+    return "".join(out)
+
+
+def _trim_trailing_spaces(line: str) -> str:
+    """git's ``trim_trailing_spaces``: drop unescaped trailing spaces."""
+    last_space: int | None = None
+    i = 0
+    n = len(line)
+    while i < n:
+        char = line[i]
+        if char == " ":
+            if last_space is None:
+                last_space = i
+        elif char == "\\":
+            i += 1
+            if i >= n:
+                return line
+            last_space = None
+        else:
+            last_space = None
+        i += 1
+    return line if last_space is None else line[:last_space]
+
+
+def parse_rule(line: str) -> IgnoreRule | None:
+    """Parse one ignore-file line; ``None`` for blanks, comments and never-matching rules."""
+    line = line.rstrip("\n")
+    if not line or line.startswith("#"):
+        return None
+    body = _trim_trailing_spaces(line)
+    negated = body.startswith("!")
+    if negated:
+        body = body[1:]
+    dir_only = body.endswith("/")
+    if dir_only:
+        body = body[:-1]
+    basename_only = "/" not in body
+    if body.startswith("/"):
+        body = body[1:]
+    if not body:
+        return None
+    try:
+        regex = translate(body)
+    except _NeverMatches:
+        logger.debug("ignore rule %r can never match (as in git); skipped", line)
+        return None
+    return IgnoreRule(line, regex, negated, dir_only, basename_only)
+
+
+def _alternation(
+    rules: Sequence[tuple[int, IgnoreRule]],
+) -> tuple[re.Pattern[str] | None, tuple[int, ...]]:
+    """One regex for ``rules``, last rule first, so the first alternative that matches
+    is the rule git would pick; group ``k`` (1-based) stands for ``order[k - 1]``."""
+    if not rules:
+        return None, ()
+    ordered = list(reversed(rules))
+    source = "|".join(f"({rule.regex})" for _, rule in ordered)
+    return re.compile(f"(?s:{source})"), tuple(index for index, _ in ordered)
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """The compiled rules of one ignore file, anchored at ``base`` (a path relative to
+    the scan root, ``""`` for the root itself, or an absolute directory above it)."""
+
+    base: str
+    rules: tuple[IgnoreRule, ...]
+    source: str = ""
+    _name_file: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _name_dir: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _path_file: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _path_dir: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _orders: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
+    has_path_rules: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        indexed = list(enumerate(self.rules))
+        name_file, o1 = _alternation(
+            [(i, r) for i, r in indexed if r.basename_only and not r.dir_only]
+        )
+        name_dir, o2 = _alternation([(i, r) for i, r in indexed if r.basename_only])
+        path_file, o3 = _alternation(
+            [(i, r) for i, r in indexed if not r.basename_only and not r.dir_only]
+        )
+        path_dir, o4 = _alternation([(i, r) for i, r in indexed if not r.basename_only])
+        object.__setattr__(self, "_name_file", name_file)
+        object.__setattr__(self, "_name_dir", name_dir)
+        object.__setattr__(self, "_path_file", path_file)
+        object.__setattr__(self, "_path_dir", path_dir)
+        object.__setattr__(self, "_orders", (o1, o2, o3, o4))
+        object.__setattr__(self, "has_path_rules", path_dir is not None)
+
+    @classmethod
+    def from_lines(cls, lines: Iterable[str], base: str = "", source: str = "") -> RuleSet:
+        """Compile the lines of one ignore file."""
+        parsed = (parse_rule(line) for line in lines)
+        return cls(base, tuple(rule for rule in parsed if rule is not None), source)
+
+    @classmethod
+    def from_file(cls, path: str, base: str = "") -> RuleSet | None:
+        """Read and compile an ignore file; ``None`` if it cannot be read (logged)."""
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError as error:
+            logger.warning(
+                "ignore file %s could not be read (%s); its rules are skipped",
+                path,
+                error.strerror or type(error).__name__,
+            )
+            return None
+        text = data.decode("utf-8", errors="surrogateescape")
+        if text.startswith(_BOM):
+            text = text[1:]
+        return cls.from_lines(text.split("\n"), base, path)
+
+    def __bool__(self) -> bool:
+        return bool(self.rules)
+
+    def match(self, rel: str, name: str, is_dir: bool) -> bool | None:
+        """Git's verdict for one entry: ``True`` ignored, ``False`` re-included by a
+        ``!`` rule, ``None`` when no rule of this file matches.
+
+        ``rel`` is the entry's path relative to ``base``; ``name`` its last component.
+        """
+        best = self.path_index(rel, is_dir)
+        name_rx, order = (
+            (self._name_dir, self._orders[1]) if is_dir else (self._name_file, self._orders[0])
+        )
+        if name_rx is not None:
+            found = name_rx.fullmatch(name)
+            if found is not None:
+                best = max(best, order[found.lastindex - 1])  # type: ignore[operator]
+        if best < 0:
+            return None
+        return not self.rules[best].negated
+
+    def path_index(self, rel: str, is_dir: bool) -> int:
+        """The index of the last anchored (path) rule matching ``rel``, or -1."""
+        path_rx, order = (
+            (self._path_dir, self._orders[3]) if is_dir else (self._path_file, self._orders[2])
+        )
+        if path_rx is None:
+            return -1
+        found = path_rx.fullmatch(rel)
+        if found is None:
+            return -1
+        return order[found.lastindex - 1]  # type: ignore[operator]
+
+
+_RANK_STRIDE = 1 << 32
+
+
+@lru_cache(maxsize=1024)
+def _compile(source: str) -> re.Pattern[str]:
+    return re.compile(f"(?s:{source})")
+
+
+class NameRules:
+    """The name-only rules of a whole stack of ignore files (most rules: ``*.log``,
+    ``build/``) as one regex per entry kind, alternatives from the highest precedence
+    down, so one call finds the winning rule."""
+
+    __slots__ = ("dir_rx", "dir_table", "file_rx", "file_table")
+
+    def __init__(self, ranked: list[tuple[int, RuleSet]]) -> None:
+        self.file_rx, self.file_table = self._compile(ranked, dirs=False)
+        self.dir_rx, self.dir_table = self._compile(ranked, dirs=True)
+
+    @staticmethod
+    def _compile(
+        ranked: list[tuple[int, RuleSet]], *, dirs: bool
+    ) -> tuple[re.Pattern[str] | None, tuple[tuple[int, bool], ...]]:
+        rules = [
+            (base + index, rule)
+            for base, rule_set in ranked
+            for index, rule in enumerate(rule_set.rules)
+            if rule.basename_only and (dirs or not rule.dir_only)
+        ]
+        if not rules:
+            return None, ()
+        rules.sort(key=lambda item: item[0], reverse=True)
+        source = "|".join(f"({rule.regex})" for _, rule in rules)
+        return _compile(source), tuple((rank, not rule.negated) for rank, rule in rules)
+
+
+class DirectoryRules:
+    """Every rule in force for the entries of one directory."""
+
+    __slots__ = ("_dir_rx", "_dir_table", "_file_rx", "_file_table", "_paths")
+
+    def __init__(self, names: NameRules, paths: tuple[tuple[RuleSet, str, int], ...]) -> None:
+        self._file_rx, self._file_table = names.file_rx, names.file_table
+        self._dir_rx, self._dir_table = names.dir_rx, names.dir_table
+        self._paths = paths
+
+    def ignored(self, name: str, is_dir: bool) -> bool:
+        """Whether the entry ``name`` of this directory is ignored."""
+        if is_dir:
+            names, table = self._dir_rx, self._dir_table
+        else:
+            names, table = self._file_rx, self._file_table
+        rank = -1
+        verdict = False
+        if names is not None:
+            found = names.fullmatch(name)
+            if found is not None:
+                rank, verdict = table[found.lastindex - 1]  # type: ignore[operator]
+        for rule_set, prefix, base in self._paths:
+            index = rule_set.path_index(prefix + name, is_dir)
+            if index >= 0 and base + index > rank:
+                rank = base + index
+                verdict = not rule_set.rules[index].negated
+        return verdict
+
+
+@dataclass(frozen=True)
+class IgnoreStack:
+    """The ignore files in force in one directory, in git's precedence order.
+
+    ``git`` holds ``.git/info/exclude`` then the ``.gitignore`` files from the top
+    down; ``ollm`` the ``.ollmignore`` files from the top down. Each is paired with
+    the prefix that turns an entry name of this directory into a path relative to
+    that file's directory.
+    """
+
+    builtin: RuleSet
+    git: tuple[RuleSet, ...] = ()
+    ollm: tuple[RuleSet, ...] = ()
+
+    def child(self, git_file: RuleSet | None, ollm_file: RuleSet | None) -> IgnoreStack:
+        """The stack of a subdirectory that holds ``git_file`` / ``ollm_file`` (or not)."""
+        if not git_file and not ollm_file:
+            return self
+        return IgnoreStack(
+            self.builtin,
+            self.git + ((git_file,) if git_file else ()),
+            self.ollm + ((ollm_file,) if ollm_file else ()),
+        )
+
+    @cached_property
+    def ranked(self) -> list[tuple[int, RuleSet]]:
+        """(rank base, rule set) from the lowest precedence to the highest (built-ins)."""
+        ordered = (*self.git, *self.ollm, self.builtin)
+        return [(position * _RANK_STRIDE, rule_set) for position, rule_set in enumerate(ordered)]
+
+    @cached_property
+    def names(self) -> NameRules:
+        """The name-only rules of the whole stack, compiled once."""
+        return NameRules(self.ranked)
+
+    def for_directory(self, rel_dir: str) -> DirectoryRules:
+        """The rules for the entries of ``rel_dir`` (relative to the scan root)."""
+        paths = tuple(
+            (rule_set, _prefix(rule_set.base, rel_dir), base)
+            for base, rule_set in reversed(self.ranked)
+            if rule_set.has_path_rules
+        )
+        return DirectoryRules(self.names, paths)
+
+    def is_ignored(self, rel_path: str, is_dir: bool) -> bool:
+        """Whether ``rel_path`` (relative to the scan root) is ignored by this stack alone
+        (its parent directories are not checked: see :class:`IgnoreTree`)."""
+        rel_dir, _, name = rel_path.rpartition("/")
+        return self.for_directory(rel_dir).ignored(name, is_dir)
+
+
+def _prefix(base: str, rel_dir: str) -> str:
+    """What to put before an entry name of ``rel_dir`` to make it relative to ``base``.
+
+    ``base`` is ``""`` (the scan root), a relative directory under it, or, for ignore
+    files above the scan root, ``"/"``-free text ending in ``"/"`` that is the scan
+    root's own path relative to that file's directory (e.g. ``"pkg/sub/"``).
+    """
+    if base.endswith("/"):
+        return base + (rel_dir + "/" if rel_dir else "")
+    if not base:
+        return rel_dir + "/" if rel_dir else ""
+    rest = rel_dir[len(base) + 1 :]
+    return rest + "/" if rest else ""
+
+
+def builtin_rules(patterns: Iterable[str]) -> RuleSet:
+    """The configured built-in ignores (``services.fileDiscovery.builtinIgnores``)."""
+    return RuleSet.from_lines(patterns, "", "builtinIgnores")
+
+
+def find_git_dir(start: str) -> tuple[str, str] | None:
+    """The work tree and git directory enclosing ``start`` (absolute), if any.
+
+    A ``.git`` file (worktrees, submodules) is followed to its ``gitdir:``.
+    """
+    current = start
+    while True:
+        dot_git = os.path.join(current, ".git")
+        if os.path.isdir(dot_git):
+            return current, dot_git
+        if os.path.isfile(dot_git):
+            try:
+                with open(dot_git, encoding="utf-8", errors="replace") as handle:
+                    first = handle.readline().strip()
+            except OSError:
+                first = ""
+            if first.startswith("gitdir:"):
+                target = first[len("gitdir:") :].strip()
+                return current, os.path.normpath(os.path.join(current, target))
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def _load(path: str, base: str, consulted: list[str]) -> RuleSet | None:
+    consulted.append(path)
+    if not os.path.isfile(path):
+        return None
+    rule_set = RuleSet.from_file(path, base)
+    return rule_set if rule_set else None
+
+
+def root_stack(root: str, builtin: RuleSet) -> tuple[IgnoreStack, list[str]]:
+    """The ignore files in force at the scan root ``root`` (absolute, resolved).
+
+    Inside a git work tree these are ``.git/info/exclude`` and the ``.gitignore`` and
+    ``.ollmignore`` files of every directory from the top of the work tree down to
+    ``root``; elsewhere just ``root``'s own. Also returns every path consulted,
+    present or not, so a cache can notice when one appears, changes or goes.
+    """
+    consulted: list[str] = []
+    found = find_git_dir(root)
+    chain = [root]
+    git: list[RuleSet] = []
+    if found is not None:
+        top, git_dir = found
+        current = root
+        while current != top:
+            current = os.path.dirname(current)
+            chain.append(current)
+        chain.reverse()
+        top_base = _ancestor_base(root, top)
+        exclude = _load(os.path.join(git_dir, "info", "exclude"), top_base, consulted)
+        if exclude:
+            git.append(exclude)
+    ollm: list[RuleSet] = []
+    for directory in chain:
+        base = _ancestor_base(root, directory)
+        git_file = _load(os.path.join(directory, GITIGNORE), base, consulted)
+        if git_file:
+            git.append(git_file)
+        ollm_file = _load(os.path.join(directory, OLLMIGNORE), base, consulted)
+        if ollm_file:
+            ollm.append(ollm_file)
+    return IgnoreStack(builtin, tuple(git), tuple(ollm)), consulted
+
+
+def _ancestor_base(root: str, directory: str) -> str:
+    """The ``base`` of an ignore file in ``directory`` (``root`` itself or above it)."""
+    if directory == root:
+        return ""
+    return os.path.relpath(root, directory).replace(os.sep, "/") + "/"
+
+
+class IgnoreTree:
+    """All ignore rules under one root, loaded directory by directory on demand.
+
+    For questions about single paths (the watcher's events, ``should_ignore``);
+    the walker builds its stacks as it goes instead. Call :meth:`refresh` after
+    an ignore file changed.
+
+    Example::
+
+        tree = IgnoreTree("/work/project", builtin_rules(["node_modules", ".git"]))
+        tree.should_ignore("src/app.pyc")              # per .gitignore files
+        tree.should_ignore("node_modules", is_dir=True)  # True
+    """
+
+    def __init__(self, root: str, builtin: RuleSet) -> None:
+        self.root = root
+        self.builtin = builtin
+        self._stacks: dict[str, IgnoreStack] = {}
+
+    def refresh(self) -> None:
+        """Forget every loaded ignore file; they are read again when next needed."""
+        self._stacks.clear()
+
+    def stack_for(self, rel_dir: str) -> IgnoreStack:
+        """The stack in force for the entries of ``rel_dir`` (``""`` for the root)."""
+        stack = self._stacks.get(rel_dir)
+        if stack is not None:
+            return stack
+        if not rel_dir:
+            stack, _ = root_stack(self.root, self.builtin)
+        else:
+            parent = rel_dir.rpartition("/")[0]
+            directory = os.path.join(self.root, rel_dir)
+            ignored: list[str] = []
+            stack = self.stack_for(parent).child(
+                _load(os.path.join(directory, GITIGNORE), rel_dir, ignored),
+                _load(os.path.join(directory, OLLMIGNORE), rel_dir, ignored),
+            )
+        self._stacks[rel_dir] = stack
+        return stack
+
+    def should_ignore(self, rel_path: str, is_dir: bool = False) -> bool:
+        """Whether discovery would leave out ``rel_path`` (``/``-separated, relative to
+        the root): the path itself or one of its parent directories is ignored."""
+        parts = [part for part in rel_path.strip("/").split("/") if part and part != "."]
+        if not parts:
+            return False
+        for depth in range(1, len(parts)):
+            directory = "/".join(parts[:depth])
+            if self.stack_for("/".join(parts[: depth - 1])).is_ignored(directory, True):
+                return True
+        return self.stack_for("/".join(parts[:-1])).is_ignored("/".join(parts), is_dir)
+
+    def patterns(self) -> list[str]:
+        """The rules in force at the root, lowest precedence first (built-ins last)."""
+        stack = self.stack_for("")
+        lines = [rule.pattern for rule_set in (*stack.git, *stack.ollm) for rule in rule_set.rules]
+        return lines + [rule.pattern for rule in self.builtin.rules]
