@@ -235,7 +235,7 @@ class PidsCgroup:
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-            time.sleep(0.01)
+            time.sleep(0.001)
         logger.warning(
             "sandbox: processes still in %s after SIGKILL", self.path
         )  # pragma: no cover
@@ -622,22 +622,23 @@ class Sandbox:
     @staticmethod
     def _stop(proc: subprocess.Popen[bytes], cgroup: PidsCgroup | None) -> None:
         """Kill the command's process group (and cgroup), then reap it."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
         if cgroup is not None:
             cgroup.kill_all()
-        proc.wait()
         for pipe in (proc.stdin, proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
-        # The group may outlive its leader for a moment (bubblewrap's PID 1).
+        # The group may outlive its leader for a moment (bubblewrap's PID 1, leftovers).
         deadline = time.monotonic() + _REAP_TIMEOUT_S
         while time.monotonic() < deadline:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 return
-            time.sleep(0.005)
+            time.sleep(0.001)
 
 
 def _signal_cause(exit_code: int) -> str | None:

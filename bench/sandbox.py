@@ -1,0 +1,94 @@
+"""The cost of the sandbox: one sandboxed ``true`` against a plain subprocess.
+
+Run with ``python -m bench.sandbox [--runs N]``. Prints p50 and p99 in
+milliseconds of, in the same run and interleaved so that load affects all
+alike:
+
+- ``plain``: ``subprocess.run(["true"])``, the raw baseline;
+- ``bwrap``: bubblewrap with the sandbox's namespaces and mounts, nothing else;
+- ``sandbox``: :meth:`pipeline.sandbox.Sandbox.run` (bubblewrap, limits,
+  hardened environment, the pids cgroup where there is one, output capture),
+
+and the overhead ratio of each against the baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from config.settings import SandboxSettings
+from pipeline.sandbox import PidsCgroup, Sandbox
+
+
+def _percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    index = min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))
+    return ordered[index]
+
+
+def _timed(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return (time.perf_counter() - started) * 1000
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--runs", type=int, default=50, help="runs of each kind (default 50)")
+    options = parser.parse_args(argv)
+    true = shutil.which("true") or "/bin/true"
+    env = {"PATH": os.environ.get("PATH", os.defpath)}
+    with tempfile.TemporaryDirectory(prefix="ollm-bench-sandbox-") as directory:
+        workspace = Path(directory)
+        sandbox = Sandbox(SandboxSettings(), workspace)
+        if not sandbox.available:
+            print(f"bubblewrap cannot run here: {sandbox.probe().reason}")
+            return
+        bwrap = [
+            sandbox.bwrap_path,
+            "--ro-bind", "/", "/",
+            "--dev", "/dev",
+            "--proc", "/proc",
+            "--tmpfs", "/tmp",
+            "--bind", str(workspace), str(workspace),
+            "--unshare-all",
+            "--new-session",
+            "--die-with-parent",
+            true,
+        ]  # fmt: skip
+        kinds: dict[str, Callable[[], object]] = {
+            "plain": lambda: subprocess.run([true], check=True),
+            "bwrap": lambda: subprocess.run(bwrap, check=True, env=env),
+            "sandbox": lambda: sandbox.run([true], env=env),
+        }
+        for action in kinds.values():  # warm up: page cache, the probe, the cgroup check
+            action()
+        samples: dict[str, list[float]] = {name: [] for name in kinds}
+        for _ in range(options.runs):
+            for name, action in kinds.items():
+                samples[name].append(_timed(action))
+    cgroup = "yes" if PidsCgroup.parent() is not None else "no (RLIMIT_NPROC only)"
+    print(f"sandbox cost of one `true`, {options.runs} runs each, pids cgroup: {cgroup}")
+    print(f"{'kind':<8} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8} {'x plain (p50)':>14}")
+    base = statistics.median(samples["plain"])
+    for name, values in samples.items():
+        p50 = statistics.median(values)
+        print(
+            f"{name:<8} {p50:>8.2f} {_percentile(values, 0.99):>8.2f} "
+            f"{statistics.fmean(values):>8.2f} {p50 / base:>14.1f}"
+        )
+    extra = statistics.median(samples["sandbox"]) - base
+    print(f"overhead of the sandbox over a plain subprocess: {extra:.2f} ms per command (p50)")
+
+
+if __name__ == "__main__":
+    main()
