@@ -85,6 +85,9 @@ class _Pattern:
 
 
 _NO_MARK = r"(?!\[REDACTED)"
+# Where a token may start: like ``\b``, but also right after an escaped newline
+# or tab, so that ``repr()`` of a multi-line text ("...\\nghp_...") is covered.
+_B = r"(?:(?<![A-Za-z0-9_])|(?<=\\[nrt]))"
 _PATTERNS: tuple[_Pattern, ...] = (
     _Pattern(
         "private-key",
@@ -97,33 +100,36 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _Pattern(
         "url-password",
         re.compile(
-            r"\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/@]{0,256}:" + _NO_MARK + r"([^\s/@]{1,256})@"
+            _B
+            + r"[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/@]{0,256}:"
+            + _NO_MARK
+            + r"([^\s/@]{1,256})@"
         ),
         ("://",),
         group=1,
     ),
     _Pattern(
         "github",
-        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
+        re.compile(_B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),
     _Pattern(
         "gitlab",
         re.compile(
-            r"\b(?:glpat|gldt|glrt|glptt|glft|glsoat|glcbt|gloas|glimt|glagent)"
+            _B + r"(?:glpat|gldt|glrt|glptt|glft|glsoat|glcbt|gloas|glimt|glagent)"
             r"-[A-Za-z0-9_-]{20,255}"
         ),
         ("glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glsoat-", "glcbt-", "gloas-", "glimt-"),
     ),
     _Pattern(
         "aws",
-        re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"),
+        re.compile(_B + r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"),
         ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
     ),
     _Pattern(
         "google",
         re.compile(
-            r"\b(?:AIza[0-9A-Za-z_-]{35}|ya29\.[0-9A-Za-z_-]{20,}|GOCSPX-[0-9A-Za-z_-]{20,})"
+            _B + r"(?:AIza[0-9A-Za-z_-]{35}|ya29\.[0-9A-Za-z_-]{20,}|GOCSPX-[0-9A-Za-z_-]{20,})"
             r"(?![0-9A-Za-z_-])"
         ),
         ("AIza", "ya29.", "GOCSPX-"),
@@ -131,52 +137,52 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _Pattern(
         "slack",
         re.compile(
-            r"\b(?:xox[abposre]-[0-9A-Za-z-]{10,}|xapp-\d-[0-9A-Za-z-]{10,})"
+            _B + r"(?:xox[abposre]-[0-9A-Za-z-]{10,}|xapp-\d-[0-9A-Za-z-]{10,})"
             r"|https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{10,}"
         ),
         ("xox", "xapp-", "hooks.slack.com"),
     ),
     _Pattern(
         "stripe",
-        re.compile(r"\b(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}|whsec_[0-9A-Za-z]{24,})\b"),
+        re.compile(_B + r"(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}|whsec_[0-9A-Za-z]{24,})\b"),
         ("_live_", "_test_", "whsec_"),
     ),
     _Pattern(
         "anthropic",
-        re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
+        re.compile(_B + r"sk-ant-[A-Za-z0-9_-]{20,}"),
         ("sk-ant-",),
     ),
     _Pattern(
         "openai",
-        re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+        re.compile(_B + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
         ("sk-",),
         check=_mixed,
     ),
     _Pattern(
         "huggingface",
-        re.compile(r"\b(?:hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,})\b"),
+        re.compile(_B + r"(?:hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,})\b"),
         ("hf_", "api_org_"),
         check=lambda s: any(c.isupper() for c in s) and any(c.islower() for c in s[3:]),
     ),
     _Pattern(
         "npm",
-        re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"),
+        re.compile(_B + r"npm_[A-Za-z0-9]{36}\b"),
         ("npm_",),
         check=_mixed,
     ),
     _Pattern(
         "pypi",
-        re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
+        re.compile(_B + r"pypi-AgE[A-Za-z0-9_-]{50,}"),
         ("pypi-AgE",),
     ),
     _Pattern(
         "jwt",
-        re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*"),
+        re.compile(_B + r"eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*"),
         ("eyJ",),
     ),
     _Pattern(
         "bearer",
-        re.compile(r"(?i)\bbearer\s+" + _NO_MARK + r"([A-Za-z0-9._~+/=-]{16,})"),
+        re.compile(r"(?i)" + _B + r"bearer\s+" + _NO_MARK + r"([A-Za-z0-9._~+/=-]{16,})"),
         ("bearer",),
         lower_anchors=True,
         group=1,
@@ -223,12 +229,28 @@ def _scan(text: str, patterns: Iterable[_Pattern]) -> list[SecretMatch]:
     return found
 
 
-def _without_overlaps(matches: list[SecretMatch]) -> list[SecretMatch]:
-    """Keep the earliest (then longest) of overlapping matches, in text order."""
+#: Kinds recognised by their context rather than their own shape: when one of
+#: them starts where a specific token does, the specific one names the secret.
+_GENERIC_KINDS = frozenset({"secret", "bearer"})
+
+
+def _without_overlaps(matches: list[SecretMatch], registered: int = 0) -> list[SecretMatch]:
+    """Keep the earliest of overlapping matches, in text order.
+
+    Among matches starting at the same place, the first ``registered`` ones
+    (registered values, which know the variable's name) win, then specific
+    token kinds, then generic ones; then the longest.
+    """
     if len(matches) < 2:
         return matches
+
+    def rank(item: tuple[int, SecretMatch]) -> tuple[int, int, int]:
+        index, match = item
+        tier = 0 if index < registered else 1 + (match.kind in _GENERIC_KINDS)
+        return (match.start, tier, -match.end)
+
     kept: list[SecretMatch] = []
-    for match in sorted(matches, key=lambda m: (m.start, -m.end)):
+    for _, match in sorted(enumerate(matches), key=rank):
         if kept and match.start < kept[-1].end:
             continue
         kept.append(match)
@@ -258,7 +280,7 @@ class Redactor:
         if values is not None:
             self.add_values(values)
 
-    def add_values(self, values: Mapping[str, str] | Iterable[str], *, kind: str = "secret") -> int:
+    def add_values(self, values: Mapping[str, str] | Iterable[str], *, kind: str = "value") -> int:
         """Also redact these exact values; returns how many were added.
 
         A mapping is read as variable name -> value and each value is redacted as
@@ -289,13 +311,15 @@ class Redactor:
 
     def find(self, text: str) -> list[SecretMatch]:
         """Every secret in ``text`` (registered values and token formats), in order."""
-        matches = _scan(text, _PATTERNS)
+        matches: list[SecretMatch] = []
         for value, kind in self._values:
             start = text.find(value)
             while start != -1:
                 matches.append(SecretMatch(kind=kind, start=start, end=start + len(value)))
                 start = text.find(value, start + len(value))
-        return _without_overlaps(matches)
+        registered = len(matches)
+        matches.extend(_scan(text, _PATTERNS))
+        return _without_overlaps(matches, registered)
 
     def redact(self, text: str) -> str:
         """``text`` with every secret replaced by ``[REDACTED:<kind>]``."""
