@@ -17,7 +17,9 @@ chunks, tool calls, a delay before each chunk, a pause until the test releases
 it, an HTTP error with Ollama's ``{"error": ...}`` body, an error line in the
 middle of the stream, or a connection dropped mid-stream. Without a script, a
 chat is answered by :attr:`FakeOllama.default_reply` (an echo of the last user
-message). Every request received is recorded in :attr:`FakeOllama.requests`.
+message). Any route can be made to fail once with :meth:`FakeOllama.fail_next`
+(an HTTP error) or :meth:`FakeOllama.drop_next` (the connection closed without
+an answer). Every request received is recorded in :attr:`FakeOllama.requests`.
 
 Example::
 
@@ -67,7 +69,9 @@ class FakeModel:
 
     ``context_length=None`` makes ``/api/show`` leave ``<family>.context_length``
     out of ``model_info`` (a model Ollama does not describe); ``num_ctx`` adds a
-    ``num_ctx`` line to ``parameters`` (a Modelfile that sets it).
+    ``num_ctx`` line to ``parameters`` (a Modelfile that sets it). ``describe``
+    is ``"full"``, ``"empty"`` (``model_info`` is ``{}``) or ``"absent"`` (no
+    ``model_info`` key at all).
     """
 
     name: str = "llama3.2:latest"
@@ -77,6 +81,7 @@ class FakeModel:
     parameter_size: str = "3.2B"
     quantization_level: str = "Q4_K_M"
     capabilities: list[str] = field(default_factory=lambda: ["completion", "tools"])
+    describe: str = "full"
 
     def details(self) -> dict[str, Any]:
         return {
@@ -101,6 +106,7 @@ class Reply:
     - ``status`` / ``error``: answer with this HTTP status and ``{"error": error}``.
     - ``error_after``: after that many lines, send ``{"error": error}`` and end the stream.
     - ``drop_after``: after that many lines, close the connection without ending the stream.
+    - ``final=False``: end the stream cleanly but without the final ``done`` line.
     - ``done_reason``, ``prompt_eval_count``, ``eval_count``: the final line's fields
       (counts are computed from the request and reply when left ``None``).
     """
@@ -117,6 +123,7 @@ class Reply:
     done_reason: str = "stop"
     prompt_eval_count: int | None = None
     eval_count: int | None = None
+    final: bool = True
 
     @classmethod
     def text(cls, text: str, *, chunks: int | None = None, **options: Any) -> Reply:
@@ -198,6 +205,7 @@ class FakeOllama:
         self.errors: list[BaseException] = []  # unexpected exceptions while serving
         self.default_reply: Callable[[dict[str, Any]], Reply] = echo_reply
         self._replies: deque[Reply] = deque()
+        self._failures: dict[str, deque[tuple[int, str]]] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -255,6 +263,21 @@ class FakeOllama:
         with self._lock:
             self._replies.extend(replies)
         return self
+
+    def fail_next(self, path: str, status: int, message: str) -> FakeOllama:
+        """Answer the next request to ``path`` with HTTP ``status`` and ``{"error": message}``."""
+        with self._lock:
+            self._failures.setdefault(path, deque()).append((status, message))
+        return self
+
+    def drop_next(self, path: str) -> FakeOllama:
+        """Close the connection of the next request to ``path`` without answering."""
+        return self.fail_next(path, 0, "")
+
+    def _take_failure(self, path: str) -> tuple[int, str] | None:
+        with self._lock:
+            queued = self._failures.get(path)
+            return queued.popleft() if queued else None
 
     @property
     def pending(self) -> int:
@@ -355,8 +378,22 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- routes -------------------------------------------------------------
 
+    def _failed(self) -> bool:
+        """Answer a failure queued with ``fail_next`` / ``drop_next``, if any."""
+        failure = self.fake._take_failure(self.path)
+        if failure is None:
+            return False
+        status, message = failure
+        if status == 0:
+            self._drop()
+        else:
+            self._error(status, message)
+        return True
+
     def do_HEAD(self) -> None:
         self._record(None)
+        if self._failed():
+            return
         if self.path == "/":
             self._send(200, b"Ollama is running", "text/plain; charset=utf-8")
         else:
@@ -364,6 +401,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._record(None)
+        if self._failed():
+            return
         if self.path == "/":
             self._send(200, b"Ollama is running", "text/plain; charset=utf-8")
         elif self.path == "/api/version":
@@ -376,6 +415,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = self._read_body()
         self._record(body)
+        if self._failed():
+            return
         if self.path not in ("/api/chat", "/api/show"):
             self._send(404, b"404 page not found", "text/plain")
             return
@@ -418,16 +459,19 @@ class _Handler(BaseHTTPRequestHandler):
         parameters = ['stop "<|eot_id|>"']
         if model.num_ctx is not None:
             parameters.insert(0, f"num_ctx {model.num_ctx}")
-        return {
+        shown = {
             "license": "fake license",
             "modelfile": f"# Modelfile of {model.name}\nFROM {model.name}\n",
             "parameters": "\n".join(parameters),
             "template": "{{ .Prompt }}",
             "details": model.details(),
-            "model_info": info,
+            "model_info": info if model.describe == "full" else {},
             "capabilities": model.capabilities,
             "modified_at": _CREATED_AT,
         }
+        if model.describe == "absent":
+            del shown["model_info"]
+        return shown
 
     # -- /api/chat ----------------------------------------------------------
 
@@ -520,9 +564,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if reply.error_after is not None:
                 self._write_chunk({"error": reply.error or "error"})
-                self._end_chunks()
-                return
-            self._write_chunk(final)
+            elif reply.final:
+                self._write_chunk(final)
             self._end_chunks()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True

@@ -17,7 +17,6 @@ from pipeline.providers.base import (
     Provider,
     StreamChunk,
     new_tool_call_id,
-    tool_names,
 )
 from pipeline.providers.embedded import (
     BUNDLED_SHA256,
@@ -52,6 +51,5 @@ __all__ = [
     "new_tool_call_id",
     "ollama_answers",
     "read_gguf_metadata",
-    "tool_names",
     "verify_sha256",
 ]

@@ -75,17 +75,6 @@ def new_tool_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:16]}"
 
 
-def tool_names(tools: list[dict[str, Any]]) -> list[str]:
-    """The function names of tool schemas ``{"type": "function", "function": {"name": ...}}``."""
-    names = []
-    for tool in tools:
-        function = tool.get("function")
-        name = function.get("name") if isinstance(function, dict) else tool.get("name")
-        if isinstance(name, str) and name:
-            names.append(name)
-    return names
-
-
 class Provider(ABC):
     """A source of model answers (Ollama, embedded llama.cpp, simulated)."""
 

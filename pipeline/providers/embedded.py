@@ -29,7 +29,7 @@ import logging
 import queue
 import secrets
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -239,6 +239,65 @@ def _convert(message: SessionMessage) -> list[dict[str, str]]:
     return out + results
 
 
+def completion_chunks(events: Iterable[Any]) -> Iterator[StreamChunk]:
+    """Stream chunks from llama.cpp's chat-completion events.
+
+    ``events`` are the parsed OpenAI-style chunks (``choices[].delta.content``,
+    ``finish_reason``, a last ``usage``), an ``{"error": ...}`` object, or an
+    exception raised while answering. Text goes through :class:`ToolCallTextParser`.
+    """
+    parser = ToolCallTextParser()
+    done_reason: str | None = None
+    usage: dict[str, Any] = {}
+    received = 0
+    for event in events:
+        if isinstance(event, Exception):
+            raise ProviderError(
+                f"llama.cpp failed while answering ({type(event).__name__}) after "
+                f"{received} chunks",
+                hint="the answer so far was kept; ask again",
+            )
+        if "error" in event:
+            raise _refusal(event["error"], received)
+        received += 1
+        usage = event.get("usage") or usage
+        for choice in event.get("choices") or []:
+            done_reason = choice.get("finish_reason") or done_reason
+            content = (choice.get("delta") or {}).get("content")
+            if content:
+                text, calls = parser.feed(content)
+                if text or calls:
+                    yield StreamChunk(text=text, tool_calls=calls)
+    if done_reason is None:
+        raise ProviderError(
+            f"llama.cpp stopped after {received} chunks without finishing its answer",
+            hint="the answer so far was kept; ask again",
+        )
+    yield StreamChunk(
+        text=parser.flush(),
+        done=True,
+        done_reason=done_reason,
+        prompt_tokens=usage.get("prompt_tokens"),
+        completion_tokens=usage.get("completion_tokens"),
+    )
+
+
+def _refusal(error: Any, received: int) -> ProviderError:
+    detail = error if isinstance(error, dict) else {"message": str(error)}
+    if detail.get("type") == "exceed_context_size_error":
+        return ProviderError(
+            f"the conversation ({detail.get('n_prompt_tokens', '?')} tokens) does not fit "
+            f"the embedded model's context window ({detail.get('n_ctx', '?')} tokens)",
+            hint="compress the conversation (`/compress`), start a new session, or raise "
+            "provider.embedded.contextWindow",
+        )
+    message = str(detail.get("message", "unknown error"))[:300]
+    return ProviderError(
+        f"llama.cpp refused the request after {received} chunks: {message}",
+        hint="check the request (model, messages); ask again",
+    )
+
+
 def _load_server(path: Path, settings: EmbeddedSettings, n_ctx: int) -> Any:
     """The llama.cpp server for ``path``, loaded once per process and shared."""
     key = (str(path.resolve()), n_ctx, settings.threads)
@@ -254,6 +313,10 @@ def _load_server(path: Path, settings: EmbeddedSettings, n_ctx: int) -> Any:
         params.n_parallel = 1
         params.cpuparams.n_threads = settings.threads
         params.cpuparams_batch.n_threads = settings.threads
+        # No busy-waiting between graph steps: the machine is shared with Ray
+        # actors and tools, and spinning threads starve them (and us) under load.
+        params.cpuparams.poll = 0
+        params.cpuparams_batch.poll = 0
         params.sampling.seed = settings.seed
         params.warmup = False
         params.verbosity = -1
@@ -362,63 +425,10 @@ class EmbeddedProvider(Provider):
         worker = threading.Thread(target=generate, name="ollm-embedded-generate", daemon=True)
         worker.start()
         try:
-            yield from self._read(items, finished)
+            yield from completion_chunks(iter(items.get, finished))
         finally:
             stop.set()
             worker.join()
-
-    def _read(self, items: queue.SimpleQueue[Any], finished: object) -> Iterator[StreamChunk]:
-        parser = ToolCallTextParser()
-        done_reason: str | None = None
-        usage: dict[str, Any] = {}
-        received = 0
-        while (item := items.get()) is not finished:
-            if isinstance(item, Exception):
-                raise ProviderError(
-                    f"llama.cpp failed while answering ({type(item).__name__}) after "
-                    f"{received} chunks",
-                    hint="the answer so far was kept; ask again",
-                )
-            if not isinstance(item, dict):
-                continue
-            if "error" in item:
-                raise self._error(item["error"], received)
-            received += 1
-            usage = item.get("usage") or usage
-            for choice in item.get("choices") or []:
-                done_reason = choice.get("finish_reason") or done_reason
-                content = (choice.get("delta") or {}).get("content")
-                if content:
-                    text, calls = parser.feed(content)
-                    if text or calls:
-                        yield StreamChunk(text=text, tool_calls=calls)
-        if done_reason is None:
-            raise ProviderError(
-                f"llama.cpp stopped after {received} chunks without finishing its answer",
-                hint="the answer so far was kept; ask again",
-            )
-        yield StreamChunk(
-            text=parser.flush(),
-            done=True,
-            done_reason=done_reason,
-            prompt_tokens=usage.get("prompt_tokens"),
-            completion_tokens=usage.get("completion_tokens"),
-        )
-
-    def _error(self, error: Any, received: int) -> ProviderError:
-        detail = error if isinstance(error, dict) else {"message": str(error)}
-        if detail.get("type") == "exceed_context_size_error":
-            return ProviderError(
-                f"the conversation ({detail.get('n_prompt_tokens', '?')} tokens) does not fit "
-                f"the embedded model's context window ({detail.get('n_ctx', '?')} tokens)",
-                hint="compress the conversation (`/compress`), start a new session, or raise "
-                "provider.embedded.contextWindow",
-            )
-        message = str(detail.get("message", "unknown error"))[:300]
-        return ProviderError(
-            f"llama.cpp refused the request after {received} chunks: {message}",
-            hint="check the request (model, messages); ask again",
-        )
 
     def model_info(self, model: str) -> ModelInfo:
         """The window from the GGUF metadata, capped by ``provider.embedded.contextWindow``."""

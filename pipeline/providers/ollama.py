@@ -258,23 +258,28 @@ class OllamaProvider(Provider):
         if cached is not None:
             return cached
         try:
-            shown = self._client.show(model)
+            shown: ollama.ShowResponse | None = self._client.show(model)
         except ollama.ResponseError as error:
             raise self._refused(error, model, "to describe the model") from None
         except (httpx.ConnectError, ConnectionError):
             raise self._not_answering() from None
-        except (httpx.TransportError, ValueError):
+        except httpx.TransportError:
             raise ProviderError(
                 f"Ollama at {self.host} did not describe model {model!r} (/api/show failed)",
                 hint="check that Ollama is still running and try again",
             ) from None
+        except ValueError:  # an answer the client cannot read describes nothing
+            logger.warning("ollama: the description of model %s was not understood", model)
+            shown = None
         candidates = []
-        if (length := _context_length(shown.modelinfo)) is not None:
-            candidates.append(length)
-        num_ctx = _parse_parameters(shown.parameters).get("num_ctx", "")
-        if num_ctx.isdigit() and int(num_ctx) > 0:
-            candidates.append(int(num_ctx))
-        family = shown.details.family if shown.details else None
+        family = None
+        if shown is not None:
+            if (length := _context_length(shown.modelinfo)) is not None:
+                candidates.append(length)
+            num_ctx = _parse_parameters(shown.parameters).get("num_ctx", "")
+            if num_ctx.isdigit() and int(num_ctx) > 0:
+                candidates.append(int(num_ctx))
+            family = shown.details.family if shown.details else None
         if candidates:
             info = ModelInfo(
                 name=model, context_window=min(candidates), context_source="server", family=family

@@ -188,3 +188,34 @@ def test_url_needs_a_running_server() -> None:
     server = FakeOllama()
     with pytest.raises(RuntimeError, match="not running"):
         _ = server.url
+
+
+def test_fail_next_and_drop_next_are_one_shot(ollama_server: FakeOllama) -> None:
+    ollama_server.fail_next("/api/version", 503, "busy").drop_next("/")
+    status, _, data = _request(ollama_server, "GET", "/api/version")
+    assert (status, orjson.loads(data)) == (503, {"error": "busy"})
+    assert _request(ollama_server, "GET", "/api/version")[0] == 200
+    with pytest.raises(http.client.RemoteDisconnected):
+        _request(ollama_server, "HEAD", "/")
+    assert _request(ollama_server, "HEAD", "/")[0] == 200
+    ollama_server.fail_next("/api/chat", 500, "no")
+    assert _request(ollama_server, "POST", "/api/chat", {"model": "llama3.2"})[0] == 500
+
+
+def test_reply_without_final_line_ends_the_stream_cleanly(ollama_server: FakeOllama) -> None:
+    ollama_server.script(Reply(chunks=["x", "y"], final=False))
+    status, _, data = _request(ollama_server, "POST", "/api/chat", {"model": "llama3.2"})
+    assert status == 200
+    assert [line["done"] for line in _lines(data)] == [False, False]
+
+
+def test_show_can_describe_nothing() -> None:
+    models = [FakeModel(name="a:1", describe="empty"), FakeModel(name="b:1", describe="absent")]
+    with FakeOllama(models) as server:
+        assert (
+            orjson.loads(_request(server, "POST", "/api/show", {"model": "a:1"})[2])["model_info"]
+            == {}
+        )
+        assert "model_info" not in orjson.loads(
+            _request(server, "POST", "/api/show", {"model": "b:1"})[2]
+        )

@@ -340,3 +340,50 @@ def test_provider_is_a_context_manager(ollama_server: FakeOllama) -> None:
     with _provider(ollama_server) as provider:
         assert provider.name == "ollama"
         assert provider.complete(_request("ping")) == "You said: ping"
+
+
+def test_a_model_without_a_description_gets_the_default_window() -> None:
+    models = [
+        FakeModel(name="empty:latest", describe="empty"),
+        FakeModel(name="absent:latest", describe="absent", num_ctx=8192),
+    ]
+    with FakeOllama(models) as server:
+        provider = _provider(server, default_context_window=2048)
+        empty = provider.model_info("empty")
+        assert (empty.context_window, empty.context_source) == (2048, "default")
+        assert empty.family == "llama"
+        absent = provider.model_info("absent")  # the client cannot read it: described nothing
+        assert (absent.context_window, absent.context_source, absent.family) == (
+            2048,
+            "default",
+            None,
+        )
+
+
+def test_stream_that_ends_without_its_final_line(ollama_server: FakeOllama) -> None:
+    ollama_server.script(Reply(chunks=["a", " b"], final=False))
+    received: list[StreamChunk] = []
+    with pytest.raises(ProviderError, match="broke after 2 chunks"):
+        for chunk in _provider(ollama_server).chat(_request()):
+            received.append(chunk)
+    assert [c.text for c in received] == ["a", " b"]
+
+
+def test_failures_of_show_and_tags(ollama_server: FakeOllama) -> None:
+    provider = _provider(ollama_server)
+    ollama_server.fail_next("/api/tags", 503, "server busy")
+    with pytest.raises(
+        ProviderError, match=r"refused to list its models \(HTTP 503\): server busy"
+    ):
+        provider.list_models()
+    ollama_server.drop_next("/api/tags")
+    with pytest.raises(ProviderError, match="did not list its models"):
+        provider.list_models()
+    ollama_server.drop_next("/api/show")
+    with pytest.raises(ProviderError, match=r"did not describe model 'llama3\.2'"):
+        provider.model_info("llama3.2")
+    ollama_server.fail_next("/api/show", 500, "boom")
+    with pytest.raises(ProviderError, match=r"refused to describe the model \(HTTP 500\): boom"):
+        provider.model_info("llama3.2")
+    assert provider.list_models() == ["llama3.2:latest"]  # failures were one-shot
+    assert provider.model_info("llama3.2").context_window == 131072
