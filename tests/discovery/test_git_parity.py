@@ -1,0 +1,191 @@
+"""The scan lists exactly what ``git ls-files --cached --others --exclude-standard`` lists.
+
+Real repositories built in ``tmp_path``, real git: hand-written cases for each
+tricky rule, then generated trees with generated ignore files.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pipeline.file_discovery import DiscoveryOptions, FileDiscoveryService
+from tests.discovery.trees import (
+    build,
+    git,
+    git_init,
+    git_listing,
+    ignore_dirs,
+    pattern_lines,
+    trees,
+)
+
+
+def scanned(root: Path) -> list[str]:
+    result = FileDiscoveryService().scan(DiscoveryOptions(root=root, max_depth=64))
+    return list(result.files)
+
+
+CASES: dict[str, dict[str, str]] = {
+    "negation_and_last_rule_wins": {
+        ".gitignore": "*.log\n!keep.log\nsrc/keep.log\n",
+        "a.log": "",
+        "keep.log": "",
+        "src/keep.log": "",
+        "src/other.log": "",
+        "src/x.py": "",
+    },
+    "anchored_and_unanchored": {
+        ".gitignore": "/top.txt\nany.txt\nsub/mid.txt\n",
+        "top.txt": "",
+        "sub/top.txt": "",
+        "any.txt": "",
+        "sub/any.txt": "",
+        "sub/mid.txt": "",
+        "other/sub/mid.txt": "",
+    },
+    "double_star_forms": {
+        ".gitignore": "**/cache\nlogs/**\na/**/z.txt\n**/deep/**/y\n",
+        "cache": "",
+        "p/q/cache/f": "",
+        "logs/1.txt": "",
+        "logs/old/2.txt": "",
+        "a/z.txt": "",
+        "a/b/c/z.txt": "",
+        "b/a/z.txt": "",
+        "deep/y": "",
+        "r/deep/s/t/y": "",
+        "r/deep/s/t/w": "",
+    },
+    "directory_only_patterns": {
+        ".gitignore": "out/\nfile-or-dir/\n",
+        "out/a.txt": "",
+        "x/out/b.txt": "",
+        "file-or-dir": "",
+        "y/file-or-dir/c.txt": "",
+    },
+    "excluded_parent_cannot_be_reincluded": {
+        ".gitignore": "vendor/\n!vendor/keep.txt\nlogs/*\n!logs/keep.txt\n",
+        "vendor/keep.txt": "",
+        "vendor/drop.txt": "",
+        "logs/keep.txt": "",
+        "logs/drop.txt": "",
+    },
+    "nested_gitignore_overrides_its_subtree": {
+        ".gitignore": "*.tmp\n",
+        "a.tmp": "",
+        "pkg/.gitignore": "!*.tmp\n/local.txt\n",
+        "pkg/b.tmp": "",
+        "pkg/local.txt": "",
+        "pkg/inner/local.txt": "",
+        "other/c.tmp": "",
+    },
+    "ignore_everything_but_python": {
+        ".gitignore": "*\n!*/\n!*.py\n!.gitignore\n",
+        "a.py": "",
+        "a.txt": "",
+        "d/e/f.py": "",
+        "d/e/f.txt": "",
+    },
+    "escapes_spaces_and_comments": {
+        ".gitignore": "# a comment\n\\#hash\n\\!bang\ntrail   \nspace\\ \n",
+        "#hash": "",
+        "!bang": "",
+        "trail": "",
+        "space ": "",
+        "# a comment": "",
+    },
+    "character_classes": {
+        ".gitignore": "[abc].txt\n[!x]y.md\n[0-9][[:alpha:]].c\n[]]q\n",
+        "a.txt": "",
+        "d.txt": "",
+        "zy.md": "",
+        "xy.md": "",
+        "1k.c": "",
+        "11.c": "",
+        "]q": "",
+    },
+    "never_matching_lines": {
+        ".gitignore": "[unclosed\ntrailing\\\n/\n!\n",
+        "[unclosed": "",
+        "trailing\\": "",
+        "trailing": "",
+    },
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_scan_equals_git_ls_files(tmp_path: Path, case: str) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git_init(root)
+    build(root, CASES[case])
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "tracked files")
+    build(root, {f"untracked/{name}": "" for name in ("n.log", "n.py", "keep.log")})
+    assert scanned(root) == git_listing(root)
+
+
+def test_info_exclude_and_scan_of_a_subdirectory(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git_init(root)
+    (root / ".git" / "info").mkdir(exist_ok=True)
+    (root / ".git" / "info" / "exclude").write_text("*.secret\n")
+    build(
+        root,
+        {
+            ".gitignore": "/pkg/sub/gen/\n*.o\n",
+            "pkg/.gitignore": "!keep.o\n",
+            "a.secret": "",
+            "pkg/sub/b.secret": "",
+            "pkg/sub/gen/x.c": "",
+            "pkg/sub/keep.o": "",
+            "pkg/sub/drop.o": "",
+            "pkg/sub/main.c": "",
+        },
+    )
+    assert scanned(root) == git_listing(root)
+    sub = root / "pkg" / "sub"
+    in_sub = git(sub, "ls-files", "-z", "--others", "--exclude-standard")
+    assert scanned(sub) == sorted(p for p in in_sub.split("\0") if p)
+    assert scanned(sub) == ["keep.o", "main.c"]
+
+
+@given(
+    files=trees(),
+    placements=st.lists(
+        st.tuples(st.integers(0, 10), st.lists(pattern_lines(), min_size=1, max_size=6)),
+        min_size=1,
+        max_size=3,
+    ),
+    exclude=st.lists(pattern_lines(), max_size=3),
+)
+def test_generated_trees_equal_git(
+    tmp_path: Path,
+    files: list[str],
+    placements: list[tuple[int, list[str]]],
+    exclude: list[str],
+) -> None:
+    work = Path(tempfile.mkdtemp(dir=tmp_path))
+    try:
+        root = work / "repo"
+        root.mkdir()
+        git_init(root)
+        build(root, {path: "" for path in files})
+        dirs = ignore_dirs(files)
+        for where, lines in placements:
+            directory = root / dirs[where % len(dirs)]
+            with (directory / ".gitignore").open("a") as handle:
+                handle.write("\n".join(lines) + "\n")
+        if exclude:
+            (root / ".git" / "info").mkdir(exist_ok=True)
+            (root / ".git" / "info" / "exclude").write_text("\n".join(exclude) + "\n")
+        assert scanned(root) == git_listing(root)
+    finally:
+        shutil.rmtree(work)
