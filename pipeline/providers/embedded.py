@@ -288,8 +288,8 @@ def _refusal(error: Any, received: int) -> ProviderError:
         return ProviderError(
             f"the conversation ({detail.get('n_prompt_tokens', '?')} tokens) does not fit "
             f"the embedded model's context window ({detail.get('n_ctx', '?')} tokens)",
-            hint="compress the conversation (`/compress`), start a new session, or raise "
-            "provider.embedded.contextWindow",
+            hint="start a new session, keep compression on (services.compression) so old "
+            "turns are summarized, or raise provider.embedded.contextWindow",
         )
     message = str(detail.get("message", "unknown error"))[:300]
     return ProviderError(

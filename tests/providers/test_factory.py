@@ -27,6 +27,9 @@ from pipeline.providers import (
 )
 from tests.fake_ollama import FakeOllama
 
+# A probe that must succeed gets time to spare: the test machine may be loaded.
+GENEROUS_S = 10.0
+
 
 def _closed_port_host() -> str:
     with socket.socket() as sock:
@@ -51,7 +54,7 @@ def test_auto_is_the_default_and_picks_ollama_when_it_answers(
 ) -> None:
     settings = ProviderSettings(ollama=OllamaSettings(host=ollama_server.url))
     assert settings.name == "auto"
-    provider = create_provider(settings)
+    provider = create_provider(settings, probe_timeout=GENEROUS_S)
     assert isinstance(provider, OllamaProvider)
     assert provider.default_model() == "llama3.2:latest"
     assert ollama_server.requests[0].path == "/api/tags"
@@ -104,7 +107,7 @@ def test_auto_without_the_embedded_wheel(monkeypatch: pytest.MonkeyPatch, tmp_pa
 def test_probe_answers_only_when_ollama_responds() -> None:
     with FakeOllama() as server:
         url = server.url
-        assert ollama_answers(OllamaSettings(host=url), PROBE_TIMEOUT_S)
+        assert ollama_answers(OllamaSettings(host=url), GENEROUS_S)
     assert not ollama_answers(OllamaSettings(host=url), PROBE_TIMEOUT_S)  # stopped
     with socket.socket() as listener:  # accepts connections, never answers
         listener.bind(("127.0.0.1", 0))
