@@ -187,32 +187,11 @@ class PidsCgroup:
     @staticmethod
     def _candidates() -> list[Path]:
         try:
-            memberships = Path("/proc/self/cgroup").read_text().splitlines()
-            mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+            memberships = Path("/proc/self/cgroup").read_text()
+            mounts = Path("/proc/self/mountinfo").read_text()
         except OSError:  # pragma: no cover - /proc is always there on Linux
             return []
-        v1_path = v2_path = None
-        for line in memberships:
-            _, controllers, path = line.split(":", 2)
-            if "pids" in controllers.split(","):
-                v1_path = path
-            elif controllers == "" and line.startswith("0:"):
-                v2_path = path
-        found: list[Path] = []
-        for line in mounts:
-            left, _, right = line.partition(" - ")
-            fields, extra = left.split(), right.split()
-            if len(fields) < 5 or len(extra) < 3:
-                continue
-            root, mount_point, fstype = fields[3], fields[4], extra[0]
-            if fstype == "cgroup" and v1_path and "pids" in extra[2].split(","):
-                found.append(_join_cgroup(mount_point, root, v1_path))
-            elif fstype == "cgroup2" and v2_path is not None:
-                directory = _join_cgroup(mount_point, root, v2_path)
-                subtree = directory / "cgroup.subtree_control"
-                if subtree.exists() and "pids" in subtree.read_text().split():
-                    found.append(directory)
-        return found
+        return cgroup_candidates(memberships, mounts)
 
     def hit_limit(self) -> bool:
         """Whether a fork was refused for want of room (``pids.events``)."""
@@ -252,6 +231,37 @@ class PidsCgroup:
             except OSError:  # pragma: no cover - busy while the last exits are reaped
                 time.sleep(0.01)
         logger.warning("sandbox: could not remove cgroup %s", self.path)  # pragma: no cover
+
+
+def cgroup_candidates(memberships: str, mounts: str) -> list[Path]:
+    """Where a ``pids`` cgroup could be made for this process.
+
+    ``memberships`` is the text of ``/proc/self/cgroup``, ``mounts`` that of
+    ``/proc/self/mountinfo``: the cgroup v1 ``pids`` hierarchy, and the cgroup
+    v2 directory of this process where its ``pids`` controller is delegated.
+    """
+    v1_path = v2_path = None
+    for line in memberships.splitlines():
+        number, controllers, path = line.split(":", 2)
+        if "pids" in controllers.split(","):
+            v1_path = path
+        elif number == "0" and controllers == "":
+            v2_path = path
+    found: list[Path] = []
+    for line in mounts.splitlines():
+        left, _, right = line.partition(" - ")
+        fields, extra = left.split(), right.split()
+        if len(fields) < 5 or len(extra) < 3:
+            continue
+        root, mount_point, fstype = fields[3], fields[4], extra[0]
+        if fstype == "cgroup" and v1_path and "pids" in extra[2].split(","):
+            found.append(_join_cgroup(mount_point, root, v1_path))
+        elif fstype == "cgroup2" and v2_path is not None:
+            directory = _join_cgroup(mount_point, root, v2_path)
+            subtree = directory / "cgroup.subtree_control"
+            if subtree.exists() and "pids" in subtree.read_text().split():
+                found.append(directory)
+    return found
 
 
 def _join_cgroup(mount_point: str, root: str, path: str) -> Path:

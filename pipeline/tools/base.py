@@ -30,7 +30,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from config.settings import FileDiscoverySettings
+from pipeline.file_discovery import FileDiscoveryService
 from pipeline.sandbox import Sandbox
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
@@ -72,12 +72,13 @@ class ToolOutput(BaseModel):
 
 @dataclass(frozen=True)
 class ToolContext:
-    """Where a tool runs: the workspace, the sanitized environment, the sandbox."""
+    """Where a tool runs: the workspace, the sanitized environment, the sandbox,
+    and the FileDiscoveryService the search tools go through."""
 
     workspace: Path
     env: Mapping[str, str]
     sandbox: Sandbox
-    discovery: FileDiscoverySettings = field(default_factory=FileDiscoverySettings)
+    discovery: FileDiscoveryService = field(default_factory=FileDiscoveryService)
 
 
 class Tool(ABC, Generic[ArgsT]):

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from config.settings import FileDiscoverySettings, ToolSettings
 from pipeline.errors import OllmError, ToolError
+from pipeline.file_discovery import FileDiscoveryService
 from pipeline.records import SessionToolCall, ToolCallPart, ToolResult
 from pipeline.sandbox import Sandbox
 from pipeline.tools.approval import ApprovalOutcome
@@ -64,7 +65,7 @@ class ToolExecutor:
         self.settings = settings
         self.registry = registry if registry is not None else ToolRegistry.builtin()
         self.workspace = workspace
-        self.discovery = discovery or FileDiscoverySettings()
+        self.discovery = FileDiscoveryService(discovery)
         self.bwrap_path = bwrap_path
         self._sandboxes: dict[Path, Sandbox] = {}
         self._lock = threading.Lock()

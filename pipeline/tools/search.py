@@ -8,19 +8,21 @@ text files (binary and very large files skipped), with a cap on results.
 
 Example::
 
-    GlobTool().run(GlobArgs(pattern="**/*.py"), ctx).llm_content
+    GlobTool().run(GlobArgs(pattern="*.py"), ctx).llm_content
     GrepTool().run(GrepArgs(pattern=r"def \\w+_test"), ctx).llm_content
 """
 
 from __future__ import annotations
 
 import re
+import stat
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field
 
 from pipeline.errors import ToolError
+from pipeline.file_discovery import DiscoveryOptions, DiscoveryResult
 from pipeline.tools.base import Tool, ToolArgs, ToolContext, ToolOutput
 from pipeline.tools.workspace import display_path, resolve_in_workspace
 
@@ -33,15 +35,10 @@ GREP_MAX_LINE_CHARS = 300
 _BINARY_SNIFF = 8192
 
 
-def _scan(
-    ctx: ToolContext, root: Path, *, include: list[str] | None = None, max_depth: int | None = None
-) -> list[Any]:
-    """The entries the FileDiscoveryService finds under ``root``."""
-    from pipeline.file_discovery import DiscoveryOptions, FileDiscoveryService
-
-    depth = ctx.discovery.max_depth if max_depth is None else max_depth
-    options = DiscoveryOptions(root=root, max_depth=depth, include=include or [], exclude=[])
-    return list(FileDiscoveryService().scan(options).entries)
+def _scan(ctx: ToolContext, root: Path, include: str | None = None) -> DiscoveryResult:
+    """What the FileDiscoveryService finds under ``root`` (its ignores honoured)."""
+    options = DiscoveryOptions(root=root, include_patterns=(include,) if include else ())
+    return ctx.discovery.scan(options)
 
 
 def _directory(ctx: ToolContext, path: str) -> Path:
@@ -51,12 +48,14 @@ def _directory(ctx: ToolContext, path: str) -> Path:
     return resolved
 
 
-def _is_dir(entry: Any) -> bool:
-    return str(entry.type) in {"directory", "dir"}
+def _prefix(ctx: ToolContext, root: Path) -> str:
+    shown = display_path(ctx.workspace, root)
+    return "" if shown == "." else shown + "/"
 
 
-def _shown(ctx: ToolContext, entry: Any) -> str:
-    return display_path(ctx.workspace, Path(entry.path))
+def _notes(result: DiscoveryResult) -> str:
+    lines = [f"[{note.message}]" for note in result.notes]
+    return "\n" + "\n".join(lines) if lines else ""
 
 
 def _capped(lines: list[str], what: str) -> str:
@@ -81,30 +80,42 @@ class ListFilesTool(Tool[ListFilesArgs]):
     name = "list_files"
     description = (
         "List the files and directories in a workspace directory (ignored files, such as "
-        "those in .gitignore, are left out). Directories end with '/'."
+        "those in .gitignore, are left out). Directories end with '/', symlinks with '@'."
     )
     args_model = ListFilesArgs
 
     def run(self, args: ListFilesArgs, ctx: ToolContext) -> ToolOutput:
         root = _directory(ctx, args.path)
         shown_root = display_path(ctx.workspace, root)
-        entries = _scan(ctx, root, max_depth=args.depth)
-        lines = sorted(
-            _shown(ctx, e) + "/" if _is_dir(e) else f"{_shown(ctx, e)} ({e.size} bytes)"
-            for e in entries
-            if Path(e.path) != root
-        )
+        prefix = _prefix(ctx, root)
+        result = _scan(ctx, root)
+        lines: set[str] = set()
+        for relative in result.files:
+            parts = relative.split("/")
+            if len(parts) <= args.depth:
+                suffix = "@" if relative in result.symlinks else ""
+                lines.add(prefix + relative + suffix)
+            for level in range(1, min(len(parts), args.depth + 1)):
+                lines.add(prefix + "/".join(parts[:level]) + "/")
         if not lines:
-            return ToolOutput.ok(f"{shown_root} is empty.", f"Listed {shown_root}: empty")
+            return ToolOutput.ok(
+                f"{shown_root} holds no files (ignored files are left out).{_notes(result)}",
+                f"Listed {shown_root}: empty",
+            )
+        ordered = sorted(lines)
         return ToolOutput.ok(
-            _capped(lines, "entries"), f"Listed {len(lines)} entries in {shown_root}"
+            _capped(ordered, "entries") + _notes(result),
+            f"Listed {len(ordered)} entries in {shown_root}",
         )
 
 
 class GlobArgs(ToolArgs):
     """Arguments of ``glob``."""
 
-    pattern: str = Field(min_length=1, description="A glob such as '**/*.py' or 'src/*.ts'.")
+    pattern: str = Field(
+        min_length=1,
+        description="A gitignore-style glob: '*.py' (at any depth), 'src/**/*.ts', 'docs/*.md'.",
+    )
     path: str = Field(default=".", description="Directory to search, relative to the workspace.")
 
 
@@ -113,20 +124,25 @@ class GlobTool(Tool[GlobArgs]):
 
     name = "glob"
     description = (
-        "Find files in the workspace whose path matches a glob pattern ('**/*.py'), "
-        "ignored files left out. Returns paths relative to the workspace."
+        "Find files in the workspace whose path matches a gitignore-style glob ('*.py' "
+        "matches at any depth, 'src/**/*.ts' from the directory searched), ignored files "
+        "left out. Returns paths relative to the workspace."
     )
     args_model = GlobArgs
 
     def run(self, args: GlobArgs, ctx: ToolContext) -> ToolOutput:
         root = _directory(ctx, args.path)
-        entries = _scan(ctx, root, include=[args.pattern])
-        lines = sorted(_shown(ctx, e) for e in entries if not _is_dir(e))
+        prefix = _prefix(ctx, root)
+        result = _scan(ctx, root, args.pattern)
+        lines = [prefix + relative for relative in result.files]
         if not lines:
             return ToolOutput.ok(
-                f"No file matches {args.pattern!r}.", f"glob {args.pattern}: no match"
+                f"No file matches {args.pattern!r}.{_notes(result)}",
+                f"glob {args.pattern}: no match",
             )
-        return ToolOutput.ok(_capped(lines, "files"), f"glob {args.pattern}: {len(lines)} file(s)")
+        return ToolOutput.ok(
+            _capped(lines, "files") + _notes(result), f"glob {args.pattern}: {len(lines)} file(s)"
+        )
 
 
 class GrepArgs(ToolArgs):
@@ -137,7 +153,8 @@ class GrepArgs(ToolArgs):
         default=".", description="File or directory to search, relative to the workspace."
     )
     include: str | None = Field(
-        default=None, description="Only search files whose path matches this glob ('*.py')."
+        default=None,
+        description="Only search files matching this gitignore-style glob ('*.py').",
     )
     ignore_case: bool = Field(default=False, description="Match regardless of case.")
     max_results: Annotated[int, Field(ge=1, le=GREP_MAX_RESULTS)] = Field(
@@ -168,8 +185,8 @@ class GrepTool(Tool[GrepArgs]):
         if target.is_file():
             files = [target]
         elif target.is_dir():
-            include = [args.include] if args.include else None
-            files = [Path(e.path) for e in _scan(ctx, target, include=include) if not _is_dir(e)]
+            result = _scan(ctx, target, args.include)
+            files = [target / f for f in result.files if f not in result.symlinks]
         else:
             raise ToolError(f"{args.path} does not exist in the workspace")
         matches: list[str] = []
@@ -200,8 +217,9 @@ class GrepTool(Tool[GrepArgs]):
         if not resolved.is_relative_to(ctx.workspace):
             return [], 1  # a symlink out of the workspace: never read
         try:
-            if resolved.stat().st_size > GREP_MAX_FILE_BYTES:
-                return [], 1
+            info = resolved.stat()
+            if not stat.S_ISREG(info.st_mode) or info.st_size > GREP_MAX_FILE_BYTES:
+                return [], 1  # a FIFO or device would block; a huge file is not source
             with resolved.open("rb") as handle:
                 if b"\0" in handle.read(_BINARY_SNIFF):
                     return [], 1

@@ -29,6 +29,7 @@ from pipeline.sandbox import (
     _join_cgroup,
     _Output,
     _signal_cause,
+    cgroup_candidates,
     harden_environment,
 )
 
@@ -473,6 +474,7 @@ def test_signal_cause_names_limits_and_signals() -> None:
     assert _signal_cause(128 + 9) == "SIGKILL"
     assert _signal_cause(128 + 15) == "SIGTERM"
     assert _signal_cause(255) is None
+    assert _signal_cause(128 + 32) is None  # a number that names no signal
 
 
 def test_join_cgroup_strips_the_mount_root() -> None:
@@ -493,3 +495,46 @@ def test_pids_cgroup_caps_processes_where_the_host_allows(
     finally:
         cgroup.remove()
     assert not cgroup.path.exists()
+
+
+def test_cgroup_candidates_from_proc_text(tmp_path: Path) -> None:
+    memberships = "8:pids:/outer/me\n4:memory:/x\n0::/unified/me\n"
+    delegated = tmp_path / "unified" / "me"
+    delegated.mkdir(parents=True)
+    (delegated / "cgroup.subtree_control").write_text("cpu pids\n")
+    mounts = "\n".join(
+        [
+            "31 23 0:28 / /sys/fs/cgroup rw - tmpfs tmpfs rw",
+            "39 31 0:37 /outer /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids",
+            "40 31 0:38 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory",
+            f"41 31 0:39 / {tmp_path} rw,relatime - cgroup2 cgroup2 rw",
+            "short line",
+        ]
+    )
+    assert cgroup_candidates(memberships, mounts) == [Path("/sys/fs/cgroup/pids/me"), delegated]
+    (delegated / "cgroup.subtree_control").write_text("cpu\n")
+    assert cgroup_candidates(memberships, mounts) == [Path("/sys/fs/cgroup/pids/me")]
+    assert cgroup_candidates("0::/\n", "") == []
+
+
+def test_pids_cgroup_parent_none_where_no_candidate_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(PidsCgroup, "_candidates", staticmethod(lambda: [tmp_path / "a" / "b"]))
+    assert PidsCgroup._find_parent() is None
+
+
+def test_sandbox_without_a_cgroup_still_runs_and_says_maxprocesses_is_unenforced_as_root(
+    sandbox: Sandbox,
+    plain_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(PidsCgroup, "_checked", True)
+    monkeypatch.setattr(PidsCgroup, "_parent", None)
+    monkeypatch.setattr("pipeline.sandbox._warned", set())
+    with caplog.at_level(logging.WARNING, logger="pipeline.sandbox"):
+        result = bash(sandbox, "echo fine", plain_env)
+    assert result.stdout == "fine\n"
+    warned = any("maxProcesses is not enforced" in r.getMessage() for r in caplog.records)
+    assert warned == (os.geteuid() == 0)
