@@ -91,6 +91,7 @@ class Tool(ABC, Generic[ArgsT]):
     def json_schema(self) -> dict[str, Any]:
         """The function-calling schema: ``{"type": "function", "function": {...}}``."""
         parameters = _clean_schema(self.args_model.model_json_schema())
+        parameters.pop("description", None)  # the model's docstring, not for the model
         parameters.setdefault("properties", {})
         parameters.setdefault("required", [])
         return {

@@ -326,6 +326,7 @@ def test_registry_holds_the_builtin_tools_with_ollama_schemas() -> None:
         assert set(function) == {"name", "description", "parameters"}
         assert function["description"]
         assert function["parameters"]["type"] == "object"
+        assert "description" not in function["parameters"]
         assert_no_titles(function["parameters"])
     read_file = registry.get("read_file")
     assert read_file is not None
