@@ -357,7 +357,6 @@ class FileDiscoveryService:
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._watchers: dict[str, _Watcher] = {}
-        self._trees: dict[str, IgnoreTree] = {}
         self._watch_debounce_ms = watch_debounce_ms
         self._watch_step_ms = watch_step_ms
 
@@ -424,13 +423,9 @@ class FileDiscoveryService:
         return IgnoreTree(self._checked_root(root, allow_broad=True), self._builtin)
 
     def should_ignore(self, root: Path, rel_path: str, is_dir: bool = False) -> bool:
-        """Whether discovery under ``root`` leaves out ``rel_path``."""
-        resolved = self._checked_root(root, allow_broad=True)
-        with self._lock:
-            tree = self._trees.get(resolved)
-            if tree is None:
-                tree = self._trees[resolved] = IgnoreTree(resolved, self._builtin)
-        return tree.should_ignore(rel_path, is_dir)
+        """Whether discovery under ``root`` leaves out ``rel_path`` (the ignore files
+        are read afresh: for many questions keep :meth:`load_ignore_patterns`)."""
+        return self.load_ignore_patterns(root).should_ignore(rel_path, is_dir)
 
     # -- watching --------------------------------------------------------------------
 
@@ -471,7 +466,6 @@ class FileDiscoveryService:
             watchers = list(self._watchers.values())
             self._watchers.clear()
             self._cache.clear()
-            self._trees.clear()
         for watcher in watchers:
             watcher.stop()
 
