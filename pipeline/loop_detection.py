@@ -16,7 +16,7 @@ showed up:
   each time (polling a build, tailing a growing log) is progress, not a loop;
 - ``record_output(text)`` tracks the model's text turn by turn: the same or a
   near-identical text (similarity >= ``outputSimilarity``) ``repeatThreshold``
-  times in a row, made alongside the same tool calls, is a loop. Empty texts
+  times in a row, with the same tool calls and results in between, is a loop. Empty texts
   (turns that only call tools) are ignored;
 - ``check_stream(chunk)`` watches one streamed response for the degenerate
   self-repetition of small models: the same run of 8 to 200 characters
@@ -76,9 +76,9 @@ STREAM_MAX_CANDIDATES = 8
 
 _NUDGES: dict[str, str] = {
     "repeated-tool": (
-        "You have made the same tool call {count} times in a row with the same result. "
-        "Do not call it again: use the result you already have, try a different approach, "
-        "or tell the user what is blocking you."
+        "You have made the same tool call {count} times in a row and its result did not "
+        "change. Do not repeat it: use the result you already have, try a different "
+        "approach, or tell the user what is blocking you."
     ),
     "tool-cycle": (
         "You are repeating the same cycle of tool calls ({count} times) without progress. "
@@ -227,7 +227,7 @@ class _State:
     calls: deque[_Call]
     outputs: deque[_Output]
     turns: int = 0
-    calls_since_output: list[int] = field(default_factory=list)
+    calls_since_output: deque[_Call] = field(default_factory=lambda: deque(maxlen=64))
     output_run: int = 0
     stream: _StreamState = field(default_factory=_StreamState)
     nudged: set[str] = field(default_factory=set)
@@ -348,8 +348,9 @@ class LoopDetector:
         canonical = canonical_call(name, args)
         digest = hash(canonical)
         calls = state.calls
-        calls.append(_Call(digest, canonical[: OFFENDING_CHARS * 2].decode(errors="replace")))
-        state.calls_since_output.append(digest)
+        call = _Call(digest, canonical[: OFFENDING_CHARS * 2].decode(errors="replace"))
+        calls.append(call)
+        state.calls_since_output.append(call)
         threshold = self.settings.repeat_threshold
         run = self._repeat_run()
         if run >= threshold:
@@ -438,8 +439,10 @@ class LoopDetector:
         if not text.strip():
             return None
         sample = _sample(text)
-        calls = hash(tuple(state.calls_since_output))
-        state.calls_since_output = []
+        # The calls (and results) since the previous output: a similar text that
+        # goes with new calls or new results narrates progress, not a loop.
+        calls = hash(tuple((c.digest, c.result) for c in state.calls_since_output))
+        state.calls_since_output.clear()
         current = _Output(sample, hash(sample), _shingles(sample), calls)
         previous = state.outputs[-1] if state.outputs else None
         if (

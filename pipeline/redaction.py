@@ -221,8 +221,6 @@ def _scan(text: str, patterns: Iterable[_Pattern]) -> list[SecretMatch]:
             continue
         for match in pattern.regex.finditer(text):
             start, end = match.span(pattern.group)
-            if start == end:
-                continue
             if pattern.check is not None and not pattern.check(text[start:end]):
                 continue
             found.append(SecretMatch(kind=pattern.kind, start=start, end=end))

@@ -201,7 +201,9 @@ def test_invalid_custom_deny_pattern_warns_and_keeps_the_defaults(
 
 def test_non_text_patterns_warn_and_keep_the_defaults(caplog: pytest.LogCaptureFixture) -> None:
     settings = EnvironmentSettings.model_construct(
-        mode="default", allow_list="PATH", deny_patterns=[42]
+        mode="default",
+        allow_list="PATH",  # type: ignore[arg-type]
+        deny_patterns=[42],  # type: ignore[list-item]
     )
     with caplog.at_level(logging.WARNING):
         sanitizer = EnvironmentSanitizer(settings)
@@ -215,7 +217,7 @@ def test_non_text_patterns_warn_and_keep_the_defaults(caplog: pytest.LogCaptureF
     [
         {"mode": "everything"},
         {"allowList": "PATH", "denyPatterns": 3},
-        EnvironmentSettings.model_construct(mode="bogus"),
+        EnvironmentSettings.model_construct(mode="bogus"),  # type: ignore[arg-type]
         ["not", "settings"],
     ],
     ids=["unknown-mode", "wrong-types", "constructed-bad-mode", "not-a-mapping"],
@@ -400,7 +402,7 @@ def test_property_26_allow_list_preservation(
     """Variables on the allow list pass unchanged, even when a deny pattern matches them."""
     sanitizer = EnvironmentSanitizer(
         EnvironmentSettings(
-            mode=mode,  # type: ignore[arg-type]
+            mode=mode,
             allow_list=[*DEFAULT_ALLOW_LIST, "ALLOWED_*"],
         )
     )

@@ -253,9 +253,11 @@ def test_configure_logging_installs_one_redacting_stderr_handler(
     assert "INFO cli.tests.anything: using key [REDACTED:github]" in err
     assert GITHUB not in err
     assert "not shown" not in err
-    assert ours[0].stream is sys.stderr
-    ours[0].stream = io.StringIO()  # the handler follows sys.stderr whatever it is given
-    assert ours[0].stream is sys.stderr
+    handler = ours[0]
+    assert isinstance(handler, logging.StreamHandler)
+    assert handler.stream is sys.stderr
+    handler.stream = io.StringIO()  # the handler follows sys.stderr whatever it is given
+    assert handler.stream is sys.stderr
 
 
 def test_configure_logging_reads_the_level_from_the_environment(
