@@ -484,9 +484,11 @@ def builtin_rules(patterns: Iterable[str]) -> RuleSet:
 
 
 def find_git_dir(start: str) -> tuple[str, str] | None:
-    """The work tree and git directory enclosing ``start`` (absolute), if any.
+    """The work tree enclosing ``start`` (absolute) and the git directory that holds
+    its ``info/exclude``, if any.
 
-    A ``.git`` file (worktrees, submodules) is followed to its ``gitdir:``.
+    A ``.git`` file (linked worktrees, submodules) is followed to its ``gitdir:``,
+    and a linked worktree's ``commondir`` to the repository's shared directory.
     """
     current = start
     while True:
@@ -494,18 +496,26 @@ def find_git_dir(start: str) -> tuple[str, str] | None:
         if os.path.isdir(dot_git):
             return current, dot_git
         if os.path.isfile(dot_git):
-            try:
-                with open(dot_git, encoding="utf-8", errors="replace") as handle:
-                    first = handle.readline().strip()
-            except OSError:
-                first = ""
-            if first.startswith("gitdir:"):
-                target = first[len("gitdir:") :].strip()
-                return current, os.path.normpath(os.path.join(current, target))
+            git_dir = _read_pointer(dot_git, "gitdir:", current)
+            if git_dir is not None:
+                common = _read_pointer(os.path.join(git_dir, "commondir"), "", git_dir)
+                return current, common or git_dir
         parent = os.path.dirname(current)
         if parent == current:
             return None
         current = parent
+
+
+def _read_pointer(path: str, prefix: str, relative_to: str) -> str | None:
+    """The directory named by the first line of ``path`` (after ``prefix``), if any."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            first = handle.readline().strip()
+    except OSError:
+        return None
+    if not first.startswith(prefix) or not first[len(prefix) :].strip():
+        return None
+    return os.path.normpath(os.path.join(relative_to, first[len(prefix) :].strip()))
 
 
 def _load(path: str, base: str, consulted: list[str]) -> RuleSet | None:

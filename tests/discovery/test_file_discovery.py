@@ -367,6 +367,16 @@ def test_discover_raises_bad_options_and_discover_all(tree: Path) -> None:
     asyncio.run(run())
 
 
+def test_discover_reports_what_it_found_before_the_cap(tmp_path: Path) -> None:
+    build(tmp_path, {f"f{i}.txt": "" for i in range(5)})
+    service = FileDiscoveryService()
+
+    async def count() -> int:
+        return len([e async for e in service.discover(options(tmp_path, max_files=3))])
+
+    assert asyncio.run(count()) == 3
+
+
 def test_many_cached_entries_stream_in_batches(tmp_path: Path) -> None:
     build(tmp_path, {f"f{i}.txt": "" for i in range(1100)})
     age(tmp_path)
@@ -410,6 +420,7 @@ def test_watch_reports_ignores_and_moved_in_directories(tree: Path, tmp_path: Pa
         assert ("add", "now-ignored.txt") not in recorder.events
 
         mark = recorder.mark()
+        (tree / "src" / "util").chmod(0o700)  # a directory's metadata: not a file change
         shutil.rmtree(tree / "secrets")  # ignored by .ollmignore: nothing reported
         (tree / "src" / "main.py").unlink()
         assert recorder.wait_for("unlink", "src/main.py", after=mark)

@@ -110,6 +110,35 @@ CASES: dict[str, dict[str, str]] = {
         "11.c": "",
         "]q": "",
     },
+    "class_edge_cases": {
+        ".gitignore": (
+            "[\\]]x\n[a\\-c]y\n[b-\\d]z\n[[:bogus:]]w\n[[:alpha]v\n[z-a]u\n"
+            "[[:digit:]-9]t\n[!]s\n[^r]r\n[x-]q\n[[:\n"
+        ),
+        "]x": "",
+        "-y": "",
+        "by": "",
+        "cz": "",
+        "ez": "",
+        "aw": "",
+        "av": "",
+        ":v": "",
+        "[v": "",
+        "bu": "",
+        "5t": "",
+        "-t": "",
+        "!s": "",
+        "as": "",
+        "xr": "",
+        "rr": "",
+        "-q": "",
+        "xq": "",
+        "[[:": "",
+    },
+    "a_gitignore_that_is_a_directory": {
+        "sub/.gitignore/x.txt": "",
+        "sub/y.txt": "",
+    },
     "never_matching_lines": {
         ".gitignore": "[unclosed\ntrailing\\\n/\n!\n",
         "[unclosed": "",
@@ -155,6 +184,22 @@ def test_info_exclude_and_scan_of_a_subdirectory(tmp_path: Path) -> None:
     in_sub = git(sub, "ls-files", "-z", "--others", "--exclude-standard")
     assert scanned(sub) == sorted(p for p in in_sub.split("\0") if p)
     assert scanned(sub) == ["keep.o", "main.c"]
+
+
+def test_linked_worktree_uses_the_shared_info_exclude(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git_init(root)
+    build(root, {"a.txt": ""})
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "one")
+    (root / ".git" / "info").mkdir(exist_ok=True)
+    (root / ".git" / "info" / "exclude").write_text("*.tmp\n")
+    worktree = tmp_path / "linked"
+    git(root, "worktree", "add", "-q", str(worktree))
+    build(worktree, {"b.tmp": "", "c.txt": ""})
+    assert (worktree / ".git").is_file()
+    assert scanned(worktree) == git_listing(worktree) == ["a.txt", "c.txt"]
 
 
 @given(

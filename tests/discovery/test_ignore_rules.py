@@ -1,0 +1,89 @@
+"""Parsing and translating ignore lines (the behaviour itself is checked against git
+in test_git_parity.py); the corners that the comparison does not reach."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.ignore_rules import (
+    IgnoreStack,
+    RuleSet,
+    builtin_rules,
+    find_git_dir,
+    parse_rule,
+    root_stack,
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("", None),
+        ("# comment", None),
+        ("/", None),
+        ("!", None),
+        ("[abc", None),
+        ("abc\\", None),
+        ("[a\\", None),
+        ("[a-\\", None),
+        ("[[:alpha:", None),
+        ("[[:nope:]]", None),
+    ],
+)
+def test_lines_that_hold_no_rule(line: str, expected: None) -> None:
+    assert parse_rule(line) is expected
+
+
+def test_rule_flags() -> None:
+    rule = parse_rule("!/build/ \n")
+    assert rule is not None
+    assert rule.negated and rule.dir_only and not rule.basename_only
+    assert rule.pattern == "!/build/ "
+    name = parse_rule("*.log")
+    assert name is not None and name.basename_only and not name.dir_only
+    spaces = parse_rule("x\\  ")
+    assert spaces is not None and spaces.regex.endswith("\\ ")
+
+
+def test_rule_set_verdicts() -> None:
+    rules = RuleSet.from_lines(["*.log", "!keep.log", "/build/", "docs/**/*.tmp"])
+    assert rules.match("app.log", "app.log", False) is True
+    assert rules.match("a/keep.log", "keep.log", False) is False
+    assert rules.match("build", "build", True) is True
+    assert rules.match("build", "build", False) is None
+    assert rules.match("src/build", "build", True) is None
+    assert rules.match("docs/a/b/x.tmp", "x.tmp", False) is True
+    assert rules.match("x.py", "x.py", False) is None
+    assert not RuleSet.from_lines(["# nothing"])
+
+
+def test_unreadable_ignore_file_is_skipped(tmp_path: Path) -> None:
+    (tmp_path / ".gitignore").mkdir()
+    assert RuleSet.from_file(str(tmp_path / ".gitignore")) is None
+    bom = tmp_path / "bom"
+    bom.write_bytes("\ufeff*.log\n".encode())
+    loaded = RuleSet.from_file(str(bom))
+    assert loaded is not None and loaded.match("a.log", "a.log", False)
+
+
+def test_git_dir_pointers(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    (plain / "deep").mkdir(parents=True)
+    assert find_git_dir(str(plain / "deep")) is None
+    (plain / ".git").write_text("not a pointer\n")
+    assert find_git_dir(str(plain / "deep")) is None
+    (plain / ".git").write_text("gitdir: ../elsewhere\n")
+    assert find_git_dir(str(plain / "deep")) == (str(plain), str(tmp_path / "elsewhere"))
+
+
+def test_root_stack_outside_a_repository(tmp_path: Path) -> None:
+    (tmp_path / ".gitignore").write_text("*.o\n")
+    (tmp_path / ".ollmignore").write_text("*.env\n")
+    stack, consulted = root_stack(str(tmp_path), builtin_rules([".git"]))
+    assert isinstance(stack, IgnoreStack)
+    assert len(stack.git) == 1 and len(stack.ollm) == 1
+    assert consulted == [str(tmp_path / ".gitignore"), str(tmp_path / ".ollmignore")]
+    assert stack.is_ignored("a/b.o", False) and stack.is_ignored("x.env", False)
+    assert stack.is_ignored(".git", True) and not stack.is_ignored("a.py", False)
