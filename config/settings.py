@@ -222,6 +222,9 @@ class OllamaSettings(ConfigModel):
     host: str = "http://127.0.0.1:11434"
     timeout: Annotated[float, Field(gt=0)] = 300.0
     default_context_window: Annotated[int, Field(ge=512)] = 4096
+    # The most of a model's window OLLM asks Ollama to allocate (``num_ctx``):
+    # a 128k window would cost gigabytes of KV cache on a laptop.
+    max_context_window: Annotated[int, Field(ge=512)] = 8192
 
 
 class EmbeddedSettings(ConfigModel):
@@ -256,6 +259,19 @@ class ProviderSettings(ConfigModel):
 Approval = Literal["allow", "ask", "deny"]
 
 
+def _default_approval() -> dict[str, Approval]:
+    """Reading is allowed; running commands and changing files asks first."""
+    return {
+        "shell": "ask",
+        "write_file": "ask",
+        "edit_file": "ask",
+        "read_file": "allow",
+        "list_files": "allow",
+        "glob": "allow",
+        "grep": "allow",
+    }
+
+
 class SandboxSettings(ConfigModel):
     """``tools.sandbox``: limits of every tool execution."""
 
@@ -271,17 +287,7 @@ class SandboxSettings(ConfigModel):
 class ToolSettings(ConfigModel):
     """``tools``: approval policy per tool and the sandbox."""
 
-    approval: dict[str, Approval] = Field(
-        default_factory=lambda: {
-            "shell": "ask",
-            "write_file": "ask",
-            "edit_file": "ask",
-            "read_file": "allow",
-            "list_files": "allow",
-            "glob": "allow",
-            "grep": "allow",
-        }
-    )
+    approval: dict[str, Approval] = Field(default_factory=_default_approval)
     default_approval: Approval = "ask"
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
 
