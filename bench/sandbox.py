@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from config.settings import SandboxSettings
-from pipeline.sandbox import PidsCgroup, Sandbox
+from pipeline.sandbox import Sandbox
 
 
 def _percentile(samples: list[float], fraction: float) -> float:
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
         for _ in range(options.runs):
             for name, action in kinds.items():
                 samples[name].append(_timed(action))
-    cgroup = "yes" if PidsCgroup.parent() is not None else "no (RLIMIT_NPROC only)"
+    cgroup = "yes" if Sandbox.pids_cgroup_parent() is not None else "no (RLIMIT_NPROC only)"
     print(f"sandbox cost of one `true`, {options.runs} runs each, pids cgroup: {cgroup}")
     print(f"{'kind':<8} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8} {'x plain (p50)':>14}")
     base = statistics.median(samples["plain"])

@@ -16,10 +16,10 @@ Limits:
 - CPU time and memory: ``RLIMIT_CPU`` and ``RLIMIT_AS`` set by ``prlimit``
   inside the sandbox;
 - processes: ``RLIMIT_NPROC`` set inside the sandbox's user namespace, so it
-  counts the sandbox's processes only. Root ignores ``RLIMIT_NPROC``, so where
-  the host lets us create a ``pids`` cgroup (root, or a delegated cgroup v2)
-  each run also gets its own cgroup with ``pids.max``; the run is stopped as
-  soon as it hits that limit;
+  counts the sandbox's processes only (a fork bomb fails to fork and is then
+  stopped by the wall time). Root ignores ``RLIMIT_NPROC``, so when running as
+  root each run gets its own ``pids`` cgroup with ``pids.max`` (cgroup v1, or
+  v2 where the controller is delegated) and is stopped as soon as it hits it;
 - output: read incrementally; past ``maxOutputBytes`` the rest is counted and
   dropped, and a note says how much (``[output truncated: N more bytes]``);
   a command that keeps writing far past the cap is stopped.
@@ -507,8 +507,15 @@ class Sandbox:
         own = sum(1 for p in psutil.process_iter(["uids"]) if p.info["uids"].real == uid)
         return own + self.settings.max_processes
 
+    @staticmethod
+    def pids_cgroup_parent() -> Path | None:
+        """Where runs get their own pids cgroup: only as root, whom RLIMIT_NPROC does not
+        bind (a cgroup costs a few milliseconds per command), and only where one can be made.
+        """
+        return PidsCgroup.parent() if os.geteuid() == 0 else None
+
     def _make_cgroup(self) -> PidsCgroup | None:
-        parent = PidsCgroup.parent()
+        parent = self.pids_cgroup_parent()
         if parent is None:
             if os.geteuid() == 0:
                 _warn_once(
