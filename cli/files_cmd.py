@@ -1,0 +1,140 @@
+"""``ollm files``: the project files the model would see, after every ignore rule."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+from typer.core import TyperGroup
+
+from cli.output import console, err_console, print_json
+from cli.state import loaded_settings
+from pipeline.file_discovery import DiscoveryOptions, DiscoveryResult, FileDiscoveryService
+
+
+class _OneCommand(TyperGroup):
+    """A group that is really one command: no ``COMMAND [ARGS]`` in its usage line."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["subcommand_metavar"] = ""
+        super().__init__(*args, **kwargs)
+
+
+# ``ollm files PATH --json``: options may follow the path (interspersed arguments).
+app = typer.Typer(
+    cls=_OneCommand,
+    context_settings={"allow_interspersed_args": True},
+    help=(
+        "List the files the model would see under PATH: `.gitignore` files at every level, "
+        "`.git/info/exclude`, `.ollmignore` files (which can re-include with `!`) and the "
+        "built-in ignores (`services.fileDiscovery.builtinIgnores`) are applied, and ignored "
+        "directories are never entered."
+    ),
+)
+
+
+def _summary(result: DiscoveryResult) -> dict[str, Any]:
+    total = sum(entry.size or 0 for entry in result.entries(with_stats=True))
+    stats = result.stats
+    return {
+        "files": len(result.files),
+        "totalBytes": total,
+        "directoriesScanned": stats.directories_scanned,
+        "directoriesIgnored": stats.directories_ignored,
+        "filesIgnored": stats.files_ignored,
+        "ignoreFiles": stats.ignore_files,
+        "elapsedMs": round(stats.elapsed_ms, 3),
+        "fromCache": result.from_cache,
+        "truncated": result.truncated,
+    }
+
+
+@app.callback(invoke_without_command=True)
+def files(
+    path: Annotated[
+        Path, typer.Argument(help="The directory to list (the current one by default).")
+    ] = Path("."),
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    depth: Annotated[
+        int | None,
+        typer.Option(
+            "--depth",
+            min=0,
+            help="Deepest level listed: 0 is PATH's own files "
+            "(default: services.fileDiscovery.maxDepth).",
+        ),
+    ] = None,
+    stats: Annotated[
+        bool,
+        typer.Option("--stats", help="Print counts, total size and scan time instead of the list."),
+    ] = False,
+    include: Annotated[
+        list[str] | None,
+        typer.Option("--include", "-i", help="Keep only files matching this glob (repeatable)."),
+    ] = None,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option("--exclude", "-e", help="Also leave out what this glob matches (repeatable)."),
+    ] = None,
+    follow_symlinks: Annotated[
+        bool | None,
+        typer.Option(
+            "--follow-symlinks/--no-follow-symlinks",
+            help="Enter linked directories (loops are detected and noted).",
+        ),
+    ] = None,
+    max_files: Annotated[
+        int | None,
+        typer.Option("--max-files", min=1, help="Stop after this many files (reported)."),
+    ] = None,
+    all_roots: Annotated[
+        bool,
+        typer.Option("--all-roots", help="Allow scanning `/` or a folder holding your home."),
+    ] = False,
+) -> None:
+    """List the files the model would see.
+
+    Example: `ollm files src --depth 2`, `ollm files --json | jq '.files | length'`,
+    `ollm files --stats`.
+    """
+    settings = loaded_settings().settings.services.file_discovery
+    service = FileDiscoveryService(settings)
+    result = service.scan(
+        DiscoveryOptions(
+            root=path,
+            max_depth=depth,
+            include_patterns=tuple(include or ()),
+            exclude_patterns=tuple(exclude or ()),
+            follow_symlinks=follow_symlinks,
+            max_files=max_files,
+            allow_broad_root=all_roots,
+        )
+    )
+    if json_output:
+        payload: dict[str, Any] = {
+            "root": result.root,
+            "files": list(result.files),
+            "notes": [note.model_dump(by_alias=True) for note in result.notes],
+            "truncated": result.truncated,
+        }
+        if stats:
+            payload["stats"] = _summary(result)
+        print_json(payload)
+        return
+    for note in result.notes:
+        err_console.print(f"[yellow]note:[/] {escape(note.message)}", soft_wrap=True)
+    if stats:
+        table = Table(title=f"Files under {escape(result.root)}", show_header=False)
+        table.add_column("what", style="cyan")
+        table.add_column("value", justify="right")
+        for key, value in _summary(result).items():
+            table.add_row(key, escape(str(value)))
+        console.print(table)
+        return
+    if result.files:
+        sys.stdout.write("\n".join(result.files) + "\n")
+        sys.stdout.flush()
