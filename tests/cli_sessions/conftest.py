@@ -1,0 +1,106 @@
+"""Running ``ollm sessions`` in tests: in-process through ``CliRunner``, or as a real process.
+
+``invoke`` maps an escaping :class:`~pipeline.errors.OllmError` the way
+``cli.app.main`` does (its exit code, its message on stderr), so tests assert
+on what a user sees. ``run_ollm`` starts a real ``python`` that mounts the
+sessions group on the real ``ollm`` app and runs its ``main``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.exit_codes import exit_code_for
+from cli.sessions_cmd import app
+from cli.state import loaded_settings
+from pipeline.errors import OllmError
+from pipeline.records import Session
+from pipeline.session_store import SessionStore
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Mounts the sessions group on the real `ollm` app (unless cli/app.py already does) and
+# runs the console entry point, so exit codes and error output are the real ones.
+OLLM_SCRIPT = (
+    "from cli.app import app, main\n"
+    "from cli import sessions_cmd\n"
+    "if not any(g.typer_instance is sessions_cmd.app for g in app.registered_groups):\n"
+    "    app.add_typer(sessions_cmd.app, name='sessions')\n"
+    "main()\n"
+)
+
+
+@dataclass
+class Outcome:
+    """What a command printed and how it exited."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    exception: BaseException | None = None
+
+
+def invoke(*args: str, input: str | None = None) -> Outcome:
+    """Run ``ollm sessions ARGS`` in this process, mapping errors like ``main`` does."""
+    result = CliRunner().invoke(app, list(args), input=input)
+    error = result.exception
+    if isinstance(error, OllmError):
+        return Outcome(exit_code_for(error), result.stdout, result.stderr + str(error), error)
+    if error is not None and not isinstance(error, SystemExit):
+        raise error
+    return Outcome(result.exit_code, result.stdout, result.stderr)
+
+
+def run_ollm(
+    *args: str, env: dict[str, str] | None = None, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``ollm sessions ARGS`` as a real process (stdin is not a terminal)."""
+    return subprocess.run(
+        [sys.executable, "-c", OLLM_SCRIPT, "sessions", *args],
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        input=input if input is not None else "",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.fixture
+def open_test_store() -> Callable[[], SessionStore]:
+    """A function opening the store the commands use (close it before invoking them)."""
+
+    def opener() -> SessionStore:
+        settings = loaded_settings().settings
+        return SessionStore(settings.services.session, snapshots_dir=settings.snapshots.data_dir)
+
+    return opener
+
+
+@pytest.fixture
+def seed(open_test_store: Callable[[], SessionStore]) -> Callable[..., list[str]]:
+    """Record ``sessions`` in the store (through ``import_session``) and return their ids."""
+
+    def seeder(*sessions: Session) -> list[str]:
+        store = open_test_store()
+        try:
+            return [store.import_session(s) for s in sessions]
+        finally:
+            store.close()
+
+    return seeder
+
+
+@pytest.fixture
+def sessions_dir(ollm_home: Path) -> Iterator[Path]:
+    """The folder session files live in."""
+    yield loaded_settings().settings.services.session.data_dir
