@@ -1,0 +1,276 @@
+"""How fast the FileDiscoveryService is, against ``fd`` and ``git ls-files`` in the same run.
+
+Run with ``python -m bench.discovery [--files N] [--runs N] [--repo PATH ...]``.
+
+Trees:
+
+- ``generated``: ``--files`` files (100,000 by default) in a few thousand
+  directories up to six deep, a ``.gitignore`` at the top and in about one
+  directory in ten (``*.tmp``, ``!keep.tmp``, ``gen/``), ignored directories
+  full of files, ``git init`` so that ``fd`` honours the ignore files;
+- ``cpython-lib``: a copy of this interpreter's standard library (a real
+  project's tree, ``site-packages`` left out) with ``__pycache__/`` and
+  ``*.pyc`` ignored, ``git init``;
+- this repository's own working tree, and any ``--repo``.
+
+For each tree, the median of ``--runs`` runs, interleaved, of:
+
+- ``fd``: ``fdfind --type f --hidden`` with our built-in ignores as ``--exclude``
+  (it reads ``.gitignore`` files and ``.git/info/exclude`` like we do);
+- ``git``: ``git ls-files --cached --others --exclude-standard``;
+- ``walk``: a bare ``os.scandir`` walk with no ignore rules (Python's floor);
+- ``cold``: ``FileDiscoveryService.scan`` with an empty cache;
+- ``cached``: a repeat, validated by one ``stat`` per directory and ignore file;
+- ``watched``: a repeat while a watcher runs on the root (no ``stat`` at all).
+
+Targets: ``cold`` within 3 times ``fd``; ``cached`` at least 10 times faster
+than ``fd``. Then the cost of one sandboxed ``true`` against a plain subprocess.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from config.settings import DEFAULT_BUILTIN_IGNORES, SandboxSettings
+from pipeline.file_discovery import DiscoveryOptions, FileDiscoveryService
+
+FD = shutil.which("fdfind") or shutil.which("fd")
+DEPTH = 64
+MAX_FILES = 10_000_000
+
+
+def generate_tree(root: Path, files: int, seed: int = 7) -> None:
+    """A deterministic tree of ``files`` files with nested ignore files."""
+    rng = random.Random(seed)
+    root.mkdir(parents=True)
+    (root / ".gitignore").write_text("*.log\n/build-out/\ntmp*/\n")
+    dirs = [root]
+    extensions = (".py", ".txt", ".md", ".log", ".json", ".c", ".h", ".tmp")
+    stems = ("src", "lib", "tmp", "pkg", "mod", "sub", "test", "gen", "data")
+    made = 0
+    while made < files:
+        parent = rng.choice(dirs)
+        if rng.random() < 0.06 and len(parent.relative_to(root).parts) < 6:
+            child = parent / f"{rng.choice(stems)}{rng.randrange(40)}"
+            if not child.exists():
+                child.mkdir()
+                dirs.append(child)
+                if rng.random() < 0.1:
+                    (child / ".gitignore").write_text("*.tmp\n!keep.tmp\ngen/\n")
+            continue
+        (parent / f"f{made}{rng.choice(extensions)}").touch()
+        made += 1
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+
+
+def copy_stdlib(target: Path) -> Path:
+    """This interpreter's standard library as a git working tree."""
+    source = Path(sysconfig.get_paths()["stdlib"])
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("site-packages"), symlinks=True)
+    (target / ".gitignore").write_text("__pycache__/\n*.pyc\n")
+    subprocess.run(["git", "init", "-q", str(target)], check=True)
+    return target
+
+
+def fd_command(root: Path) -> list[str]:
+    assert FD is not None
+    excludes = [arg for name in DEFAULT_BUILTIN_IGNORES for arg in ("--exclude", name)]
+    return [FD, "--type", "f", "--hidden", *excludes, ".", str(root)]
+
+
+def run_count(command: list[str], cwd: Path | None = None) -> int:
+    out = subprocess.run(command, cwd=cwd, capture_output=True, check=True).stdout
+    return len([line for line in out.split(b"\n") if line])
+
+
+def bare_walk(root: Path) -> int:
+    count = 0
+    pending = [str(root)]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+                else:
+                    count += 1
+    return count
+
+
+def median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def timed(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def bench_tree(name: str, root: Path, runs: int) -> list[tuple[str, str, bool]]:
+    """Print one tree's table; return its (check, figure, passed) verdicts."""
+    options = DiscoveryOptions(root=root, max_depth=DEPTH, max_files=MAX_FILES)
+    git_cmd = ["git", "ls-files", "--cached", "--others", "--exclude-standard"]
+    has_git = (root / ".git").exists()
+    counts = {
+        "fd": run_count(fd_command(root)) if FD else -1,
+        "git": run_count(git_cmd, cwd=root) if has_git else -1,
+        "walk": bare_walk(root),
+        "ours": len(FileDiscoveryService().scan(options).files),
+    }
+    samples: dict[str, list[float]] = {k: [] for k in ("fd", "git", "walk", "cold", "cached")}
+    cached_service = FileDiscoveryService()
+    cached_service.scan(options)
+    for _ in range(runs):
+        if FD:
+            samples["fd"].append(
+                timed(lambda: subprocess.run(fd_command(root), check=True, capture_output=True))
+            )
+        if has_git:
+            samples["git"].append(
+                timed(lambda: subprocess.run(git_cmd, cwd=root, check=True, capture_output=True))
+            )
+        samples["walk"].append(timed(lambda: bare_walk(root)))
+        samples["cold"].append(timed(lambda: FileDiscoveryService().scan(options)))
+        samples["cached"].append(timed(lambda: cached_service.scan(options)))
+    watched_service = FileDiscoveryService()
+    handle = watched_service.watch_changes(root, lambda event, path: None)
+    try:
+        watched_service.scan(options)
+        watched = [timed(lambda: watched_service.scan(options)) for _ in range(runs)]
+        watched_hit = watched_service.scan(options).from_cache
+    finally:
+        handle.dispose()
+        watched_service.dispose()
+    cached_hit = cached_service.scan(options).from_cache
+
+    figures = {k: median_ms(v) for k, v in samples.items() if v}
+    figures["watched"] = median_ms(watched)
+    print(f"\n## {name}: {root}")
+    print(
+        f"files listed: ours {counts['ours']}, fd {counts['fd']}, git {counts['git']}, "
+        f"bare walk (no ignores) {counts['walk']}"
+    )
+    if not (cached_hit and watched_hit):  # the tree changed while we measured
+        print(f"cache hits on the last repeat: cached {cached_hit}, watched {watched_hit}")
+    print(f"{'what':<10} {'median ms':>10}")
+    for key in ("fd", "git", "walk", "cold", "cached", "watched"):
+        if key in figures:
+            print(f"{key:<10} {figures[key]:>10.2f}")
+    verdicts: list[tuple[str, str, bool]] = []
+    if FD:
+        fd_ms = figures["fd"]
+        cold_ratio = figures["cold"] / fd_ms
+        verdicts.append((f"{name}: cold <= 3x fd", f"{cold_ratio:.2f}x fd", cold_ratio <= 3))
+        for key in ("cached", "watched"):
+            speedup = fd_ms / figures[key]
+            verdicts.append(
+                (f"{name}: {key} >= 10x faster than fd", f"{speedup:.1f}x", speedup >= 10)
+            )
+    return verdicts
+
+
+def bench_sandbox(runs: int) -> None:
+    """One sandboxed ``true`` against a plain subprocess, interleaved."""
+    bwrap = shutil.which("bwrap")
+    plain: list[float] = []
+    raw: list[float] = []
+    api: list[float] = []
+    sandbox = None
+    with tempfile.TemporaryDirectory() as workspace:
+        try:
+            from pipeline.sandbox import Sandbox
+
+            sandbox = Sandbox(SandboxSettings(), workspace=Path(workspace))
+            sandbox.check()
+        except Exception as error:  # the sandbox may be unavailable here: say so
+            print(f"pipeline.sandbox not measured: {type(error).__name__}: {error}")
+            sandbox = None
+        env = {"PATH": "/usr/bin:/bin"}
+        for _ in range(runs):
+            plain.append(timed(lambda: subprocess.run(["true"], check=True)))
+            if bwrap:
+                raw.append(
+                    timed(
+                        lambda: subprocess.run(
+                            [
+                                bwrap,
+                                "--ro-bind",
+                                "/",
+                                "/",
+                                "--unshare-all",
+                                "--die-with-parent",
+                                "--new-session",
+                                "true",
+                            ],
+                            check=True,
+                        )
+                    )
+                )
+            if sandbox is not None:
+                api.append(timed(lambda: sandbox.run(["true"], env=env)))
+    print("\n## one `true`")
+    base = median_ms(plain)
+    print(f"{'what':<34} {'median ms':>10} {'x plain':>8}")
+    print(f"{'subprocess.run([true])':<34} {base:>10.2f} {1:>8.1f}")
+    if raw:
+        print(
+            f"{'bwrap --unshare-all ... true':<34} {median_ms(raw):>10.2f} "
+            f"{median_ms(raw) / base:>8.1f}"
+        )
+    if api:
+        print(
+            f"{'pipeline.sandbox.Sandbox.run':<34} {median_ms(api):>10.2f} "
+            f"{median_ms(api) / base:>8.1f}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+    parser.add_argument("--files", type=int, default=100_000, help="files in the generated tree")
+    parser.add_argument("--runs", type=int, default=5, help="timed runs of each measurement")
+    parser.add_argument(
+        "--repo",
+        type=Path,
+        action="append",
+        default=[],
+        help="another working tree to measure (repeatable)",
+    )
+    parser.add_argument("--sandbox-runs", type=int, default=20, help="runs of `true`")
+    args = parser.parse_args(argv)
+    if FD is None:
+        print("fd (fdfind) is not installed: the comparisons with fd are skipped")
+    verdicts: list[tuple[str, str, bool]] = []
+    with tempfile.TemporaryDirectory(prefix="ollm-bench-discovery-") as scratch:
+        started = time.perf_counter()
+        generated = Path(scratch) / "generated"
+        generate_tree(generated, args.files)
+        stdlib = copy_stdlib(Path(scratch) / "cpython-lib")
+        print(
+            f"trees built in {time.perf_counter() - started:.1f} s; "
+            f"python {sys.version.split()[0]}, {os.cpu_count()} cpus"
+        )
+        time.sleep(0.3)  # let the new directories age past the cache's racy window
+        verdicts += bench_tree("generated", generated, args.runs)
+        verdicts += bench_tree("cpython-lib", stdlib, args.runs)
+        for repo in [Path(__file__).resolve().parents[1], *args.repo]:
+            verdicts += bench_tree(repo.name, repo.resolve(), args.runs)
+    bench_sandbox(args.sandbox_runs)
+    print("\n## targets")
+    for check, figure, passed in verdicts:
+        print(f"{'PASS' if passed else 'FAIL'}  {check:<44} {figure}")
+    return 0 if all(passed for _, _, passed in verdicts) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
