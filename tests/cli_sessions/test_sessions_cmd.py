@@ -13,7 +13,7 @@ import typer
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cli import sessions_cmd
+from cli import sessions_cmd, state
 from cli.sessions_cmd import (
     SortKey,
     highlighted,
@@ -41,7 +41,7 @@ from pipeline.records import (
 from pipeline.session_index import MARK_END, MARK_START, SORT_COLUMNS
 from pipeline.session_store import SessionStore
 from tests.cli_sessions.conftest import invoke
-from tests.cli_sessions.session_strategies import iso, make_session
+from tests.cli_sessions.session_strategies import iso, make_session, sessions
 
 Seed = Callable[..., list[str]]
 ID_A = "aaaa1111-0000-4000-8000-000000000001"
@@ -744,3 +744,30 @@ def test_view_shows_errors_notes_and_what_the_user_saw(seed: Seed) -> None:
         "make failed",
     ):
         assert expected in out.stdout
+
+
+@given(st.lists(sessions(), min_size=1, max_size=3, unique_by=lambda s: s.session_id))
+def test_property_5_session_listing_completeness(
+    tmp_path_factory: pytest.TempPathFactory, many: list[Session]
+) -> None:
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OLLM_HOME", str(home))
+        state.reset()
+        try:
+            for n, session in enumerate(many):
+                path = home / f"in{n}.json"
+                path.write_bytes(session.to_json())
+                assert invoke("import", str(path)).exit_code == 0
+            listed = orjson.loads(invoke("list", "--json").stdout)
+        finally:
+            state.reset()
+    rows = {row["sessionId"]: row for row in listed}
+    assert set(rows) == {s.session_id for s in many}
+    for session in many:
+        row = rows[session.session_id]
+        assert row["messageCount"] == len(session.messages)
+        assert row["toolCallCount"] == len(session.tool_calls)
+        assert row["model"] == session.model
+        assert row["tags"] == session.metadata.tags
+        assert row["pinned"] == session.metadata.pinned
