@@ -64,8 +64,10 @@ from pipeline.records import (
     SessionMessage,
     SessionMetadata,
     TextPart,
+    Timestamp,
     ToolCallPart,
     ToolResultPart,
+    now_iso,
 )
 from pipeline.tokens import MESSAGE_OVERHEAD, TokenCounter
 
@@ -101,6 +103,10 @@ STALL_MARGIN_FRACTION = 0.1
 """After a stall, compression waits until the context grew by this share of the room."""
 SUMMARY_PROMPT_OVERHEAD = 400
 MIN_TRANSCRIPT_TOKENS = 128
+MIN_SUMMARY_TOKENS = 16
+"""A summary with less room than this is not attempted (truncate instead)."""
+CHECKPOINT_OVERHEAD = MESSAGE_OVERHEAD + 12
+"""What a checkpoint costs besides its summary (framing and the marker line)."""
 """Tokens of the summary prompt's instructions, kept free in the summarizer's window."""
 
 
@@ -234,6 +240,7 @@ class CompressionResult(BaseModel):
     based_on_len: int
     base_fingerprint: str
     summary_tokens: int | None = None
+    timestamp: Timestamp = Field(default_factory=now_iso)
 
     @property
     def reduced(self) -> bool:
@@ -244,6 +251,7 @@ class CompressionResult(BaseModel):
     def event(self) -> CompressionEvent:
         """The entry for the session's ``compressionHistory``."""
         return CompressionEvent(
+            timestamp=self.timestamp,
             strategy=self.strategy,
             tokens_before=self.original_tokens,
             tokens_after=self.compressed_tokens,
@@ -543,7 +551,7 @@ class ChatCompressionService:
                     self._record_failure(state, session_id, fallback)
                 else:
                     if compressed is None:
-                        fallback = "too little older content to summarize"
+                        fallback = "too little older content to summarize, or no room for a summary"
                     else:
                         with self._lock:
                             state.failures = 0
@@ -889,7 +897,11 @@ class ChatCompressionService:
         if new_tokens < MIN_SUMMARIZABLE_TOKENS:
             return None, 0
         replaced_tokens = new_tokens + self.counter.count_messages(context.checkpoints)
-        max_tokens = min(summary_cap, replaced_tokens - MESSAGE_OVERHEAD - len(SUMMARY_MARKER) - 1)
+        kept = [item for item in old if item.message.role == "user"] + recent
+        fits = budget.room - sum(item.tokens for item in kept)
+        max_tokens = min(summary_cap, replaced_tokens, fits) - CHECKPOINT_OVERHEAD
+        if max_tokens < MIN_SUMMARY_TOKENS:
+            return None, 0
         previous = "\n\n".join(checkpoint_text(c) for c in context.checkpoints) or None
         prompt_room = int(window / self.counter.ratio(model)) - max_tokens - SUMMARY_PROMPT_OVERHEAD
         prompt_room -= self.counter.count_text(previous or "") + self.counter.count_text(
@@ -919,7 +931,11 @@ class ChatCompressionService:
                 f"the summary ({checkpoint_tokens} tokens) is not smaller than what it "
                 f"replaces ({replaced_tokens} tokens)"
             )
-        kept = [item for item in old if item.message.role == "user"] + recent
+        if checkpoint_tokens > fits:
+            raise _SummaryFailed(
+                f"the summary ({checkpoint_tokens} tokens) is longer than asked for and does "
+                f"not fit the {fits} tokens left in the window"
+            )
         return self._rebuild(context, kept, [checkpoint]), checkpoint_tokens
 
     @staticmethod

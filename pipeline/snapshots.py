@@ -306,6 +306,11 @@ class SnapshotManager:
         return mapping
 
     def _write_map(self, mapping: SnapshotMap) -> None:
+        """Write the map, leaving out sessions whose folder is gone (deleted sessions)."""
+        live = {owner for owner in set(mapping.snapshots.values()) if (self.root / owner).is_dir()}
+        mapping.snapshots = {
+            sid: owner for sid, owner in mapping.snapshots.items() if owner in live
+        }
         write_private_file(self.root / MAP_FILE, orjson.dumps(mapping.to_dict()))
 
     def _read_index(self, session_id: str) -> SnapshotIndex:
@@ -336,6 +341,9 @@ class SnapshotManager:
 
     # -- operations -------------------------------------------------------------
 
+    def _new_id(self) -> str:
+        return uuid.uuid4().hex[:ID_LENGTH]
+
     def create_snapshot(
         self,
         session_id: str,
@@ -349,7 +357,7 @@ class SnapshotManager:
     ) -> SnapshotInfo:
         """Write a snapshot of ``context``; the oldest beyond ``maxCount`` are removed."""
         validate_session_id(session_id)
-        snapshot_id = uuid.uuid4().hex[:ID_LENGTH]
+        snapshot_id = self._new_id()
         snapshot = ContextSnapshot.capture(
             snapshot_id,
             session_id,
@@ -396,10 +404,14 @@ class SnapshotManager:
     def resolve_id(self, text: str) -> tuple[str, str]:
         """``(snapshot id, session id)`` for a snapshot id or unique prefix."""
         prefix = normalize_snapshot_id(text)
-        mapping = self._read_map()
-        if prefix in mapping.snapshots:
-            return prefix, mapping.snapshots[prefix]
-        matches = sorted(sid for sid in mapping.snapshots if sid.startswith(prefix))
+        known = {
+            sid: owner
+            for sid, owner in self._read_map().snapshots.items()
+            if sid.startswith(prefix) and self._snapshot_path(owner, sid).is_file()
+        }
+        if prefix in known:
+            return prefix, known[prefix]
+        matches = sorted(known)
         if not matches:
             raise SnapshotNotFoundError(
                 f"no snapshot has the id {prefix!r}",
@@ -410,7 +422,7 @@ class SnapshotManager:
                 f"{prefix!r} matches {len(matches)} snapshots: {', '.join(matches[:5])}",
                 hint="type more characters of the id",
             )
-        return matches[0], mapping.snapshots[matches[0]]
+        return matches[0], known[matches[0]]
 
     def get_snapshot(self, snapshot_id: str) -> ContextSnapshot:
         """The whole snapshot ``snapshot_id`` (an id or unique prefix)."""
@@ -437,30 +449,19 @@ class SnapshotManager:
         logger.info("snapshot %s restored", snapshot_id)
         return context
 
-    def delete_snapshot(self, snapshot_id: str) -> SnapshotInfo:
-        """Delete one snapshot (file, index entry, map entry); returns what it was."""
+    def delete_snapshot(self, snapshot_id: str) -> str:
+        """Delete one snapshot (file, index entry, map entry); returns its full id."""
         with self._locked():
             full_id, session_id = self.resolve_id(snapshot_id)
             index = self._read_index(session_id)
-            found = [s for s in index.snapshots if s.id == full_id]
             index.snapshots = [s for s in index.snapshots if s.id != full_id]
             self._snapshot_path(session_id, full_id).unlink(missing_ok=True)
-            if self._snapshots_dir(session_id).is_dir():
-                self._write_index(session_id, index)
+            self._write_index(session_id, index)
             mapping = self._read_map()
             mapping.snapshots.pop(full_id, None)
             self._write_map(mapping)
         logger.info("snapshot %s of session %s deleted", full_id, session_id)
-        if found:
-            return found[0]
-        return SnapshotInfo(
-            id=full_id,
-            session_id=session_id,
-            timestamp=now_iso(),
-            token_count=0,
-            summary="",
-            reason="manual",
-        )
+        return full_id
 
     def delete_session_snapshots(self, session_id: str) -> int:
         """Delete every snapshot of a session (and its restore override); returns how many."""
