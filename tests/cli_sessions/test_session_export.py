@@ -164,6 +164,8 @@ def test_html_export_shows_tool_calls_with_arguments_and_results() -> None:
     assert "2 files" in text
     assert 'class="tool error"' in page
     assert "error, 12.5 ms" in text
+    markdown = to_markdown(_call_session(success=False, error="exit status 2"))
+    assert "Error:\n\n```text\nexit status 2\n```" in markdown
 
 
 @given(sessions())
