@@ -61,7 +61,7 @@ ChangeCallback = Callable[[ChangeEvent, str], None]
 
 # A directory modified this close to the start of a scan may change again within
 # the same filesystem timestamp tick; such a scan is not trusted by mtimes alone.
-_RACY_NS = 250_000_000
+_RACY_S = 0.25
 _MISSING = -1
 
 
@@ -340,7 +340,11 @@ class FileDiscoveryService:
     """Scans project trees with git's ignore rules, caches the results and watches roots.
 
     One instance serves any number of roots. ``settings`` is
-    ``services.fileDiscovery`` (defaults when omitted).
+    ``services.fileDiscovery`` (defaults when omitted). A scan is trusted by
+    directory mtimes only if none was modified within ``racy_window_s`` of its
+    start (a later change could share the timestamp); a running watcher on the
+    root is trusted instead, as long as it reported nothing since the scan began
+    (its reports lag changes by about ``watch_step_ms``).
     """
 
     def __init__(
@@ -350,6 +354,7 @@ class FileDiscoveryService:
         cache_size: int = 32,
         watch_debounce_ms: int = 200,
         watch_step_ms: int = 10,
+        racy_window_s: float = _RACY_S,
     ) -> None:
         self.settings = settings or FileDiscoverySettings()
         self._builtin = builtin_rules(self.settings.builtin_ignores)
@@ -359,6 +364,7 @@ class FileDiscoveryService:
         self._watchers: dict[str, _Watcher] = {}
         self._watch_debounce_ms = watch_debounce_ms
         self._watch_step_ms = watch_step_ms
+        self._racy_ns = int(racy_window_s * 1e9)
 
     # -- discovery -------------------------------------------------------------------
 
@@ -575,7 +581,7 @@ class FileDiscoveryService:
         if walk.truncated:
             logger.warning("file discovery under %s stopped at %d files", plan.root, plan.max_files)
         if not walk.cancelled:
-            trust = all(mtime < started_ns - _RACY_NS for _, mtime in walk.stamps)
+            trust = all(mtime < started_ns - self._racy_ns for _, mtime in walk.stamps)
             cached = result.model_copy(update={"from_cache": True})
             with self._lock:
                 self._cache[plan.key] = _CacheEntry(cached, walk.stamps, trust, watcher, generation)
