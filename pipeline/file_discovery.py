@@ -48,6 +48,7 @@ from pipeline.ignore_rules import (
     OLLMIGNORE,
     IgnoreStack,
     IgnoreTree,
+    NeverMatchesError,
     RuleSet,
     builtin_rules,
     parse_rule,
@@ -202,7 +203,10 @@ def _compile_globs(patterns: tuple[str, ...], what: str) -> RuleSet | None:
         return None
     rules = []
     for pattern in patterns:
-        rule = parse_rule(pattern)
+        try:
+            rule = parse_rule(pattern)
+        except NeverMatchesError:
+            rule = None
         if rule is None or rule.negated:
             raise ToolError(
                 f"the {what} pattern {pattern!r} is not a usable glob",

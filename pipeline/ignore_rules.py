@@ -67,8 +67,9 @@ _POSIX_CLASSES: dict[str, str] = {
 }
 
 
-class _NeverMatches(Exception):
-    """The pattern is one git can never match (unclosed class, trailing backslash)."""
+class NeverMatchesError(ValueError):
+    """The pattern is one git can never match (unclosed class, trailing backslash,
+    unknown ``[:class:]``): git skips it silently, we skip it with a warning."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +104,7 @@ def _translate_class(pattern: str, start: int) -> tuple[str, int]:
     first = True
     while True:
         if i >= n:
-            raise _NeverMatches
+            raise NeverMatchesError
         char = pattern[i]
         if char == "]" and not first:
             i += 1
@@ -112,7 +113,7 @@ def _translate_class(pattern: str, start: int) -> tuple[str, int]:
         if char == "\\":
             i += 1
             if i >= n:
-                raise _NeverMatches
+                raise NeverMatchesError
             char = pattern[i]
             parts.append(_class_char(char))
             prev = char
@@ -124,7 +125,7 @@ def _translate_class(pattern: str, start: int) -> tuple[str, int]:
             if high == "\\":
                 i += 1
                 if i >= n:
-                    raise _NeverMatches
+                    raise NeverMatchesError
                 high = pattern[i]
             parts.pop()
             if prev <= high:
@@ -135,7 +136,7 @@ def _translate_class(pattern: str, start: int) -> tuple[str, int]:
         if char == "[" and i + 1 < n and pattern[i + 1] == ":":
             close = pattern.find("]", i + 2)
             if close < 0:
-                raise _NeverMatches
+                raise NeverMatchesError
             if close - 1 < i + 2 or pattern[close - 1] != ":":
                 parts.append(_class_char("["))
                 prev = "["
@@ -143,7 +144,7 @@ def _translate_class(pattern: str, start: int) -> tuple[str, int]:
                 continue
             name = pattern[i + 2 : close - 1]
             if name not in _POSIX_CLASSES:
-                raise _NeverMatches
+                raise NeverMatchesError
             parts.append(_POSIX_CLASSES[name])
             prev = None
             i = close + 1
@@ -161,7 +162,7 @@ def translate(pattern: str) -> str:
     """The regex (to be full-matched) of one wildmatch pattern, git's WM_PATHNAME mode.
 
     ``pattern`` has no leading ``!``, no leading ``/`` and no trailing ``/``.
-    Raises :class:`_NeverMatches` for patterns git can never match.
+    Raises :class:`NeverMatchesError` for patterns git can never match.
     """
     n = len(pattern)
     out: list[str] = []
@@ -189,7 +190,7 @@ def translate(pattern: str) -> str:
             out.append(regex)
         elif char == "\\":
             if i + 1 >= n:
-                raise _NeverMatches
+                raise NeverMatchesError
             out.append(re.escape(pattern[i + 1]))
             i += 2
         else:
@@ -220,7 +221,10 @@ def _trim_trailing_spaces(line: str) -> str:
 
 
 def parse_rule(line: str) -> IgnoreRule | None:
-    """Parse one ignore-file line; ``None`` for blanks, comments and never-matching rules."""
+    """Parse one ignore-file line; ``None`` for blanks and comments.
+
+    Raises :class:`NeverMatchesError` for a line git can never match.
+    """
     line = line.rstrip("\n")
     if not line or line.startswith("#"):
         return None
@@ -236,12 +240,7 @@ def parse_rule(line: str) -> IgnoreRule | None:
         body = body[1:]
     if not body:
         return None
-    try:
-        regex = translate(body)
-    except _NeverMatches:
-        logger.debug("ignore rule %r can never match (as in git); skipped", line)
-        return None
-    return IgnoreRule(line, regex, negated, dir_only, basename_only)
+    return IgnoreRule(line, translate(body), negated, dir_only, basename_only)
 
 
 def _alternation(
@@ -290,9 +289,24 @@ class RuleSet:
 
     @classmethod
     def from_lines(cls, lines: Iterable[str], base: str = "", source: str = "") -> RuleSet:
-        """Compile the lines of one ignore file."""
-        parsed = (parse_rule(line) for line in lines)
-        return cls(base, tuple(rule for rule in parsed if rule is not None), source)
+        """Compile the lines of one ignore file; a line git can never match is
+        skipped with a warning that names the file and the line number."""
+        rules: list[IgnoreRule] = []
+        for number, line in enumerate(lines, start=1):
+            try:
+                rule = parse_rule(line)
+            except NeverMatchesError:
+                logger.warning(
+                    "%s line %d: the pattern %r can never match (git skips it too); "
+                    "fix it or remove it",
+                    source or "ignore rules",
+                    number,
+                    line,
+                )
+                continue
+            if rule is not None:
+                rules.append(rule)
+        return cls(base, tuple(rules), source)
 
     @classmethod
     def from_file(cls, path: str, base: str = "") -> RuleSet | None:

@@ -9,6 +9,7 @@ import pytest
 
 from pipeline.ignore_rules import (
     IgnoreStack,
+    NeverMatchesError,
     RuleSet,
     builtin_rules,
     find_git_dir,
@@ -17,23 +18,18 @@ from pipeline.ignore_rules import (
 )
 
 
-@pytest.mark.parametrize(
-    ("line", "expected"),
-    [
-        ("", None),
-        ("# comment", None),
-        ("/", None),
-        ("!", None),
-        ("[abc", None),
-        ("abc\\", None),
-        ("[a\\", None),
-        ("[a-\\", None),
-        ("[[:alpha:", None),
-        ("[[:nope:]]", None),
-    ],
-)
-def test_lines_that_hold_no_rule(line: str, expected: None) -> None:
-    assert parse_rule(line) is expected
+@pytest.mark.parametrize("line", ["", "# comment", "/", "!"])
+def test_lines_that_hold_no_rule(line: str) -> None:
+    assert parse_rule(line) is None
+
+
+@pytest.mark.parametrize("line", ["[abc", "abc\\", "[a\\", "[a-\\", "[[:alpha:", "[[:nope:]]"])
+def test_lines_git_can_never_match(line: str, caplog: pytest.LogCaptureFixture) -> None:
+    with pytest.raises(NeverMatchesError):
+        parse_rule(line)
+    rules = RuleSet.from_lines(["*.log", line], source="/p/.gitignore")
+    assert [rule.pattern for rule in rules.rules] == ["*.log"]
+    assert "/p/.gitignore line 2" in caplog.text and "can never match" in caplog.text
 
 
 def test_rule_flags() -> None:
