@@ -32,7 +32,9 @@ app = typer.Typer(
         "List the files the model would see under PATH: `.gitignore` files at every level, "
         "`.git/info/exclude`, `.ollmignore` files (which can re-include with `!`) and the "
         "built-in ignores (`services.fileDiscovery.builtinIgnores`) are applied, and ignored "
-        "directories are never entered."
+        "directories are never entered.\n\n"
+        "Examples: `ollm files src --depth 2`, `ollm files --json | jq '.files | length'`, "
+        "`ollm files --stats`."
     ),
 )
 
