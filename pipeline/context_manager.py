@@ -142,6 +142,8 @@ class ContextManager:
         self._order = 0
         self._separator_tokens: int | None = None
         self._last_dropped: list[str] = []
+        self._last_text = ""
+        self._last_tokens = 0
 
     # -- changing the context ----------------------------------------------------------
 
@@ -247,14 +249,12 @@ class ContextManager:
             lowest = kept.pop()
             dropped.add(lowest.entry.key)
             total -= self._tokens(lowest) + (separator if kept else 0)
-        text = SECTION_SEPARATOR.join(format_section(s.entry) for s in kept)
-        tokens = self._count(text) if kept else 0
+        text, tokens = self._joined(kept)
         # Sections tokenised alone can, rarely, count fewer than joined: stay in budget.
         while kept and tokens > budget:
             lowest = kept.pop()
             dropped.add(lowest.entry.key)
-            text = SECTION_SEPARATOR.join(format_section(s.entry) for s in kept)
-            tokens = self._count(text) if kept else 0
+            text, tokens = self._joined(kept)
         dropped_keys = [s.entry.key for s in slots if s.entry.key in dropped]
         if dropped_keys != self._last_dropped:
             if dropped_keys:
@@ -272,6 +272,13 @@ class ContextManager:
             dropped_keys=dropped_keys,
             tokens=tokens,
         )
+
+    def _joined(self, kept: list[_Slot]) -> tuple[str, int]:
+        """The additions text of ``kept`` and its tokens (recounted only when it changed)."""
+        text = SECTION_SEPARATOR.join(format_section(s.entry) for s in kept)
+        if text != self._last_text:
+            self._last_text, self._last_tokens = text, self._count(text) if text else 0
+        return text, self._last_tokens
 
     def get_system_prompt_additions(self) -> str:
         """Markdown sections of every active entry that fits the budget, highest priority first."""

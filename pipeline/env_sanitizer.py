@@ -166,10 +166,12 @@ class _PatternSet:
 
     def first(self, name: str) -> str | None:
         upper = name.upper()
-        for pattern, regex in self._compiled:
+        if self._any is None or self._any.match(upper) is None:
+            return None
+        for pattern, regex in self._compiled:  # pragma: no branch - one of them matched
             if regex.match(upper):
                 return pattern
-        return None
+        return None  # pragma: no cover
 
 
 def _checked(patterns: Any, defaults: tuple[str, ...], what: str) -> _PatternSet:

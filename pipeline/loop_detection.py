@@ -65,7 +65,7 @@ LoopAction = Literal["nudge", "stop"]
 #: How much of a call or a text an event shows.
 OFFENDING_CHARS = 200
 #: How much of each output the similarity measure reads (head and tail).
-OUTPUT_SAMPLE_CHARS = 4000
+OUTPUT_SAMPLE_CHARS = 2000
 
 STREAM_MIN_PERIOD = 8
 STREAM_MAX_PERIOD = 200
@@ -159,23 +159,33 @@ def _common_suffix(a: str, b: str, limit: int) -> int:
     return lo
 
 
-@dataclass
 class _Output:
-    text: str
-    digest: int
-    shingles: set[tuple[str, ...]]
-    calls: int
+    """One recorded reply: its sample, digest, the calls before it, shingles on demand."""
+
+    __slots__ = ("_shingles", "calls", "digest", "text")
+
+    def __init__(self, text: str, calls: int) -> None:
+        self.text = _sample(text)
+        self.digest = hash(self.text)
+        self.calls = calls
+        self._shingles: set[tuple[str, ...]] | None = None
+
+    def shingles(self) -> set[tuple[str, ...]]:
+        if self._shingles is None:
+            self._shingles = _shingles(self.text)
+        return self._shingles
 
 
 def similarity(a: str, b: str) -> float:
     """How alike two texts are, in [0, 1]; 1.0 for equal texts.
 
-    The larger of two cheap measures: the share of characters outside one
-    changed region (common prefix + suffix, which catches "attempt 2" vs
-    "attempt 3"), and the Jaccard index of word trigrams (which catches a few
-    scattered changes in a long text). Both are linear in the text length.
+    The larger of two cheap measures on (the head and tail of) the texts: the
+    share of characters outside one changed region (common prefix + suffix,
+    which catches "attempt 2" vs "attempt 3"), and the Jaccard index of word
+    trigrams (which catches a few scattered changes in a long text). Both are
+    linear in the text length.
     """
-    return _similarity(_sample(a), _sample(b), None, None)
+    return _similarity(_Output(a, 0), _Output(b, 0), 1.0)
 
 
 def _sample(text: str) -> str:
@@ -185,22 +195,20 @@ def _sample(text: str) -> str:
     return text[:half] + "\n" + text[-half:]
 
 
-def _similarity(
-    a: str, b: str, sa: set[tuple[str, ...]] | None, sb: set[tuple[str, ...]] | None
-) -> float:
-    if a == b:
-        return 1.0
-    total = len(a) + len(b)
-    if total == 0:  # pragma: no cover - equal above
+def _similarity(x: _Output, y: _Output, enough: float) -> float:
+    """The similarity of two outputs; stops early once it reaches ``enough``."""
+    a, b = x.text, y.text
+    if x.digest == y.digest and a == b:
         return 1.0
     prefix = _common_prefix(a, b)
     suffix = _common_suffix(a, b, min(len(a), len(b)) - prefix)
-    edit = 2 * (prefix + suffix) / total
-    sa = _shingles(a) if sa is None else sa
-    sb = _shingles(b) if sb is None else sb
-    union = len(sa | sb)
-    jaccard = len(sa & sb) / union if union else 0.0
-    return max(edit, jaccard)
+    edit = 2 * (prefix + suffix) / (len(a) + len(b))
+    if edit >= enough:
+        return edit
+    sa, sb = x.shingles(), y.shingles()
+    common = len(sa & sb)
+    union = len(sa) + len(sb) - common
+    return max(edit, common / union if union else 0.0)
 
 
 @dataclass
@@ -438,21 +446,17 @@ class LoopDetector:
             return state.stopped
         if not text.strip():
             return None
-        sample = _sample(text)
         # The calls (and results) since the previous output: a similar text that
         # goes with new calls or new results narrates progress, not a loop.
         calls = hash(tuple((c.digest, c.result) for c in state.calls_since_output))
         state.calls_since_output.clear()
-        current = _Output(sample, hash(sample), _shingles(sample), calls)
+        current = _Output(text, calls)
         previous = state.outputs[-1] if state.outputs else None
+        threshold = self.settings.output_similarity
         if (
             previous is not None
             and previous.calls == current.calls
-            and (
-                previous.digest == current.digest
-                or _similarity(previous.text, sample, previous.shingles, current.shingles)
-                >= self.settings.output_similarity
-            )
+            and _similarity(previous, current, threshold) >= threshold
         ):
             state.output_run += 1
         else:

@@ -116,6 +116,14 @@ def test_token_kinds_are_documented() -> None:
     assert {"url-password", "bearer", "secret"} <= set(TOKEN_KINDS)
 
 
+def test_text_whose_lower_case_changes_length_is_still_scanned() -> None:
+    # "İ".lower() is two characters: anchors cannot be found on a lowered copy.
+    text = "İstanbul: password=hunter2hunter2, Authorization: Bearer abcdefghijklmnop123456"
+    assert redact(text) == (
+        "İstanbul: password=[REDACTED:secret], Authorization: Bearer [REDACTED:bearer]"
+    )
+
+
 def test_truncated_private_key_is_masked_to_the_end() -> None:
     text = "key: -----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\n(truncated"
     assert redact(text) == "key: [REDACTED:private-key]"

@@ -1,0 +1,369 @@
+"""The cost of the safety services, each against a raw baseline measured in the same run.
+
+Run with ``python -m bench.safety [--events N] [--repeats R]``. Prints:
+
+- **LoopDetector**: microseconds per recorded event for each operation
+  (``record_tool_call`` on varied calls and on a poll whose result changes,
+  ``record_tool_result``, ``record_output``, ``check_stream`` per chunk,
+  ``record_turn``), next to two baselines on the same data: a dict insert, and
+  ``hash()`` of the canonical JSON of the same arguments (orjson, sorted keys).
+  The target is under 100 µs per event; memory stays bounded (the sizes of the
+  windows after all events are printed).
+- **EnvironmentSanitizer**: microseconds per environment of 80 variables for
+  ``sanitize``, against a dict copy and a naive ``fnmatch`` filter.
+- **Redactor**: megabytes per second of ``redact`` on 1 MB of ordinary text
+  and on the same text with a secret every 2 KB, against one ``re.sub`` of a
+  single token pattern and a ``str.replace`` pass; and the cost per log record
+  of the :class:`~pipeline.redaction.RedactingFilter`.
+- **ContextManager**: microseconds per ``build_additions`` with 20 entries.
+
+Each figure is the median of ``R`` repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import io
+import logging
+import os
+import random
+import re
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from config.settings import DEFAULT_DENY_PATTERNS, ContextSettings, LoopDetectionSettings
+from pipeline.context_manager import ContextManager
+from pipeline.env_sanitizer import EnvironmentSanitizer
+from pipeline.loop_detection import LoopDetector
+from pipeline.redaction import RedactingFilter, Redactor
+
+TARGET_US = 100.0
+WORDS: tuple[str, ...] = (
+    "the",
+    "build",
+    "step",
+    "test",
+    "file",
+    "read",
+    "write",
+    "module",
+    "function",
+    "returns",
+    "value",
+    "error",
+    "fixed",
+    "model",
+    "tool",
+    "call",
+    "output",
+    "session",
+    "context",
+    "token",
+    "budget",
+    "priority",
+    "entry",
+    "stream",
+    "chunk",
+    "apples",
+    "pears",
+    "plums",
+    "report",
+    "change",
+    "review",
+    "deploy",
+    "branch",
+    "commit",
+    "merge",
+)
+
+
+def _median_us(action: Callable[[], object], count: int, repeats: int) -> float:
+    """Median over ``repeats`` of the microseconds per item of ``action`` doing ``count``."""
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        action()
+        samples.append((time.perf_counter() - started) * 1e6 / count)
+    return statistics.median(samples)
+
+
+def _prose(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+def _row(name: str, us: float, baseline: float | None = None, unit: str = "µs/event") -> None:
+    ratio = f"{us / baseline:7.1f}x baseline" if baseline else ""
+    print(f"  {name:<44} {us:9.2f} {unit:<9} {ratio}")
+
+
+def bench_loop_detector(events: int, repeats: int) -> None:
+    rng = random.Random(7)
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("read_file", {"path": f"src/pkg/module_{i % 997}.py", "offset": i % 50, "limit": 200})
+        for i in range(events)
+    ]
+    outputs = [_prose(rng, 50) for _ in range(events // 10)]
+    near = [f"Let me try once more, attempt {i}." for i in range(events // 10)]
+    long_outputs = [_prose(rng, 700) for _ in range(events // 100)]
+    stream_text = _prose(rng, events)
+    chunks = [stream_text[i : i + 4] for i in range(0, len(stream_text), 4)][:events]
+
+    print("LoopDetector (per event; target < 100 µs)")
+    table: dict[str, int] = {}
+
+    def dict_insert() -> None:
+        table.clear()
+        for i, (name, args) in enumerate(calls):
+            table[name + args["path"]] = i
+
+    def canonical_hash() -> None:
+        for name, args in calls:
+            hash(orjson.dumps([name, args], option=orjson.OPT_SORT_KEYS))
+
+    dict_us = _median_us(dict_insert, events, repeats)
+    hash_us = _median_us(canonical_hash, events, repeats)
+    _row("baseline: dict insert", dict_us)
+    _row("baseline: hash(canonical orjson args)", hash_us)
+
+    def varied_calls() -> None:
+        detector = LoopDetector()
+        for name, args in calls:
+            detector.record_tool_call(name, args)
+
+    def polling() -> None:
+        detector = LoopDetector(LoopDetectionSettings(max_cycle_period=10))
+        args = {"id": "build-42"}
+        for i in range(events // 2):
+            detector.record_tool_call("build_status", args)
+            detector.record_tool_result("build_status", args, f"running {i}")
+
+    def turns() -> None:
+        detector = LoopDetector(LoopDetectionSettings(max_turns=events + 1))
+        for _ in range(events):
+            detector.record_turn()
+
+    def varied_outputs() -> None:
+        detector = LoopDetector()
+        for text in outputs:
+            detector.record_output(text)
+
+    def long_varied_outputs() -> None:
+        detector = LoopDetector()
+        for text in long_outputs:
+            detector.record_output(text)
+
+    def near_outputs() -> None:
+        detector = LoopDetector(LoopDetectionSettings(output_similarity=1.0))
+        for text in near:
+            detector.record_output(text)
+
+    def stream() -> None:
+        detector = LoopDetector()
+        for chunk in chunks:
+            detector.check_stream(chunk)
+
+    _row("record_tool_call, varied calls", _median_us(varied_calls, events, repeats), hash_us)
+    _row(
+        "record_tool_call + result, changing poll",
+        _median_us(polling, events // 2, repeats),
+        hash_us,
+    )
+    _row("record_turn", _median_us(turns, events, repeats), dict_us)
+    _row(
+        "record_output, 300-char varied replies",
+        _median_us(varied_outputs, len(outputs), repeats),
+        hash_us,
+    )
+    _row(
+        "record_output, 4 KB varied replies",
+        _median_us(long_varied_outputs, len(long_outputs), repeats),
+        hash_us,
+    )
+    _row(
+        "record_output, near-identical replies",
+        _median_us(near_outputs, len(near), repeats),
+        hash_us,
+    )
+    _row("check_stream, 4-char chunks of prose", _median_us(stream, len(chunks), repeats), dict_us)
+
+    detector = LoopDetector()
+    for (name, args), chunk in zip(calls, chunks, strict=False):
+        detector.record_tool_call(name, args)
+        detector.check_stream(chunk)
+    for text in outputs:
+        detector.record_output(text)
+    state = detector._state
+    print(
+        f"  memory after {events} calls, {len(chunks)} chunks, {len(outputs)} outputs: "
+        f"{len(state.calls)} calls kept, {len(state.outputs)} outputs kept, "
+        f"stream tail {len(state.stream.buffer)} chars"
+    )
+
+
+def _environment(rng: random.Random) -> dict[str, str]:
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/home/alice",
+        "LANG": "en_US.UTF-8",
+        "OPENAI_API_KEY": "sk-proj-" + "Ab3" * 14,
+        "GITHUB_TOKEN": "ghp_" + "Zq7Lm2Xp9R" * 4,
+        "DATABASE_URL": "postgres://app:s3cr3tpw@db:5432/app",
+        "GIT_SSH_COMMAND": "ssh -i ~/.ssh/key",
+    }
+    while len(env) < 80:
+        name = "_".join(rng.choice(WORDS).upper() for _ in range(rng.randint(1, 3)))
+        env[name] = rng.choice(
+            ["/usr/share/" + rng.choice(WORDS), _prose(rng, 3), str(rng.randint(0, 9999))]
+        )
+    return env
+
+
+def bench_sanitizer(repeats: int) -> None:
+    env = _environment(random.Random(11))
+    sanitizer = EnvironmentSanitizer()
+    rounds = 200
+    print(f"EnvironmentSanitizer (per environment of {len(env)} variables)")
+
+    def copy() -> None:
+        for _ in range(rounds):
+            dict(env.items())
+
+    def naive() -> None:
+        for _ in range(rounds):
+            {
+                k: v
+                for k, v in env.items()
+                if not any(fnmatch.fnmatch(k, p) for p in DEFAULT_DENY_PATTERNS)
+            }
+
+    def sanitize() -> None:
+        for _ in range(rounds):
+            sanitizer.sanitize(env)
+
+    copy_us = _median_us(copy, rounds, repeats)
+    _row("baseline: dict copy", copy_us, unit="µs/env")
+    _row(
+        "baseline: naive fnmatch deny filter", _median_us(naive, rounds, repeats), copy_us, "µs/env"
+    )
+    _row(
+        "sanitize (names, values, execution vars)",
+        _median_us(sanitize, rounds, repeats),
+        copy_us,
+        "µs/env",
+    )
+
+
+def bench_redactor(repeats: int) -> None:
+    rng = random.Random(5)
+    lines: list[str] = []
+    while sum(len(line) for line in lines) < 1_000_000:
+        lines.append(
+            f"{rng.randint(1, 9999):>5}: {_prose(rng, 10)} /srv/app/{rng.choice(WORDS)}.py "
+            f"commit {''.join(rng.choice('0123456789abcdef') for _ in range(40))}"
+        )
+    clean = "\n".join(lines)
+    secret = "ghp_" + "Zq7Lm2Xp9R" * 4
+    dirty = "\n".join(
+        line + (f" token {secret}" if i % 20 == 0 else "") for i, line in enumerate(lines)
+    )
+    redactor = Redactor({"DB_PASSWORD": "correct-horse-battery"})
+    single = re.compile(r"ghp_[A-Za-z0-9]{36}")
+    megabytes = len(clean) / 1e6
+    print(f"Redactor (throughput on {megabytes:.1f} MB)")
+
+    def mb_per_s(action: Callable[[], object]) -> float:
+        return megabytes / (_median_us(action, 1, repeats) / 1e6)
+
+    replace = mb_per_s(lambda: clean.replace("zzzz", "y"))
+    print(f"  {'baseline: str.replace pass':<44} {replace:9.1f} MB/s")
+    print(
+        f"  {'baseline: one re.sub, GitHub tokens only':<44} "
+        f"{mb_per_s(lambda: single.sub('[X]', clean)):9.1f} MB/s"
+    )
+    print(f"  {'redact, ordinary text':<44} {mb_per_s(lambda: redactor.redact(clean)):9.1f} MB/s")
+    print(
+        f"  {'redact, a secret every ~2 KB':<44} "
+        f"{mb_per_s(lambda: redactor.redact(dirty)):9.1f} MB/s"
+    )
+
+    records = 20_000
+    stream = io.StringIO()
+
+    def log_with(filtered: bool) -> Callable[[], None]:
+        handler = logging.StreamHandler(stream)
+        if filtered:
+            handler.addFilter(RedactingFilter())
+        log = logging.getLogger(f"bench.safety.{filtered}")
+        log.handlers[:] = [handler]
+        log.propagate = False
+        log.setLevel(logging.INFO)
+
+        def run() -> None:
+            stream.seek(0)
+            stream.truncate()
+            for i in range(records):
+                log.info("tool %s finished in %d ms with %s", "read_file", i, "ok")
+
+        return run
+
+    plain_us = _median_us(log_with(False), records, repeats)
+    _row("baseline: log record, no filter", plain_us, unit="µs/rec")
+    _row(
+        "log record through RedactingFilter",
+        _median_us(log_with(True), records, repeats),
+        plain_us,
+        "µs/rec",
+    )
+
+
+def bench_context(repeats: int) -> None:
+    print("ContextManager (per turn, 20 entries)")
+    context = ContextManager(ContextSettings(token_budget=2048))
+    rng = random.Random(3)
+    for i in range(20):
+        context.add_context(f"entry-{i}", _prose(rng, 40), priority=rng.randint(0, 5))
+    rounds = 500
+    text = context.get_system_prompt_additions()
+
+    def joined() -> None:
+        for _ in range(rounds):
+            "\n\n".join(e.content for e in context.get_context())
+
+    def build() -> None:
+        for _ in range(rounds):
+            context.build_additions()
+
+    join_us = _median_us(joined, rounds, repeats)
+    _row("baseline: join the contents", join_us, unit="µs/turn")
+    _row(
+        "build_additions (budgeted, cached counts)",
+        _median_us(build, rounds, repeats),
+        join_us,
+        "µs/turn",
+    )
+    print(f"  additions: {len(text)} chars")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--events", type=int, default=20_000, help="loop events (default 20000)")
+    parser.add_argument("--repeats", type=int, default=5, help="repeats per figure (default 5)")
+    options = parser.parse_args(argv)
+    print(f"bench.safety on {os.cpu_count()} cores, median of {options.repeats} repeats\n")
+    bench_loop_detector(options.events, options.repeats)
+    print()
+    bench_sanitizer(options.repeats)
+    print()
+    bench_redactor(options.repeats)
+    print()
+    bench_context(options.repeats)
+
+
+if __name__ == "__main__":
+    main()
