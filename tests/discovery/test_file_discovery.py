@@ -48,7 +48,7 @@ def tree(tmp_path: Path) -> Path:
 
 
 def options(root: Path, **kwargs: object) -> DiscoveryOptions:
-    return DiscoveryOptions(root=root, **kwargs)  # type: ignore[arg-type]
+    return DiscoveryOptions(root=root, **kwargs)
 
 
 def test_scan_lists_files_relative_and_sorted(tree: Path) -> None:
@@ -449,7 +449,7 @@ def test_a_failing_callback_does_not_stop_the_watch(tree: Path) -> None:
     def broken(event: str, path: str) -> None:
         raise RuntimeError("callback bug")
 
-    service.watch_changes(tree, broken)  # type: ignore[arg-type]
+    service.watch_changes(tree, broken)
     service.watch_changes(tree, recorder)
     (tree / "one.txt").write_text("")
     assert recorder.wait_for("add", "one.txt")
