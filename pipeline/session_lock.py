@@ -55,8 +55,11 @@ class SessionLock:
                     "listing, viewing and exporting still work meanwhile",
                 ) from None
             if _same_file(fd, path):
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                try:
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                except OSError as exc:  # the lock holds anyway; only the pid is not shown
+                    logger.warning("cannot note our pid in %s: %s", path.name, exc.strerror)
                 return cls(path, fd)
             os.close(fd)  # the previous holder removed the file meanwhile: start again
         raise StorageError(  # pragma: no cover - needs a lock file recreated 50 times in a row

@@ -25,7 +25,7 @@ reported, rebuilt from the journal when the journal holds the whole session,
 and never breaks a listing. A failed write (disk full, read-only, permission)
 is logged, the record stays in memory and is written at the next attempt; no
 exception reaches the chat from ``record_*``/``save_session`` (10.1), and
-:attr:`SessionStore.health` says what is pending. A failed read raises a
+:meth:`SessionStore.health` says what is pending. A failed read raises a
 :class:`~pipeline.errors.SessionError` that says so; a new session can still be
 started (10.2). Session ids typed by users are checked before they become
 paths; a unique prefix is accepted, as git accepts one.
@@ -272,7 +272,7 @@ class SessionStore:
         """Save the session one last time and release its writer lock.
 
         If that save fails the session stays open here (its records are kept
-        and written at the next attempt) and the failure shows in :attr:`health`.
+        and written at the next attempt) and the failure shows in :meth:`health`.
         """
         sid = self._known_id(session_id)
         state = self._open.get(sid)
@@ -422,7 +422,7 @@ class SessionStore:
 
     def save_session(self, session_id: str) -> None:
         """Turn end: bring ``{id}.json`` (and the index) up to date. Never raises on a
-        failed write: it is logged, kept and retried (see :attr:`health`)."""
+        failed write: it is logged, kept and retried (see :meth:`health`)."""
         sid = self._known_id(session_id)
         state = self._open.get(sid)
         if state is None:
@@ -824,7 +824,6 @@ class SessionStore:
         """Records kept in memory because the disk refused them (0 when all is durable)."""
         return self._journal.pending
 
-    @property
     def health(self) -> StoreHealth:
         """Whether every record is durable; if not, what is pending and why."""
         pending = self._journal.pending
@@ -841,6 +840,10 @@ class SessionStore:
     def open_sessions(self) -> list[str]:
         """Ids of the sessions this store holds open (their writer locks are held)."""
         return sorted(self._open)
+
+    def is_open(self, session_id: str) -> bool:
+        """Whether this store holds ``session_id`` open (exact id, no prefix)."""
+        return session_id in self._open
 
     # -- faults and recovery ---------------------------------------------------------------
 
