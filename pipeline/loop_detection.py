@@ -15,13 +15,16 @@ showed up:
   times. Detection is *result-aware*: a repeated call whose result changed
   each time (polling a build, tailing a growing log) is progress, not a loop;
 - ``record_output(text)`` tracks the model's text turn by turn: the same or a
-  near-identical text (similarity >= ``outputSimilarity``) ``repeatThreshold``
-  times in a row, with the same tool calls and results in between, is a loop. Empty texts
-  (turns that only call tools) are ignored;
+  near-identical text (similarity >= ``outputSimilarity``, see
+  :func:`similarity`) ``repeatThreshold`` times in a row, with the same tool
+  calls and results in between, is a loop. Empty texts (turns that only call
+  tools) are ignored;
 - ``check_stream(chunk)`` watches one streamed response for the degenerate
-  self-repetition of small models: the same run of 8 to 200 characters
-  repeated at the end of the text, found incrementally with a bounded amount
-  of work per chunk; ``end_stream()`` closes the response.
+  self-repetition of small models: a run of 8 to 200 characters repeated
+  exactly at the end of the text, at least 4 times and over at least 256
+  characters (a run that is itself shorter than 8 characters, like ``0, 0,``
+  or ``=====``, does not count). It is found incrementally with a bounded
+  amount of work per chunk; ``end_stream()`` closes the response.
 
 A detection returns a :class:`LoopEvent`. With ``onDetect: nudge`` the first
 detection of a kind has ``action="nudge"`` (and :meth:`nudge_instruction`
@@ -43,6 +46,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import deque
 from collections.abc import Mapping
@@ -122,11 +126,19 @@ def canonical_call(name: str, args: Mapping[str, Any] | str | None) -> bytes:
             parsed = args.strip()
     else:
         parsed = {} if args is None else args
-    return orjson.dumps(
-        [name, parsed],
-        option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
-        default=repr,
-    )
+    try:
+        return orjson.dumps(
+            [name, parsed],
+            option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
+            default=repr,
+        )
+    except orjson.JSONEncodeError:
+        # Integers beyond 64 bits, circular structures: the slower, lenient path.
+        try:
+            text = json.dumps([name, parsed], sort_keys=True, separators=(",", ":"), default=repr)
+        except (TypeError, ValueError):
+            text = repr([name, parsed])
+        return text.encode()
 
 
 def _shingles(text: str) -> set[tuple[str, ...]]:

@@ -321,6 +321,11 @@ def test_arguments_compare_canonically() -> None:
     assert canonical_call("t", "not json  ") == canonical_call("t", "not json")
     assert canonical_call("t", None) == canonical_call("t", {}) == canonical_call("t", "")
     assert canonical_call("t", {"when": object}) == canonical_call("t", {"when": object})
+    huge = {"b": 2**80, "a": 1}
+    assert canonical_call("t", huge) == canonical_call("t", {"a": 1, "b": 2**80})
+    circular: dict[str, Any] = {"a": 1}
+    circular["self"] = circular
+    assert canonical_call("t", circular) == canonical_call("t", circular)
 
 
 def test_cycles_up_to_the_configured_period() -> None:
