@@ -12,7 +12,7 @@ import sys
 
 import typer
 
-from cli import config_cmd
+from cli import config_cmd, env_cmd, extensions_cmd, files_cmd, run_cmd, sessions_cmd, snapshots_cmd
 from cli.exit_codes import EXIT_CODES_HELP, exit_code_for
 from cli.output import print_error
 from pipeline.errors import OllmError
@@ -29,7 +29,13 @@ app = typer.Typer(
     rich_markup_mode="markdown",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+run_cmd.register(app)
+app.add_typer(sessions_cmd.app, name="sessions")
+app.add_typer(snapshots_cmd.app, name="snapshots")
 app.add_typer(config_cmd.app, name="config")
+app.add_typer(env_cmd.app, name="env")
+app.add_typer(files_cmd.app, name="files")
+app.add_typer(extensions_cmd.app, name="extensions")
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ Example::
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -141,7 +141,7 @@ class EventBus:
     def __init__(self) -> None:
         self._subscribers: list[tuple[Subscriber, frozenset[str] | None]] = []
 
-    def subscribe(self, callback: Subscriber, kinds: set[str] | None = None) -> None:
+    def subscribe(self, callback: Subscriber, kinds: Collection[str] | None = None) -> None:
         """Call ``callback`` for every event (or only those whose kind is in ``kinds``)."""
         self._subscribers.append((callback, frozenset(kinds) if kinds else None))
 

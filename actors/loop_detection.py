@@ -1,0 +1,47 @@
+"""The loop-detection actor: one LoopDetector per conversation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors.shell import ShellBase
+from config.settings import OllmSettings
+from pipeline.loop_detection import LoopDetector, LoopEvent
+
+
+class LoopDetectionShell(ShellBase):
+    """Keeps a detector per session; its state is per user request and not persisted."""
+
+    def __init__(self, settings: OllmSettings) -> None:
+        self.settings = settings.services.loop_detection
+        self._detectors: dict[str, LoopDetector] = {}
+
+    def _detector(self, session_id: str) -> LoopDetector:
+        detector = self._detectors.get(session_id)
+        if detector is None:
+            detector = self._detectors[session_id] = LoopDetector(self.settings)
+        return detector
+
+    def user_message(self, session_id: str) -> None:
+        self._detector(session_id).record_user_message()
+
+    def turn(self, session_id: str) -> LoopEvent | None:
+        return self._detector(session_id).record_turn()
+
+    def tool_call(self, session_id: str, name: str, args: dict[str, Any]) -> LoopEvent | None:
+        return self._detector(session_id).record_tool_call(name, args)
+
+    def tool_result(self, session_id: str, name: str, args: dict[str, Any], result: str) -> None:
+        self._detector(session_id).record_tool_result(name, args, result)
+
+    def stream(self, session_id: str, text: str) -> LoopEvent | None:
+        """Feed the next piece of the streamed answer; report degenerate self-repetition."""
+        return self._detector(session_id).check_stream(text)
+
+    def output(self, session_id: str, text: str) -> LoopEvent | None:
+        detector = self._detector(session_id)
+        detector.end_stream()
+        return detector.record_output(text)
+
+    def drop_session(self, session_id: str) -> None:
+        self._detectors.pop(session_id, None)

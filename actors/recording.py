@@ -1,0 +1,103 @@
+"""The recording actor: the SessionStore, the only writer of session files.
+
+Calls arrive from many conversations at once on the actor's threads; the
+store's group commit turns them into few fsyncs. After a restart the store
+recovers from disk, and a session that was open before is opened again on
+its next record (the store opens it by itself). Text is redacted before it is written when
+``services.session.redactSecrets`` is on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from actors.shell import ShellBase
+from config.settings import OllmSettings
+from pipeline.record_redaction import redact_record
+from pipeline.records import (
+    CompressionEvent,
+    Session,
+    SessionMessage,
+    SessionSummary,
+    SessionToolCall,
+)
+from pipeline.redaction import Redactor
+from pipeline.session_index import SearchHit
+from pipeline.session_store import SessionStore, StoreHealth
+
+
+class RecordingShell(ShellBase):
+    """Gives the SessionStore an inbox."""
+
+    def __init__(self, settings: OllmSettings) -> None:
+        self.store = SessionStore(
+            settings.services.session, snapshots_dir=settings.snapshots.data_dir
+        )
+        self.redactor: Redactor | None = (
+            Redactor() if settings.services.session.redact_secrets else None
+        )
+
+    def add_redaction_values(self, values: Mapping[str, str]) -> int:
+        """Also redact these secret values (those the sanitizer removed), by name."""
+        return self.redactor.add_values(values) if self.redactor is not None else 0
+
+    def create_session(self, model: str, provider: str, **options: Any) -> str:
+        return self.store.create_session(model, provider, **options)
+
+    def open_session(self, session_id: str) -> Session:
+        return self.store.open_session(session_id)
+
+    def record_message(self, session_id: str, message: SessionMessage) -> None:
+        if self.redactor is not None:
+            message = redact_record(message, self.redactor)
+        self.store.record_message(session_id, message)
+
+    def record_tool_call(self, session_id: str, call: SessionToolCall) -> None:
+        if self.redactor is not None:
+            call = redact_record(call, self.redactor)
+        self.store.record_tool_call(session_id, call)
+
+    def add_usage(self, session_id: str, *, prompt_tokens: int, completion_tokens: int) -> None:
+        self.store.add_usage(
+            session_id, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        )
+
+    def set_token_count(self, session_id: str, token_count: int) -> None:
+        self.store.set_token_count(session_id, token_count)
+
+    def record_compression(self, session_id: str, event: CompressionEvent) -> None:
+        self.store.record_compression(session_id, event)
+
+    def update_metadata(self, session_id: str, **fields: Any) -> None:
+        self.store.update_metadata(session_id, **fields)
+
+    def set_title(self, session_id: str, title: str) -> None:
+        self.store.set_title(session_id, title)
+
+    def save_session(self, session_id: str) -> None:
+        if self.store.is_open(session_id):
+            self.store.save_session(session_id)
+
+    def close_session(self, session_id: str) -> None:
+        if self.store.is_open(session_id):
+            self.store.close_session(session_id)
+
+    def get_session(self, session_id: str) -> Session:
+        return self.store.get_session(session_id)
+
+    def list_sessions(self, **filters: Any) -> list[SessionSummary]:
+        return self.store.list_sessions(**filters)
+
+    def search(self, query: str, limit: int = 20) -> list[SearchHit]:
+        return self.store.search(query, limit=limit)
+
+    def count_sessions(self) -> int:
+        return self.store.count_sessions()
+
+    def health(self) -> StoreHealth:
+        """Pending writes and the last write error, for status lines and harnesses."""
+        return self.store.health()
+
+    def close(self) -> None:
+        self.store.close()

@@ -1,0 +1,255 @@
+"""The interactive chat of ``ollm run``: input, streamed output, slash commands.
+
+Input is read on the main thread; each turn runs on the pipeline's loop
+thread. Ctrl-C during a turn cancels it (what was recorded stays recorded);
+Ctrl-C at the prompt only clears the line; Ctrl-D or ``/exit`` ends the
+session.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from cli.loop_thread import LoopThread
+from pipeline.coordinator import Coordinator
+from pipeline.errors import OllmError
+from pipeline.events import (
+    CompressionFinished,
+    CompressionStarted,
+    LoopDetectedEvent,
+    PipelineEvent,
+    StatusEvent,
+    TextDelta,
+    ToolCallEvent,
+)
+from pipeline.records import ToolCallPart
+
+HELP = """\
+/help                          this list
+/exit                          end the session (Ctrl-D too)
+/sessions                      recent sessions
+/resume ID                     switch to another session
+/title TEXT                    set this session's title
+/context add KEY TEXT          add context to the system prompt (also: list, remove KEY)
+/history                       the whole recorded history of this session
+/compress [focus]              compress the active context now
+/snapshot                      save a snapshot of the active context
+"""
+
+
+class ChatRepl:
+    """Reads lines, runs turns, renders events."""
+
+    def __init__(
+        self,
+        loop: LoopThread,
+        console: Console,
+        err_console: Console,
+        read_line: Callable[[str], str] = input,
+    ) -> None:
+        self.loop = loop
+        self.console = console
+        self.err = err_console
+        self.read_line = read_line
+        self.coordinator: Coordinator
+        self.session_id = ""
+        self._streaming = False
+
+    # ----------------------------------------------------------------- rendering
+
+    def render_event(self, event: PipelineEvent) -> None:
+        """Show one pipeline event to the user."""
+        if isinstance(event, TextDelta):
+            self._streaming = True
+            self.console.print(event.text, end="", markup=False, highlight=False)
+            return
+        if self._streaming and not isinstance(event, StatusEvent):
+            self.console.print()
+            self._streaming = False
+        if isinstance(event, ToolCallEvent):
+            mark = "[green]✓[/]" if event.success else "[red]✗[/]"
+            took = f" {event.duration_ms:.0f} ms" if event.duration_ms is not None else ""
+            shown = escape(event.display or event.error or "")
+            self.console.print(f"[dim]⚙ {escape(event.name)}[/] {mark}{took} [dim]{shown}[/]")
+        elif isinstance(event, LoopDetectedEvent):
+            verb = "nudging the model" if event.action == "nudge" else "stopping"
+            self.console.print(
+                f"[yellow]⚠ loop detected: {escape(event.pattern)} ×{event.count} "
+                f"({escape(event.details)}); {verb}[/]"
+            )
+        elif isinstance(event, CompressionStarted):
+            self.console.print(f"[dim]compressing {event.tokens} tokens in the background…[/]")
+        elif isinstance(event, CompressionFinished):
+            note = f" (fallback: {escape(event.fallback)})" if event.fallback else ""
+            self.console.print(
+                f"[dim]compressed: {event.tokens_before} → {event.tokens_after} tokens "
+                f"({escape(event.strategy)}){note}[/]"
+            )
+        elif isinstance(event, StatusEvent) and event.activity == "idle" and event.context_window:
+            share = 100 * event.tokens_used / event.context_window
+            self.console.print(
+                f"[dim]{event.tokens_used}/{event.context_window} tokens ({share:.0f}%)[/]"
+            )
+
+    # ----------------------------------------------------------------- prompts
+
+    async def ask_approval(self, call: ToolCallPart) -> bool:
+        """Ask whether the model may run ``call`` (policy ``ask``)."""
+        import asyncio
+
+        args = ", ".join(f"{k}={v!r}" for k, v in call.args.items())
+        question = f"\nallow {call.name}({args[:300]})? [y/N] "
+        loop = asyncio.get_running_loop()
+        try:
+            answer = await loop.run_in_executor(None, self.read_line, question)
+        except EOFError:
+            return False
+        return answer.strip().lower() in {"y", "yes"}
+
+    def pick_session(self) -> str | None:
+        """Show recent sessions and let the user choose one (None: a new session)."""
+        recent = self.loop.run(self.coordinator.runtime.recording.call("list_sessions", limit=15))
+        if not recent:
+            self.err.print("[dim]no sessions yet: starting a new one[/]")
+            return None
+        table = Table(title="recent sessions")
+        for column in ("#", "id", "title", "last activity", "messages"):
+            table.add_column(column)
+        for number, summary in enumerate(recent, 1):
+            table.add_row(
+                str(number),
+                summary.session_id[:8],
+                escape(summary.title or ""),
+                summary.last_activity[:16].replace("T", " "),
+                str(summary.message_count),
+            )
+        self.err.print(table)
+        choice = self.read_line("resume which? (number, id prefix, or Enter for new) ").strip()
+        if not choice:
+            return None
+        if choice.isdigit() and 1 <= int(choice) <= len(recent):
+            return str(recent[int(choice) - 1].session_id)
+        return choice
+
+    # -------------------------------------------------------------------- chat
+
+    def chat(self, session_id: str) -> None:
+        """The read–answer loop, until Ctrl-D or /exit."""
+        self.session_id = session_id
+        self.err.print(
+            f"[dim]session {session_id[:8]} · {escape(self._model())} · "
+            "/help for commands, Ctrl-D to leave[/]"
+        )
+        while True:
+            try:
+                line = self.read_line("› ")
+            except EOFError:
+                self.console.print()
+                return
+            except KeyboardInterrupt:
+                self.console.print("\n[dim](Ctrl-D or /exit to leave)[/]")
+                continue
+            line = line.strip()
+            if not line:
+                continue
+            if line.startswith("/"):
+                if not self._command(line):
+                    return
+                continue
+            self._turn(line)
+
+    def _model(self) -> str:
+        conversation = self.coordinator.conversations.get(self.session_id)
+        return conversation.model if conversation else "?"
+
+    def _turn(self, text: str) -> None:
+        try:
+            result = self.loop.run(self.coordinator.run_turn(self.session_id, text))
+        except KeyboardInterrupt:
+            self.console.print("\n[yellow]cancelled; what was recorded is kept[/]")
+            return
+        except OllmError as error:
+            self.err.print(f"[red]error:[/] {escape(str(error))}")
+            return
+        if self._streaming:
+            self.console.print()
+            self._streaming = False
+        if result.stopped in {"loop", "limit"} and result.loop is not None:
+            self.console.print(
+                f"[yellow]stopped: {escape(result.loop.kind)} — {escape(result.loop.details)}[/]"
+            )
+
+    def _command(self, line: str) -> bool:
+        """Run a slash command; False means leave."""
+        try:
+            words = shlex.split(line)
+        except ValueError as error:
+            self.err.print(f"[red]cannot parse the command:[/] {escape(str(error))}")
+            return True
+        name, args = words[0], words[1:]
+        recording = self.coordinator.runtime.recording
+        try:
+            if name in {"/exit", "/quit"}:
+                return False
+            if name == "/help":
+                self.console.print(HELP, markup=False)
+            elif name == "/sessions":
+                for s in self.loop.run(recording.call("list_sessions", limit=10)):
+                    self.console.print(
+                        f"{s.session_id[:8]}  {escape(s.title or '')}  "
+                        f"[dim]{s.last_activity[:16]} · {s.message_count} messages[/]"
+                    )
+            elif name == "/resume" and args:
+                self.loop.run(self.coordinator.end_session(self.session_id))
+                self.session_id = self.loop.run(self.coordinator.start_session(resume=args[0]))
+                self.console.print(f"[dim]resumed {self.session_id[:8]}[/]")
+            elif name == "/title" and args:
+                self.loop.run(recording.call("set_title", self.session_id, " ".join(args)))
+                self.console.print("[dim]title set[/]")
+            elif name == "/context":
+                self._context(args)
+            elif name == "/history":
+                session = self.loop.run(recording.call("get_session", self.session_id))
+                for message in session.messages:
+                    self.console.print(f"[bold]{message.role}[/] [dim]{message.timestamp}[/]")
+                    self.console.print(message.text or "[dim](tool call)[/]", markup=False)
+            elif name == "/compress":
+                focus = " ".join(args) or None
+                result = self.loop.run(self.coordinator.compress_now(self.session_id, focus))
+                if result is None:
+                    self.console.print("[dim]nothing to compress[/]")
+            elif name == "/snapshot":
+                info = self.loop.run(self.coordinator.snapshot_now(self.session_id))
+                self.console.print(f"[dim]snapshot {escape(info.id)} saved[/]")
+            else:
+                self.err.print(f"[red]unknown or incomplete command[/] {escape(name)}; try /help")
+        except OllmError as error:
+            self.err.print(f"[red]error:[/] {escape(str(error))}")
+        return True
+
+    def _context(self, args: list[str]) -> None:
+        context = self.coordinator.runtime.context
+        if not args or args[0] == "list":
+            entries = self.loop.run(context.call("list_context", self.session_id))
+            for entry in entries:
+                self.console.print(
+                    f"{escape(entry.key)} [dim]({entry.source}, priority {entry.priority})[/] "
+                    f"{escape(entry.content[:80])}"
+                )
+            if not entries:
+                self.console.print("[dim]no context entries[/]")
+        elif args[0] == "add" and len(args) >= 3:
+            self.loop.run(context.call("add_context", self.session_id, args[1], " ".join(args[2:])))
+            self.console.print(f"[dim]added {escape(args[1])}[/]")
+        elif args[0] == "remove" and len(args) == 2:
+            self.loop.run(context.call("remove_context", self.session_id, args[1]))
+            self.console.print(f"[dim]removed {escape(args[1])}[/]")
+        else:
+            self.err.print("usage: /context add KEY TEXT | list | remove KEY")
+        sys.stdout.flush()

@@ -1,0 +1,181 @@
+"""``ollm run``: the interactive chat, and ``-p`` for one scripted turn.
+
+The pipeline runs on Ray by default (a local instance started and stopped with
+the command, or the cluster at ``--ray-address``); ``--runtime inprocess``
+keeps every service in this process. Every message is recorded as it happens.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from cli.chat_repl import ChatRepl
+from cli.exit_codes import EXIT_CODES_HELP
+from cli.loop_thread import LoopThread
+from cli.output import console, err_console, print_json
+from cli.overrides import apply_overrides
+from cli.state import loaded_settings
+from pipeline.coordinator import Coordinator, raise_if_stopped
+from pipeline.errors import SessionNotFoundError
+from pipeline.events import EventBus, LoopDetectedEvent, PipelineEvent
+from pipeline.runtime import create_runtime
+
+
+class ProviderChoice(StrEnum):
+    auto = "auto"
+    ollama = "ollama"
+    embedded = "embedded"
+    simulated = "simulated"
+
+
+class RuntimeChoice(StrEnum):
+    ray = "ray"
+    inprocess = "inprocess"
+
+
+def run(
+    prompt: Annotated[
+        str | None,
+        typer.Option(
+            "--prompt",
+            "-p",
+            help="Run one turn non-interactively; the answer goes to stdout. Exit code 5 when "
+            "a loop or limit stopped it.",
+        ),
+    ] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            "-r",
+            is_flag=False,
+            flag_value="",
+            help="Resume a session by id or unique prefix; without a value, pick from the "
+            "recent ones.",
+        ),
+    ] = None,
+    continue_latest: Annotated[
+        bool, typer.Option("--continue", "-c", help="Resume the most recent session.")
+    ] = False,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name.")] = None,
+    provider: Annotated[
+        ProviderChoice | None,
+        typer.Option("--provider", help="Model provider (default from config: auto)."),
+    ] = None,
+    runtime: Annotated[
+        RuntimeChoice | None,
+        typer.Option("--runtime", help="Where the services run (default from config: ray)."),
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option("--ray-address", help="Join this Ray cluster instead of starting one."),
+    ] = None,
+    no_loop_detection: Annotated[
+        bool, typer.Option("--no-loop-detection", help="Turn loop detection off.")
+    ] = False,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="With -p: print the turn result as JSON.")
+    ] = False,
+) -> None:
+    """Chat with a local model; every message is recorded as it happens.
+
+    Examples: `ollm run`, `ollm run --continue`, `ollm run -p "Summarize README.md"`,
+    `ollm run --provider embedded --runtime inprocess`.
+
+    In the chat: Ctrl-C cancels the answer in flight, Ctrl-D or /exit ends the session,
+    /help lists the slash commands.
+    """
+    settings = apply_overrides(
+        loaded_settings().settings,
+        model=model,
+        provider=provider.value if provider else None,
+        runtime=runtime.value if runtime else None,
+        ray_address=ray_address,
+        no_loop_detection=no_loop_detection,
+    )
+    workspace = Path.cwd()
+    loop = LoopThread()
+    events = EventBus()
+    pipeline_runtime = create_runtime(settings, workspace)
+    interactive = prompt is None
+    repl = ChatRepl(loop, console, err_console)
+    coordinator = Coordinator(
+        pipeline_runtime,
+        settings,
+        workspace=workspace,
+        events=events,
+        ask=repl.ask_approval if interactive and sys.stdin.isatty() else None,
+    )
+    repl.coordinator = coordinator
+    try:
+        with err_console.status("starting the pipeline…", spinner="dots"):
+            loop.run(pipeline_runtime.start())
+        session_id = _open_session(loop, coordinator, repl, resume, continue_latest)
+        if interactive:
+            events.subscribe(repl.render_event)
+            repl.chat(session_id)
+        else:
+            assert prompt is not None
+            events.subscribe(_warn_on_loop, {"loop:detected"})
+            _one_turn(loop, coordinator, session_id, prompt, json_output)
+    finally:
+        try:
+            for sid in list(coordinator.conversations):
+                loop.run(coordinator.end_session(sid))
+        finally:
+            loop.run(pipeline_runtime.shutdown())
+            loop.close()
+
+
+run.__doc__ = (run.__doc__ or "") + "\n\n" + EXIT_CODES_HELP
+
+
+def _open_session(
+    loop: LoopThread,
+    coordinator: Coordinator,
+    repl: ChatRepl,
+    resume: str | None,
+    continue_latest: bool,
+) -> str:
+    if continue_latest:
+        recent = loop.run(coordinator.runtime.recording.call("list_sessions", limit=1))
+        if not recent:
+            raise SessionNotFoundError(
+                "there is no session to continue", hint="start one with `ollm run`"
+            )
+        resume = recent[0].session_id
+    elif resume == "":
+        resume = repl.pick_session()
+    return loop.run(coordinator.start_session(resume=resume or None))
+
+
+def _warn_on_loop(event: PipelineEvent) -> None:
+    if isinstance(event, LoopDetectedEvent):
+        err_console.print(
+            f"[yellow]loop detected ({escape(event.pattern)}, {event.count}×): "
+            f"{escape(event.details)} → {event.action}[/]"
+        )
+
+
+def _one_turn(
+    loop: LoopThread, coordinator: Coordinator, session_id: str, prompt: str, json_output: bool
+) -> None:
+    result = loop.run(coordinator.run_turn(session_id, prompt))
+    if json_output:
+        print_json(result)
+    else:
+        sys.stdout.write(result.answer.rstrip("\n") + "\n")
+        sys.stdout.flush()
+        err_console.print(f"[dim]session {session_id[:8]}[/]")
+    raise_if_stopped(result)
+
+
+def register(app: Any) -> None:
+    """Add ``ollm run`` to the main app."""
+    app.command("run")(run)

@@ -1,0 +1,657 @@
+"""The coordinator: routes each turn through the service actors.
+
+For every user message, in this order (issue 4): the message is recorded;
+the context additions are fetched; the loop detector counts the turn; a
+finished background compression is applied (never waited for); the request
+is built (system prompt + additions + active context) and the answer
+streamed; each tool call is checked for loops, approved, run by a tool worker
+with a sanitized environment, and recorded; this repeats until the model
+answers without tools or a loop or limit stops it; the turn end lets
+recording bring the session file up to date and lets compression start in the
+background.
+
+The coordinator only talks to :class:`~pipeline.runtime.Service` handles, so
+the same code runs on Ray and in-process. Its own state per conversation (the
+active context sent to the model, token accounting) lives in
+:class:`Conversation`; everything durable lives in the recording actor.
+
+Example::
+
+    coordinator = Coordinator(runtime, settings, workspace=Path.cwd())
+    sid = await coordinator.start_session()
+    result = await coordinator.run_turn(sid, "Hello")
+    await coordinator.end_session(sid)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from config.settings import OllmSettings
+from pipeline.compression import ActiveContext, ChatCompressionService, CompressionResult
+from pipeline.errors import ActorFailedError, LoopDetectedError, OllmError
+from pipeline.events import (
+    CompressionFinished,
+    CompressionStarted,
+    EventBus,
+    LoopDetectedEvent,
+    MessageRecorded,
+    SessionEnded,
+    SessionStarted,
+    StatusEvent,
+    TextDelta,
+    ToolCallEvent,
+)
+from pipeline.extensions import load_extensions
+from pipeline.hooks import HookRunner
+from pipeline.loop_detection import LoopEvent
+from pipeline.providers.base import ChatRequest, ModelInfo
+from pipeline.records import (
+    CompressionEvent,
+    Session,
+    SessionMessage,
+    SessionToolCall,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from pipeline.runtime import Runtime
+from pipeline.snapshots import SnapshotInfo
+from pipeline.tokens import TokenCounter
+from pipeline.tools.approval import ApprovalPolicy
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful assistant running on the user's machine through OLLM. "
+    "Answer concisely. When a tool would help, call it; otherwise answer directly."
+)
+TITLE_PROMPT = (
+    "Write a title of at most six words for the conversation below. "
+    "Reply with the title only, no quotes.\n\n"
+)
+STREAM_CHECK_CHARS = 400
+MAX_TOOL_ROUNDS = 100
+
+AskCallback = Callable[[ToolCallPart], Awaitable[bool]]
+StopReason = Literal["loop", "limit", "cancelled", "error"]
+
+
+class TurnResult(BaseModel):
+    """What one user turn produced."""
+
+    session_id: str
+    answer: str
+    stopped: StopReason | None = None
+    loop: LoopEvent | None = None
+    error: str | None = None
+    rounds: int = 0
+    tool_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    context_tokens: int = 0
+    context_window: int = 0
+
+
+@dataclass
+class Conversation:
+    """The coordinator's state of one live conversation."""
+
+    session_id: str
+    model: str
+    provider: str
+    info: ModelInfo
+    context: ActiveContext
+    turns: int = 0
+    title_pending: bool = True
+    nudge: str | None = None
+    compression: asyncio.Task[CompressionResult | None] | None = None
+    background: set[asyncio.Task[Any]] = field(default_factory=set)
+
+
+class Coordinator:
+    """Routes turns of many conversations through one runtime's actors."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        settings: OllmSettings,
+        *,
+        workspace: Path | None = None,
+        events: EventBus | None = None,
+        ask: AskCallback | None = None,
+        system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+        environment: dict[str, str] | None = None,
+        tags: list[str] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.settings = settings
+        self.workspace = workspace or runtime.workspace
+        self.events = events or EventBus()
+        self.approval = ApprovalPolicy(settings.tools, interactive=ask is not None)
+        self.ask = ask
+        self.system_prompt = system_prompt
+        self.environment = dict(os.environ if environment is None else environment)
+        self.tags = tags or []
+        self.counter = TokenCounter()
+        self.compressor = ChatCompressionService(settings.services.compression, self.counter)
+        self.conversations: dict[str, Conversation] = {}
+        self._tool_schemas: list[dict[str, Any]] | None = None
+        self._prepared = False
+        self._hook_env: dict[str, str] = {}
+        self.hooks = HookRunner(
+            [*settings.hooks, *load_extensions().hooks],
+            runtime.context,
+            workspace=self.workspace,
+            environment=lambda: self._hook_env,
+        )
+        self.hooks.attach(self.events)
+
+    # ----------------------------------------------------------------- sessions
+
+    async def start_session(
+        self,
+        *,
+        model: str | None = None,
+        resume: str | None = None,
+        title: str | None = None,
+        tags: list[str] | None = None,
+        system_prompt: str | None = None,
+    ) -> str:
+        """Create a session (or resume ``resume``) and return its id."""
+        await self._prepare()
+        provider_name = await self.runtime.provider.call("provider_name")
+        if resume is not None:
+            session: Session = await self.runtime.recording.call("open_session", resume)
+            model_name = model or session.model
+            sid = session.session_id
+        else:
+            model_name = (
+                model
+                or self.settings.provider.model
+                or await self.runtime.provider.call("default_model")
+            )
+            sid = await self.runtime.recording.call(
+                "create_session",
+                model_name,
+                provider_name,
+                working_dir=str(self.workspace),
+                title=title,
+                tags=[*self.tags, *(tags or [])] or None,
+            )
+            session = await self.runtime.recording.call("get_session", sid)
+        info: ModelInfo = await self.runtime.provider.call("model_info", model_name)
+        if provider_name == "ollama":
+            cap = self.settings.provider.ollama.max_context_window
+            info = info.model_copy(update={"context_window": min(info.context_window, cap)})
+        context = ActiveContext(
+            system_prompt=system_prompt or self.system_prompt,
+            messages=list(session.messages),
+        )
+        restored = await self.runtime.compression[0].call("take_active_override", sid)
+        if isinstance(restored, ActiveContext):
+            context = restored
+        conversation = Conversation(
+            session_id=sid,
+            model=model_name,
+            provider=provider_name,
+            info=info,
+            context=context,
+            title_pending=session.metadata.title_source is None and resume is None,
+        )
+        self.conversations[sid] = conversation
+        if resume is not None:
+            self._fit_resumed(conversation)
+        self.events.publish(
+            SessionStarted(
+                session_id=sid, model=model_name, provider=provider_name, resumed=resume is not None
+            )
+        )
+        return sid
+
+    def _fit_resumed(self, conversation: Conversation) -> None:
+        """Partial resume (spec 004): a session larger than the window resumes truncated."""
+        fitted = self.compressor.emergency_truncate(
+            conversation.context, window=conversation.info.context_window
+        )
+        if fitted is not None:
+            conversation.context = fitted
+            self._schedule_compression(conversation, force=True)
+
+    async def end_session(self, session_id: str) -> None:
+        """Finish background work, save and close the session."""
+        conversation = self.conversations.pop(session_id, None)
+        if conversation is not None:
+            await self._drain(conversation)
+            self.events.publish(SessionEnded(session_id=session_id, turns=conversation.turns))
+        await self.hooks.settle(session_id)
+        await self.runtime.recording.call("close_session", session_id)
+        await self.runtime.context.call("drop_session", session_id)
+        await self.runtime.loop_detection.call("drop_session", session_id)
+
+    async def _drain(self, conversation: Conversation) -> None:
+        tasks = set(conversation.background)
+        if conversation.compression is not None:
+            tasks.add(conversation.compression)
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _prepare(self) -> None:
+        """Once: the environment hooks run with, and the secrets recording redacts."""
+        if self._prepared:
+            return
+        self._hook_env = await self.runtime.sanitizer.call("sanitize", self.environment)
+        if self.settings.services.session.redact_secrets:
+            secrets = await self.runtime.sanitizer.call("removed_secrets", self.environment)
+            await self.runtime.recording.call("add_redaction_values", secrets)
+        self._prepared = True
+
+    # -------------------------------------------------------------------- turns
+
+    async def run_turn(self, session_id: str, text: str) -> TurnResult:
+        """Run one user turn to its end (answer, loop stop, limit, or error)."""
+        conversation = self.conversations[session_id]
+        conversation.turns += 1
+        result = TurnResult(
+            session_id=session_id, answer="", context_window=conversation.info.context_window
+        )
+        user = SessionMessage.user(text)
+        await self._record(conversation, user)
+        await self.runtime.loop_detection.call("user_message", session_id)
+        await self.hooks.settle(session_id)
+        additions = await self.runtime.context.call("additions", session_id)
+        self._apply_ready_compression(conversation)
+        schemas = await self._schemas()
+        try:
+            for _ in range(MAX_TOOL_ROUNDS):
+                event = await self.runtime.loop_detection.call("turn", session_id)
+                if self._stopped_by(conversation, event, result):
+                    break
+                self._ensure_fits(conversation, additions.text)
+                answer, calls = await self._model_round(
+                    conversation, additions.text, schemas, result
+                )
+                result.rounds += 1
+                if result.stopped:
+                    break
+                if not calls:
+                    result.answer = answer
+                    break
+                for call in calls:
+                    await self._run_tool(conversation, call, result)
+                    if result.stopped:
+                        break
+                if result.stopped:
+                    break
+        except asyncio.CancelledError:
+            result.stopped = "cancelled"
+            raise
+        except ActorFailedError as error:
+            result.stopped = "error"
+            result.error = str(error)
+            raise
+        finally:
+            self._turn_end(conversation, result)
+        return result
+
+    def _stopped_by(
+        self, conversation: Conversation, event: LoopEvent | None, result: TurnResult
+    ) -> bool:
+        if event is None:
+            return False
+        self.events.publish(
+            LoopDetectedEvent(
+                session_id=conversation.session_id,
+                pattern=event.kind,
+                details=event.details,
+                count=event.count,
+                action=event.action,
+            )
+        )
+        if event.action == "nudge":
+            conversation.nudge = event.details
+            return False
+        result.loop = event
+        result.stopped = "limit" if event.kind == "turn-limit" else "loop"
+        return True
+
+    async def _record(self, conversation: Conversation, message: SessionMessage) -> None:
+        await self.runtime.recording.call("record_message", conversation.session_id, message)
+        conversation.context.messages.append(message)
+        self.events.publish(
+            MessageRecorded(
+                session_id=conversation.session_id, role=message.role, text=message.text
+            )
+        )
+
+    async def _schemas(self) -> list[dict[str, Any]]:
+        if self._tool_schemas is None:
+            schemas = await self.runtime.tool_workers[0].call("schemas")
+            self._tool_schemas = [
+                s for s in schemas if self.approval.decide(s["function"]["name"]) != "deny"
+            ]
+        return self._tool_schemas
+
+    def _system_text(self, conversation: Conversation, additions: str) -> str:
+        parts = [conversation.context.system_prompt]
+        if additions:
+            parts.append(additions)
+        if conversation.nudge:
+            parts.append(
+                "Note: you appear to be repeating yourself "
+                f"({conversation.nudge}). Change approach or give your final answer."
+            )
+            conversation.nudge = None
+        return "\n\n".join(parts)
+
+    async def _model_round(
+        self,
+        conversation: Conversation,
+        additions: str,
+        schemas: list[dict[str, Any]],
+        result: TurnResult,
+    ) -> tuple[str, list[ToolCallPart]]:
+        sid = conversation.session_id
+        request = ChatRequest(
+            model=conversation.model,
+            system_prompt=self._system_text(conversation, additions),
+            messages=conversation.context.request_messages(),
+            tools=schemas,
+            num_ctx=conversation.info.context_window,
+        )
+        self._status(conversation, "model")
+        text_parts: list[str] = []
+        calls: list[ToolCallPart] = []
+        unchecked: list[str] = []
+        unchecked_chars = 0
+        stream = self.runtime.provider.stream("chat", request)
+        try:
+            async for chunk in stream:
+                if chunk.text:
+                    text_parts.append(chunk.text)
+                    unchecked.append(chunk.text)
+                    unchecked_chars += len(chunk.text)
+                    self.events.publish(TextDelta(session_id=sid, text=chunk.text))
+                    if unchecked_chars >= STREAM_CHECK_CHARS:
+                        event = await self.runtime.loop_detection.call(
+                            "stream", sid, "".join(unchecked)
+                        )
+                        unchecked.clear()
+                        unchecked_chars = 0
+                        if self._stopped_by(conversation, event, result):
+                            break
+                calls.extend(chunk.tool_calls)
+                if chunk.done:
+                    await self._usage(conversation, request, chunk, result)
+        finally:
+            await stream.aclose()
+        text = "".join(text_parts)
+        if not result.stopped and text:
+            event = await self.runtime.loop_detection.call("output", sid, text)
+            self._stopped_by(conversation, event, result)
+        parts: list[Any] = [TextPart(text=text)] if text else []
+        parts.extend(calls if not result.stopped else [])
+        if parts:
+            await self._record(conversation, SessionMessage(role="assistant", parts=parts))
+        return text, (calls if not result.stopped else [])
+
+    async def _usage(
+        self, conversation: Conversation, request: ChatRequest, chunk: Any, result: TurnResult
+    ) -> None:
+        prompt = int(chunk.prompt_tokens or 0)
+        completion = int(chunk.completion_tokens or 0)
+        result.prompt_tokens += prompt
+        result.completion_tokens += completion
+        if prompt or completion:
+            await self.runtime.recording.call(
+                "add_usage",
+                conversation.session_id,
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+            )
+        if prompt:
+            estimate = self.counter.count_text(request.system_prompt) + self.counter.count_messages(
+                request.messages
+            )
+            self.counter.calibrate(conversation.model, estimate, prompt)
+
+    async def _run_tool(
+        self, conversation: Conversation, call: ToolCallPart, result: TurnResult
+    ) -> None:
+        sid = conversation.session_id
+        event = await self.runtime.loop_detection.call("tool_call", sid, call.name, call.args)
+        if self._stopped_by(conversation, event, result):
+            return
+        decision = self.approval.decide(call.name)
+        approved = decision == "allow"
+        if decision == "ask" and self.ask is not None:
+            approved = await self.ask(call)
+        self._status(conversation, "tool", call.name)
+        env = await self.runtime.sanitizer.call("sanitize", self.environment)
+        record: SessionToolCall = await self.runtime.tool_worker().call(
+            "execute", call, env, approved
+        )
+        result.tool_calls += 1
+        await self.runtime.loop_detection.call(
+            "tool_result", sid, call.name, call.args, record.result.llm_content
+        )
+        await self.runtime.recording.call("record_tool_call", sid, record)
+        self.events.publish(
+            ToolCallEvent(
+                session_id=sid,
+                name=call.name,
+                args=call.args,
+                success=record.success,
+                duration_ms=record.duration_ms,
+                display=record.result.return_display,
+                error=record.error,
+            )
+        )
+        part = ToolResultPart(
+            tool_call_id=call.id,
+            name=call.name,
+            content=record.result.llm_content,
+            is_error=record.success is False,
+        )
+        await self._record(conversation, SessionMessage(role="tool", parts=[part]))
+
+    # ---------------------------------------------------------------- turn end
+
+    def _turn_end(self, conversation: Conversation, result: TurnResult) -> None:
+        tokens = self.counter.count_messages(conversation.context.request_messages())
+        result.context_tokens = tokens
+        self._background(conversation, self._save(conversation.session_id, tokens))
+        if result.stopped != "cancelled":
+            self._schedule_compression(conversation)
+            if conversation.title_pending and result.answer:
+                conversation.title_pending = False
+                self._background(conversation, self._generate_title(conversation))
+        self._status(conversation, "idle")
+
+    def _background(self, conversation: Conversation, work: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(work)
+        conversation.background.add(task)
+        task.add_done_callback(conversation.background.discard)
+
+    async def _save(self, session_id: str, tokens: int) -> None:
+        try:
+            await self.runtime.recording.call("set_token_count", session_id, tokens)
+            await self.runtime.recording.call("save_session", session_id)
+        except OllmError as error:
+            logger.warning("saving session %s at turn end failed: %s", session_id, error)
+
+    async def _generate_title(self, conversation: Conversation) -> None:
+        transcript = "\n".join(
+            f"{m.role}: {m.text[:500]}" for m in conversation.context.messages[:4] if m.text
+        )
+        request = ChatRequest(
+            model=conversation.model,
+            messages=[SessionMessage.user(TITLE_PROMPT + transcript)],
+            max_tokens=24,
+            temperature=0.2,
+            num_ctx=conversation.info.context_window,
+        )
+        try:
+            title = await self.runtime.provider.call("complete", request)
+        except Exception as error:  # the first-line title stays
+            logger.info("title generation failed: %s", type(error).__name__)
+            return
+        cleaned = " ".join(str(title).strip().strip("\"'").split())[:80]
+        if cleaned:
+            await self.runtime.recording.call(
+                "update_metadata", conversation.session_id, title=cleaned, title_source="model"
+            )
+
+    # ------------------------------------------------------------- compression
+
+    def _schedule_compression(
+        self, conversation: Conversation, *, force: bool = False, focus: str | None = None
+    ) -> None:
+        settings = self.settings.services.compression
+        if conversation.compression is not None and not conversation.compression.done():
+            return
+        if not force:
+            if not settings.enabled:
+                return
+            if not self.compressor.should_compress(
+                conversation.context, window=conversation.info.context_window
+            ):
+                return
+        conversation.compression = asyncio.ensure_future(
+            self._compress(conversation, force=force, focus=focus)
+        )
+
+    async def _compress(
+        self, conversation: Conversation, *, force: bool, focus: str | None
+    ) -> CompressionResult | None:
+        sid = conversation.session_id
+        tokens = self.counter.count_messages(conversation.context.request_messages())
+        self.events.publish(
+            CompressionStarted(
+                session_id=sid,
+                strategy=self.settings.services.compression.strategy,
+                tokens=tokens,
+            )
+        )
+        self._status(conversation, "compressing")
+        try:
+            result: CompressionResult | None = await self.runtime.compressor().call(
+                "compress",
+                sid,
+                conversation.context.model_copy(deep=True),
+                window=conversation.info.context_window,
+                model=conversation.model,
+                force=force,
+                focus=focus,
+            )
+        except Exception as error:
+            logger.warning("compression of %s failed: %s", sid, error)
+            self.events.publish(
+                CompressionFinished(
+                    session_id=sid,
+                    strategy="none",
+                    tokens_before=tokens,
+                    tokens_after=tokens,
+                    error=str(error),
+                )
+            )
+            return None
+        if result is None:
+            return None
+        self.events.publish(
+            CompressionFinished(
+                session_id=sid,
+                strategy=result.strategy,
+                tokens_before=result.original_tokens,
+                tokens_after=result.compressed_tokens,
+                fallback=result.fallback_reason,
+            )
+        )
+        if result.compressed_tokens < result.original_tokens:
+            await self.runtime.recording.call(
+                "record_compression",
+                sid,
+                CompressionEvent(
+                    strategy=result.strategy,
+                    tokens_before=result.original_tokens,
+                    tokens_after=result.compressed_tokens,
+                    fallback=result.fallback_reason,
+                ),
+            )
+        return result
+
+    def _apply_ready_compression(self, conversation: Conversation) -> None:
+        task = conversation.compression
+        if task is None or not task.done():
+            return
+        conversation.compression = None
+        if task.cancelled() or task.exception() is not None:
+            return
+        result = task.result()
+        if result is None:
+            return
+        applied = result.apply(conversation.context)
+        if applied is not None:
+            conversation.context = applied
+
+    def _ensure_fits(self, conversation: Conversation, additions: str) -> None:
+        """If the next request would overflow the window, truncate now instead of waiting."""
+        fitted = self.compressor.emergency_truncate(
+            conversation.context,
+            window=conversation.info.context_window,
+            extra_tokens=self.counter.count_text(additions),
+        )
+        if fitted is not None:
+            conversation.context = fitted
+
+    async def compress_now(
+        self, session_id: str, focus: str | None = None
+    ) -> CompressionResult | None:
+        """``/compress [focus]``: compress now and wait for it (the user asked)."""
+        conversation = self.conversations[session_id]
+        if conversation.compression is not None:
+            await asyncio.gather(conversation.compression, return_exceptions=True)
+        self._schedule_compression(conversation, force=True, focus=focus)
+        assert conversation.compression is not None
+        result = await conversation.compression
+        self._apply_ready_compression(conversation)
+        return result
+
+    async def snapshot_now(self, session_id: str) -> SnapshotInfo:
+        """``/snapshot``: save the active context as it is now."""
+        conversation = self.conversations[session_id]
+        tokens = self.counter.count_messages(conversation.context.request_messages())
+        info: SnapshotInfo = await self.runtime.compression[0].call(
+            "snapshot", session_id, conversation.context, tokens
+        )
+        return info
+
+    # ------------------------------------------------------------------ status
+
+    def _status(self, conversation: Conversation, activity: Any, detail: str = "") -> None:
+        self.events.publish(
+            StatusEvent(
+                session_id=conversation.session_id,
+                activity=activity,
+                tokens_used=self.counter.count_messages(conversation.context.request_messages()),
+                context_window=conversation.info.context_window,
+                detail=detail,
+            )
+        )
+
+
+def raise_if_stopped(result: TurnResult) -> None:
+    """Raise :class:`LoopDetectedError` when a loop or limit stopped the turn (for ``-p``)."""
+    if result.stopped in {"loop", "limit"} and result.loop is not None:
+        raise LoopDetectedError(
+            f"stopped: {result.loop.kind} ({result.loop.details}, seen {result.loop.count} times)",
+            hint="rephrase the request, or run with --no-loop-detection if this was intended",
+        )

@@ -1,0 +1,432 @@
+"""The runtime: where the service actors live, chosen in this one place.
+
+Two runtimes give the coordinator the same thing, a :class:`Service` per
+actor with ``await service.call("method", ...)`` and
+``async for item in service.stream("method", ...)``:
+
+- :class:`RayRuntime`: each actor its own Ray process (local, or on the
+  cluster at ``ray_address``), restarted by Ray when it dies
+  (``max_restarts``); the default of ``ollm run`` and ``ollm batch``.
+- :class:`InProcessRuntime`: the same shell classes as plain objects, their
+  blocking methods run on a thread pool; for fast tests and tiny runs.
+
+Back-pressure: each service admits at most ``max_inflight`` calls at once;
+further callers wait (``inflight`` and ``waiting`` are the inbox depths the
+load harness reports).
+
+Example::
+
+    runtime = create_runtime(settings, workspace=Path.cwd(), kind="inprocess")
+    await runtime.start()
+    sid = await runtime.recording.call("create_session", "llama3.2", "ollama")
+    await runtime.shutdown()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Literal
+
+from actors.compression import CompressionShell
+from actors.context import ContextShell
+from actors.loop_detection import LoopDetectionShell
+from actors.provider import ProviderShell
+from actors.recording import RecordingShell
+from actors.sanitizer import SanitizerShell
+from actors.tool_worker import ToolWorkerShell
+from config.settings import OllmSettings
+from pipeline.errors import ActorFailedError, OllmError
+
+logger = logging.getLogger(__name__)
+
+RuntimeKind = Literal["ray", "inprocess"]
+_STREAM_END = object()
+
+
+class Service(ABC):
+    """A handle to one service actor, with bounded in-flight calls."""
+
+    def __init__(self, name: str, max_inflight: int) -> None:
+        self.name = name
+        self.max_inflight = max_inflight
+        self.inflight = 0
+        self.waiting = 0
+        self.calls = 0
+        self._semaphore: asyncio.Semaphore | None = None
+
+    def _sem(self) -> asyncio.Semaphore:
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.max_inflight)
+        return self._semaphore
+
+    async def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Call ``method`` on the actor and wait for its result."""
+        self.waiting += 1
+        async with self._sem():
+            self.waiting -= 1
+            self.inflight += 1
+            self.calls += 1
+            try:
+                return await self._call(method, args, kwargs)
+            finally:
+                self.inflight -= 1
+
+    async def stream(self, method: str, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, None]:
+        """Iterate over what the actor's generator ``method`` yields, as it yields it."""
+        self.waiting += 1
+        async with self._sem():
+            self.waiting -= 1
+            self.inflight += 1
+            self.calls += 1
+            try:
+                async for item in self._stream(method, args, kwargs):
+                    yield item
+            finally:
+                self.inflight -= 1
+
+    @abstractmethod
+    async def _call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any: ...
+
+    @abstractmethod
+    def _stream(
+        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> AsyncIterator[Any]: ...
+
+    @abstractmethod
+    async def kill(self) -> None:
+        """Kill the actor's process (Ray restarts it); used by fault-injection tests."""
+
+    @abstractmethod
+    async def memory_rss(self) -> int:
+        """Resident memory of the actor's process in bytes."""
+
+
+class LocalService(Service):
+    """A shell object in this process; blocking methods run on the runtime's pool."""
+
+    def __init__(self, name: str, obj: Any, pool: ThreadPoolExecutor, max_inflight: int) -> None:
+        super().__init__(name, max_inflight)
+        self.obj = obj
+        self._pool = pool
+
+    async def _call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        function = getattr(self.obj, method)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, lambda: function(*args, **kwargs))
+
+    async def _stream(
+        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> AsyncIterator[Any]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        cancelled = threading.Event()
+
+        def produce() -> None:
+            try:
+                for item in getattr(self.obj, method)(*args, **kwargs):
+                    loop.call_soon_threadsafe(queue.put_nowait, item)
+                    if cancelled.is_set():
+                        break
+            except BaseException as exc:  # handed to the consumer, raised there
+                loop.call_soon_threadsafe(queue.put_nowait, _Failure(exc))
+            finally:
+                loop.call_soon_threadsafe(queue.put_nowait, _STREAM_END)
+
+        future = loop.run_in_executor(self._pool, produce)
+        try:
+            while True:
+                item = await queue.get()
+                if item is _STREAM_END:
+                    break
+                if isinstance(item, _Failure):
+                    raise item.error
+                yield item
+        finally:
+            cancelled.set()
+            await asyncio.shield(future)
+
+    async def kill(self) -> None:
+        raise OllmError(f"the in-process {self.name} service cannot be killed")
+
+    async def memory_rss(self) -> int:
+        import psutil
+
+        return int(psutil.Process(os.getpid()).memory_info().rss)
+
+
+class _Failure:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class RayService(Service):
+    """A Ray actor; a dead actor's in-flight calls become :class:`ActorFailedError`."""
+
+    def __init__(self, name: str, handle: Any, max_inflight: int) -> None:
+        super().__init__(name, max_inflight)
+        self.handle = handle
+
+    def _failed(self, error: BaseException) -> ActorFailedError:
+        return ActorFailedError(
+            f"the {self.name} service stopped while serving this turn "
+            f"({type(error).__name__}); Ray is restarting it",
+            hint="everything recorded before this point is saved; send your message again",
+        )
+
+    async def _call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        from ray.exceptions import RayActorError, RayTaskError
+
+        try:
+            return await getattr(self.handle, method).remote(*args, **kwargs)
+        except RayTaskError as exc:
+            raise _unwrap(exc) from None
+        except RayActorError as exc:
+            raise self._failed(exc) from None
+
+    async def _stream(
+        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> AsyncIterator[Any]:
+        from ray.exceptions import RayActorError, RayTaskError
+
+        try:
+            generator = getattr(self.handle, method).remote(*args, **kwargs)
+            async for ref in generator:
+                yield await ref
+        except RayTaskError as exc:
+            raise _unwrap(exc) from None
+        except RayActorError as exc:
+            raise self._failed(exc) from None
+
+    async def kill(self) -> None:
+        import ray
+
+        ray.kill(self.handle, no_restart=False)
+
+    async def memory_rss(self) -> int:
+        return int(await self.call("memory_rss"))
+
+
+def _unwrap(error: BaseException) -> BaseException:
+    """The user-facing exception inside a RayTaskError (our OllmErrors survive pickling)."""
+    cause = getattr(error, "cause", None)
+    if isinstance(cause, BaseException):
+        return cause
+    return error
+
+
+class Runtime(ABC):
+    """The set of service actors the coordinator talks to."""
+
+    kind: RuntimeKind
+
+    def __init__(self, settings: OllmSettings, workspace: Path) -> None:
+        self.settings = settings
+        self.workspace = workspace
+        self.recording: Service
+        self.context: Service
+        self.loop_detection: Service
+        self.sanitizer: Service
+        self.compression: list[Service] = []
+        self.provider: Service
+        self.tool_workers: list[Service] = []
+
+    @property
+    def services(self) -> list[Service]:
+        """Every service, for inbox-depth and memory reports."""
+        return [
+            self.recording,
+            self.context,
+            self.loop_detection,
+            self.sanitizer,
+            self.provider,
+            *self.compression,
+            *self.tool_workers,
+        ]
+
+    def tool_worker(self) -> Service:
+        """The least busy tool worker."""
+        return min(self.tool_workers, key=lambda s: s.inflight + s.waiting)
+
+    def compressor(self) -> Service:
+        """The least busy compression actor."""
+        return min(self.compression, key=lambda s: s.inflight + s.waiting)
+
+    @abstractmethod
+    async def start(self) -> None:
+        """Create the actors."""
+
+    @abstractmethod
+    async def shutdown(self) -> None:
+        """Close the services (saving every open session) and stop the actors."""
+
+    async def _close_services(self) -> None:
+        for service in [self.recording, self.provider, *self.compression]:
+            try:
+                await service.call("close")
+            except Exception as exc:  # closing is best effort; the store recovers on open
+                logger.warning("closing the %s service failed: %s", service.name, exc)
+
+
+ShellFactory = Callable[[], Any]
+
+
+def _shells(settings: OllmSettings, workspace: Path) -> dict[str, tuple[type, tuple[Any, ...]]]:
+    return {
+        "recording": (RecordingShell, (settings,)),
+        "context": (ContextShell, (settings, workspace)),
+        "loop_detection": (LoopDetectionShell, (settings,)),
+        "sanitizer": (SanitizerShell, (settings,)),
+        "provider": (ProviderShell, (settings,)),
+    }
+
+
+class InProcessRuntime(Runtime):
+    """Every shell as a plain object in this process."""
+
+    kind: RuntimeKind = "inprocess"
+
+    def __init__(self, settings: OllmSettings, workspace: Path) -> None:
+        super().__init__(settings, workspace)
+        self._pool = ThreadPoolExecutor(
+            max_workers=max(64, settings.runtime.max_inflight), thread_name_prefix="ollm"
+        )
+
+    async def start(self) -> None:
+        limit = self.settings.runtime.max_inflight
+        made = {
+            name: LocalService(name, cls(*args), self._pool, limit)
+            for name, (cls, args) in _shells(self.settings, self.workspace).items()
+        }
+        self.recording = made["recording"]
+        self.context = made["context"]
+        self.loop_detection = made["loop_detection"]
+        self.sanitizer = made["sanitizer"]
+        self.provider = made["provider"]
+        self.compression = [
+            LocalService(f"compression-{i}", CompressionShell(self.settings), self._pool, limit)
+            for i in range(self.settings.runtime.compression_actors)
+        ]
+        self.tool_workers = [
+            LocalService(
+                f"tool-worker-{i}",
+                ToolWorkerShell(self.settings, self.workspace),
+                self._pool,
+                limit,
+            )
+            for i in range(self.settings.runtime.tool_workers)
+        ]
+
+    async def shutdown(self) -> None:
+        await self._close_services()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class RayRuntime(Runtime):
+    """Every shell as a Ray actor in its own process."""
+
+    kind: RuntimeKind = "ray"
+
+    def __init__(
+        self, settings: OllmSettings, workspace: Path, ray_address: str | None = None
+    ) -> None:
+        super().__init__(settings, workspace)
+        self.ray_address = ray_address or settings.runtime.ray_address
+        self._started_ray = False
+        self._handles: list[Any] = []
+
+    def _actor(self, cls: type, args: tuple[Any, ...], *, cpus: float, concurrency: int) -> Any:
+        import ray
+
+        remote_cls: Any = ray.remote(cls)
+        handle = remote_cls.options(
+            num_cpus=cpus,
+            max_restarts=self.settings.runtime.max_restarts,
+            max_task_retries=0,
+            max_concurrency=concurrency,
+        ).remote(*args)
+        self._handles.append(handle)
+        return handle
+
+    async def start(self) -> None:
+        import ray
+
+        if not ray.is_initialized():
+            env = {"env_vars": {k: v for k, v in os.environ.items() if k.startswith("OLLM_")}}
+            ray.init(
+                address=self.ray_address,
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+                runtime_env=env if env["env_vars"] else None,
+            )
+            self._started_ray = True
+        limit = self.settings.runtime.max_inflight
+        rt = self.settings.runtime
+        made = {}
+        for name, (cls, args) in _shells(self.settings, self.workspace).items():
+            concurrency = 256 if name in {"recording", "provider"} else 32
+            made[name] = RayService(
+                name, self._actor(cls, args, cpus=0, concurrency=concurrency), limit
+            )
+        self.recording = made["recording"]
+        self.context = made["context"]
+        self.loop_detection = made["loop_detection"]
+        self.sanitizer = made["sanitizer"]
+        self.provider = made["provider"]
+        self.compression = [
+            RayService(
+                f"compression-{i}",
+                self._actor(
+                    CompressionShell, (self.settings,), cpus=rt.compression_cpus, concurrency=4
+                ),
+                limit,
+            )
+            for i in range(rt.compression_actors)
+        ]
+        self.tool_workers = [
+            RayService(
+                f"tool-worker-{i}",
+                self._actor(
+                    ToolWorkerShell,
+                    (self.settings, self.workspace),
+                    cpus=rt.tool_worker_cpus,
+                    concurrency=4,
+                ),
+                limit,
+            )
+            for i in range(rt.tool_workers)
+        ]
+        await asyncio.gather(*(s.call("ping") for s in self.services))
+
+    async def shutdown(self) -> None:
+        import ray
+
+        await self._close_services()
+        for handle in self._handles:
+            with contextlib.suppress(Exception):
+                ray.kill(handle, no_restart=True)
+        self._handles.clear()
+        if self._started_ray:
+            ray.shutdown()
+
+
+def create_runtime(
+    settings: OllmSettings,
+    workspace: Path,
+    *,
+    kind: RuntimeKind | None = None,
+    ray_address: str | None = None,
+) -> Runtime:
+    """The runtime named by ``kind`` (default: ``settings.runtime.kind``)."""
+    chosen = kind or settings.runtime.kind
+    if chosen == "inprocess":
+        return InProcessRuntime(settings, workspace)
+    return RayRuntime(settings, workspace, ray_address=ray_address)
