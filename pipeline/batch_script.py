@@ -310,7 +310,8 @@ def parse_yaml_script(text: str, source: Path, *, name: str | None = None) -> Ba
         problem = getattr(error, "problem", None) or type(error).__name__
         raise BatchScriptError(
             f"{where}: the batch script is not valid YAML ({problem})",
-            hint="fix the YAML at that line (indentation and quoting are the usual suspects)",
+            hint="fix the YAML at that line; quote texts holding `{`, `[`, `: ` or ` #` "
+            '(YAML reads `- {name}` as a mapping: write `- "{name}"`)',
         ) from None
     if not isinstance(data, dict):
         raise BatchScriptError(
@@ -323,7 +324,8 @@ def parse_yaml_script(text: str, source: Path, *, name: str | None = None) -> Ba
         raise BatchScriptError(
             "invalid batch script:\n  "
             + _describe(error.errors(), source, lambda loc: _node_line(root, loc)),
-            hint="fix the keys named above; see deploy/examples/batch.yaml for every key",
+            hint="fix the keys named above (quote a text that starts with `{`); see "
+            "deploy/examples/batch.yaml for every key",
         ) from None
     conversations: list[BatchConversation] = []
     for number, spec in enumerate(parsed.conversations, start=1):
