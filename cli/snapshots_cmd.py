@@ -13,12 +13,11 @@ from __future__ import annotations
 import sys
 from typing import Annotated
 
-import click
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cli.exit_codes import EXIT_CODES_HELP
+from cli.exit_codes import EXIT_CODES_HELP, USAGE
 from cli.output import console, err_console, print_json
 from cli.state import loaded_settings
 from pipeline.snapshots import SnapshotManager
@@ -45,6 +44,10 @@ YesOption = Annotated[
     bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (needed without a tty).")
 ]
 SnapshotArg = Annotated[str, typer.Argument(help="Snapshot id, or an unambiguous prefix of it.")]
+
+
+def _stdin_is_terminal() -> bool:
+    return sys.stdin.isatty()
 
 
 def _manager() -> SnapshotManager:
@@ -143,11 +146,14 @@ def delete(snapshot: SnapshotArg, yes: YesOption = False) -> None:
     manager = _manager()
     full_id, session_id = manager.resolve_id(snapshot)
     if not yes:
-        if not sys.stdin.isatty():
-            raise click.UsageError(
-                "refusing to delete a snapshot without confirmation: stdin is not a terminal "
-                "to ask on. Pass --yes to go ahead."
+        if not _stdin_is_terminal():
+            err_console.print(
+                "[bold red]error:[/] refusing to delete a snapshot without confirmation: "
+                "stdin is not a terminal to ask on. Pass --yes to go ahead.",
+                markup=True,
+                soft_wrap=True,
             )
+            raise typer.Exit(code=USAGE)
         if not typer.confirm(
             f"Delete snapshot {full_id} of session {session_id}?", default=False, err=True
         ):

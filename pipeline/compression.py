@@ -103,6 +103,8 @@ STALL_MARGIN_FRACTION = 0.1
 """After a stall, compression waits until the context grew by this share of the room."""
 SUMMARY_PROMPT_OVERHEAD = 400
 MIN_TRANSCRIPT_TOKENS = 128
+TRANSCRIPT_LINE_TOKENS = 120
+"""In a transcript too long for the summarizer, each line is first cut to this."""
 MIN_SUMMARY_TOKENS = 16
 """A summary with less room than this is not attempted (truncate instead)."""
 CHECKPOINT_OVERHEAD = MESSAGE_OVERHEAD + 12
@@ -971,6 +973,13 @@ class ChatCompressionService:
                     lines.append(f"[tool {part.name} result] {content}")
         counts = [self.counter.count_text(line) + 1 for line in lines]
         total = sum(counts)
+        if total > max_tokens:
+            # Long lines first lose their middle, then the oldest lines go.
+            for index, count in enumerate(counts):
+                if count > TRANSCRIPT_LINE_TOKENS:
+                    lines[index] = self.counter.shorten_text(lines[index], TRANSCRIPT_LINE_TOKENS)
+                    counts[index] = self.counter.count_text(lines[index]) + 1
+            total = sum(counts)
         first = 0
         while total > max(0, max_tokens) and first < len(lines):
             total -= counts[first]
