@@ -16,6 +16,7 @@ from pipeline.batch_runner import (
     BatchRunner,
     BatchStateError,
     ConversationResult,
+    SessionEntry,
     batch_failure,
     state_path_for,
 )
@@ -145,10 +146,10 @@ def test_batch_stopped_and_resumed(tmp_path: Path, workspace: Path) -> None:
     assert len(sessions) == 12
 
 
-def _journal_sessions(path: Path) -> list[object]:
+def _journal_sessions(path: Path) -> list[SessionEntry]:
     journal = BatchJournal.open(path)
     try:
-        return [e for e in journal.read() if getattr(e, "type", "") == "session"]
+        return [e for e in journal.read() if isinstance(e, SessionEntry)]
     finally:
         journal.close()
 
