@@ -1,0 +1,329 @@
+"""Load and soak harnesses: statistics as properties, a small load verified on the
+real in-process pipeline, loss detection, and a soak on Ray with a killed actor."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import math
+import statistics
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from config.settings import OllmSettings
+from pipeline.coordinator import Coordinator
+from pipeline.errors import OllmError
+from pipeline.load_harness import (
+    MIN_TREND_SAMPLES,
+    HarnessOptions,
+    HarnessRun,
+    LatencyStats,
+    LoadFailedError,
+    LoadHarness,
+    LoadReport,
+    Sample,
+    ServiceSample,
+    Transcript,
+    build_report,
+    detect_climb,
+    draw_chart,
+    missing_in_order,
+    percentile,
+    raise_if_failed,
+    soak_trends,
+    verify,
+    verify_with,
+    write_samples_csv,
+)
+from pipeline.records import Session
+from pipeline.runtime import RuntimeKind, create_runtime
+from tests.batch.conftest import expected_answer, simulated_settings
+
+FINITE = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
+
+# ------------------------------------------------------------------ statistics
+
+
+@given(st.lists(FINITE, min_size=1, max_size=50), st.floats(0, 100), st.floats(0, 100))
+def test_property_percentile_is_monotone_and_bounded(
+    values: list[float], q1: float, q2: float
+) -> None:
+    low, high = sorted((q1, q2))
+    assert min(values) <= percentile(values, low) <= percentile(values, high) <= max(values)
+    assert percentile(values, 0) == min(values)
+    assert percentile(values, 100) == max(values)
+    assert math.isclose(
+        percentile(values, 50), statistics.median(values), rel_tol=1e-9, abs_tol=1e-9
+    )
+
+
+def test_percentile_edges() -> None:
+    assert percentile([], 99) == 0.0
+    assert percentile([1, 2, 3, 4], 50) == 2.5
+    assert percentile(list(range(101)), 99) == 99
+    with pytest.raises(ValueError, match="outside 0-100"):
+        percentile([1.0], 101)
+    stats = LatencyStats.of([10.0, 20.0, 30.0])
+    assert (stats.count, stats.p50_ms, stats.max_ms, stats.mean_ms) == (3, 20.0, 30.0, 20.0)
+    assert LatencyStats.of([]) == LatencyStats()
+
+
+@given(
+    st.lists(st.floats(1, 1000), min_size=MIN_TREND_SAMPLES, max_size=40),
+    st.floats(0.01, 1.0),
+)
+def test_property_a_series_that_does_not_rise_never_climbs(
+    values: list[float], threshold: float
+) -> None:
+    times = [float(i) for i in range(len(values))]
+    falling = sorted(values, reverse=True)
+    trend = detect_climb("s", times, falling, threshold)
+    assert trend is not None and not trend.climbing
+    flat = detect_climb("s", times, [values[0]] * len(values), threshold)
+    assert flat is not None and not flat.climbing and flat.slope_per_s == 0
+
+
+@given(
+    st.integers(MIN_TREND_SAMPLES, 40),
+    st.floats(1, 1000),
+    st.floats(0.05, 1.0),
+    st.lists(st.floats(-0.01, 0.01), min_size=40, max_size=40),
+)
+def test_property_a_steady_climb_past_the_threshold_is_caught(
+    count: int, start: float, threshold: float, noise: list[float]
+) -> None:
+    times = [float(i) for i in range(count)]
+    growth = start * threshold * 3  # three times what the threshold allows, over the run
+    values = [start + growth * t / times[-1] + start * noise[i] for i, t in enumerate(times)]
+    trend = detect_climb("s", times, values, threshold)
+    assert trend is not None and trend.climbing
+    assert trend.second_half_median > trend.first_half_median
+
+
+def test_climb_needs_enough_samples_and_matching_lengths() -> None:
+    assert detect_climb("s", [0.0, 1.0], [1.0, 2.0], 0.1) is None
+    with pytest.raises(ValueError, match="same length"):
+        detect_climb("s", [0.0], [1.0, 2.0], 0.1)
+    # a plateau after warm-up is not a leak
+    warm = [50, 60, 70, 80, 80, 80, 80, 80, 80, 80]
+    trend = detect_climb("m", [float(i) for i in range(10)], [float(v) for v in warm], 0.25)
+    assert trend is not None and not trend.climbing
+
+
+MESSAGES = st.lists(
+    st.tuples(st.sampled_from(["user", "assistant"]), st.text(max_size=5)), max_size=12
+)
+
+
+@given(
+    MESSAGES, st.lists(st.tuples(st.sampled_from(["tool", "user"]), st.text(max_size=3))), st.data()
+)
+def test_property_messages_in_order_among_others_are_found(
+    expected: list[tuple[str, str]], extra: list[tuple[str, str]], data: st.DataObject
+) -> None:
+    recorded = list(expected)
+    for item in extra:
+        recorded.insert(data.draw(st.integers(0, len(recorded))), item)
+    assert missing_in_order(expected, recorded) == []
+
+
+@given(MESSAGES.filter(lambda m: len(set(m)) == len(m) and m), st.data())
+def test_property_a_lost_message_is_reported(
+    expected: list[tuple[str, str]], data: st.DataObject
+) -> None:
+    lost = data.draw(st.integers(0, len(expected) - 1))
+    recorded = expected[:lost] + expected[lost + 1 :]
+    assert missing_in_order(expected, recorded) == [lost]
+    if len(expected) > 1:  # out of order counts as missing too
+        assert missing_in_order(expected, list(reversed(expected))) != []
+
+
+# ------------------------------------------------------------------- harness
+
+
+def test_harness_options_need_one_mode() -> None:
+    with pytest.raises(ValidationError, match="either a number of conversations"):
+        HarnessOptions()
+    with pytest.raises(ValidationError, match="either a number of conversations"):
+        HarnessOptions(conversations=1, duration_s=1)
+    assert HarnessOptions(conversations=1).tag.startswith("load-")
+
+
+async def _load(
+    settings: OllmSettings,
+    workspace: Path,
+    options: HarnessOptions,
+    *,
+    kind: RuntimeKind = "inprocess",
+    tamper: bool = False,
+) -> tuple[HarnessRun, LoadReport, dict[str, Session]]:
+    runtime = create_runtime(settings, workspace, kind=kind)
+    await runtime.start()
+    try:
+        coordinator = Coordinator(runtime, settings, workspace=workspace)
+        turns: list[int] = []
+        run = await LoadHarness(coordinator, options, on_turn=turns.append).run()
+        assert turns == list(range(1, len(run.latencies_ms) + 1))
+        sessions = {
+            t.session_id: await runtime.recording.call("get_session", t.session_id)
+            for t in run.transcripts
+        }
+        if tamper:
+            victim = run.transcripts[0].session_id
+            sessions[victim] = sessions[victim].model_copy(
+                update={"messages": sessions[victim].messages[1:]}
+            )
+
+            async def fetch(session_id: str) -> Session:
+                return sessions[session_id]
+
+            verification = await verify_with(fetch, run.transcripts)
+        else:
+            verification = await verify(runtime, run.transcripts)
+        report = build_report(run, verification, provider="simulated", model_latency_ms=1.0)
+        return run, report, sessions
+    finally:
+        await runtime.shutdown()
+
+
+def test_load_small_setting_with_verification_pass(workspace: Path) -> None:
+    settings = simulated_settings(latency_ms=1)
+    options = HarnessOptions(conversations=6, turns=3, concurrency=3)
+    run, report, sessions = asyncio.run(_load(settings, workspace, options))
+    assert report.mode == "load" and report.ok and report.verified
+    assert report.turns == 18 and report.conversations == 6
+    assert report.failed_turns == 0 and report.retried_turns == 0
+    assert report.verification.expected_messages == 36
+    assert report.verification.found_messages == 36
+    assert report.latency.count == 18 and report.latency.p50_ms > 0
+    assert report.turns_per_s > 0
+    assert {"recording", "provider", "context"} <= set(report.inbox)
+    assert max(depth.max for depth in report.inbox.values()) >= 1
+    assert report.memory_mb["recording"] > 0 and report.open_files["recording"] >= 0
+    assert report.samples == [] and report.trends == []
+    for transcript in run.transcripts:  # what the harness saw is what the model said
+        for exchange in transcript.exchanges:
+            assert exchange.answer == expected_answer(settings, exchange.sent)
+        recorded = sessions[transcript.session_id]
+        assert [m.text for m in recorded.messages if m.role == "user"] == [
+            e.sent for e in transcript.exchanges
+        ]
+        assert recorded.metadata.tags == [options.tag]
+    raise_if_failed(report)
+
+
+def test_verification_finds_a_lost_message(workspace: Path) -> None:
+    settings = simulated_settings()
+    options = HarnessOptions(conversations=2, turns=2, concurrency=2)
+    run, report, _ = asyncio.run(_load(settings, workspace, options, tamper=True))
+    assert not report.verified
+    assert report.verification.found_messages == report.verification.expected_messages - 1
+    missing = report.verification.missing[0]
+    assert (missing.session_id, missing.position, missing.role) == (
+        run.transcripts[0].session_id,
+        0,
+        "user",
+    )
+    assert (
+        "1 message(s) the harness sent or received are not in the recorded sessions"
+        in (report.problems[0])
+    )
+    with pytest.raises(LoadFailedError, match="are not in the recorded sessions"):
+        raise_if_failed(report)
+
+
+def test_an_unreadable_session_fails_verification() -> None:
+    async def fetch(session_id: str) -> Session:
+        raise OllmError(f"session {session_id} is gone")
+
+    verification = asyncio.run(verify_with(fetch, [Transcript(session_id="s", exchanges=[])]))
+    assert verification.unreadable_sessions == 1 and not verification.ok
+
+
+def test_killing_needs_ray(workspace: Path) -> None:
+    settings = simulated_settings()
+    options = HarnessOptions(duration_s=1, kill_every_s=0.5)
+    with pytest.raises(OllmError, match="needs the Ray runtime"):
+        asyncio.run(_load(settings, workspace, options))
+
+
+def test_short_in_process_soak_writes_samples_csv_and_chart(
+    workspace: Path, tmp_path: Path
+) -> None:
+    settings = simulated_settings(latency_ms=2)
+    options = HarnessOptions(duration_s=2.0, concurrency=2, turns=3, sample_interval_s=0.25)
+    _run, report, _ = asyncio.run(_load(settings, workspace, options))
+    assert report.mode == "soak" and report.verified and report.failed_turns == 0
+    assert len(report.samples) >= MIN_TREND_SAMPLES
+    assert [t.series for t in report.trends][-1] == "latency:p95"
+    assert sum(t.series.startswith("memory:") for t in report.trends) == 1  # one process
+    assert report.samples[-1].turns == report.turns
+    assert all(s.services[0].rss_bytes for s in report.samples)
+    path = tmp_path / "soak.csv"
+    write_samples_csv(report.samples, path)
+    rows = list(csv.DictReader(path.open()))
+    assert len(rows) == len(report.samples)
+    assert float(rows[-1]["elapsed_s"]) >= 2.0
+    assert float(rows[-1]["rss_mb:recording"]) > 0
+    chart = tmp_path / "soak.png"
+    draw_chart(report.samples, report.kills, chart)
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _sample(at: float, rss: int | None, pid: int, p95: float) -> Sample:
+    return Sample(
+        elapsed_s=at,
+        turns=int(at),
+        failed_turns=0,
+        turns_per_s=1.0,
+        latency=LatencyStats(count=1, p95_ms=p95),
+        services=[ServiceSample(name="recording", pid=pid, rss_bytes=rss, open_files=3, inbox=1)],
+    )
+
+
+def test_soak_trends_judge_memory_since_the_last_restart_and_latency() -> None:
+    mb = 2**20
+    leaking = [_sample(float(i), (100 + 20 * i) * mb, 1, 50.0) for i in range(10)]
+    trends = soak_trends(leaking)
+    assert [t.series for t in trends] == ["memory:recording", "latency:p95"]
+    assert trends[0].climbing and not trends[1].climbing
+    # after a restart (new pid) only the new process counts: a fresh warm-up is no leak
+    restarted = leaking[:5] + [_sample(float(i), 80 * mb, 2, 50.0) for i in range(5, 12)]
+    assert not soak_trends(restarted)[0].climbing
+    slower = [_sample(float(i), 100 * mb, 1, 50.0 * (1 + i)) for i in range(10)]
+    latency = soak_trends(slower)[-1]
+    assert latency.series == "latency:p95" and latency.climbing
+    # too few samples of the new process: memory is not judged
+    short = [*leaking[:8], _sample(8.0, None, 3, 50.0), _sample(9.0, mb, 3, 50.0)]
+    assert [t.series for t in soak_trends(short)] == ["latency:p95"]
+
+
+@pytest.mark.ray
+def test_short_soak_with_an_injected_actor_kill_loses_nothing(
+    ray_instance: None, workspace: Path
+) -> None:
+    settings = simulated_settings(latency_ms=5)
+    settings.runtime.compression_actors = 1
+    options = HarnessOptions(
+        duration_s=5.0,
+        concurrency=4,
+        turns=4,
+        sample_interval_s=0.5,
+        kill_every_s=3.0,
+        kill_targets=["recording"],
+    )
+    _, report, _ = asyncio.run(_load(settings, workspace, options, kind="ray"))
+    assert [k.service for k in report.kills] == ["recording"]
+    assert report.verified, report.verification.missing
+    assert report.failed_turns == 0, report.errors
+    assert report.turns > 20
+    pids = [
+        s.services[0].pid
+        for s in report.samples
+        if s.services[0].name == "recording" and s.services[0].pid is not None
+    ]
+    assert len(set(pids)) >= 2  # the killed actor came back as a new process
