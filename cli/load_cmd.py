@@ -1,0 +1,432 @@
+"""``ollm load`` and ``ollm soak``: drive many conversations through the pipeline.
+
+Both use the simulated provider by default (``provider.simulated``: a fixed
+latency per answer, next to no CPU), or a real one with ``--provider``. Their
+sessions go to a folder of their own under ``OLLM_HOME/load/`` (your sessions
+are never touched), deleted after a verified run unless ``--keep-sessions``.
+
+- ``ollm load``: N conversations of T turns, C at a time; prints turns per
+  second, latency p50/p95/p99, each actor's inbox depth, and the
+  verification pass (every message sent and received is in the sessions, in
+  order).
+- ``ollm soak --duration 10m``: steady load for the duration, sampling each
+  actor's memory and open files, the inbox depths and the latency; writes a
+  CSV and a PNG chart; fails when memory or latency keeps climbing or
+  anything is lost. ``--kill-actor-every 30`` kills an actor every 30 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import shutil
+import signal
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from cli.exit_codes import EXIT_CODES_HELP
+from cli.output import console, err_console, print_json
+from cli.overrides import apply_overrides
+from cli.run_cmd import ProviderChoice, RuntimeChoice
+from cli.state import loaded_settings
+from config.paths import ollm_home
+from config.settings import OllmSettings
+from pipeline.coordinator import Coordinator
+from pipeline.errors import OllmError
+from pipeline.load_harness import (
+    LATENCY_GROWTH_THRESHOLD,
+    MEMORY_GROWTH_THRESHOLD,
+    HarnessOptions,
+    LoadHarness,
+    LoadReport,
+    build_report,
+    draw_chart,
+    latency_of_model,
+    raise_if_failed,
+    verify,
+    write_samples_csv,
+)
+from pipeline.runtime import create_runtime
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+ProviderOption = Annotated[
+    ProviderChoice | None,
+    typer.Option("--provider", help="Model provider (default: simulated)."),
+]
+ModelOption = Annotated[str | None, typer.Option("--model", "-m", help="Model name.")]
+LatencyOption = Annotated[
+    float | None,
+    typer.Option(
+        "--latency-ms", min=0, help="Simulated model: time to answer (default from config: 50)."
+    ),
+]
+OutputTokensOption = Annotated[
+    int | None, typer.Option("--output-tokens", min=1, help="Simulated model: words per answer.")
+]
+ToolEveryOption = Annotated[
+    int | None,
+    typer.Option(
+        "--tool-call-every", min=0, help="Simulated model: ask for a tool every Nth request."
+    ),
+]
+RuntimeOption = Annotated[
+    RuntimeChoice | None,
+    typer.Option("--runtime", help="Where the services run (default from config: ray)."),
+]
+RayAddressOption = Annotated[
+    str | None, typer.Option("--ray-address", help="Run on this Ray cluster.")
+]
+ConcurrencyOption = Annotated[
+    int, typer.Option("--concurrency", "-c", min=1, help="Conversations running at once.")
+]
+TurnsOption = Annotated[int, typer.Option("--turns", "-t", min=1, help="Turns per conversation.")]
+KeepOption = Annotated[
+    bool,
+    typer.Option("--keep-sessions", help="Keep the run's sessions (always kept when it fails)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the report as JSON.")]
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``90``, ``90s``, ``500ms``, ``5m`` or ``1h``."""
+    match = _DURATION.match(text)
+    if match is None or float(match.group(1)) <= 0:
+        raise OllmError(
+            f"{text!r} is not a duration",
+            hint="write a positive number with an optional unit: 90, 90s, 500ms, 5m, 1h",
+        )
+    return float(match.group(1)) * _UNIT_SECONDS[match.group(2) or "s"]
+
+
+def _settings(
+    *,
+    provider: ProviderChoice | None,
+    model: str | None,
+    latency_ms: float | None,
+    output_tokens: int | None,
+    tool_call_every: int | None,
+    runtime: RuntimeChoice | None,
+    ray_address: str | None,
+    run_dir: Path,
+) -> OllmSettings:
+    settings = apply_overrides(
+        loaded_settings().settings,
+        model=model,
+        provider=provider.value if provider else "simulated",
+        runtime=runtime.value if runtime else None,
+        ray_address=ray_address,
+    )
+    data = settings.model_dump(by_alias=True)
+    simulated = data["provider"]["simulated"]
+    if latency_ms is not None:
+        simulated["latencyMs"] = latency_ms
+    if output_tokens is not None:
+        simulated["outputTokens"] = output_tokens
+    if tool_call_every is not None:
+        simulated["toolCallEvery"] = tool_call_every
+    data["services"]["session"]["dataDir"] = run_dir / "sessions"
+    data["services"]["session"]["maxSessions"] = 0
+    data["snapshots"]["dataDir"] = run_dir / "snapshots"
+    return OllmSettings.model_validate(data)
+
+
+async def run_harness(
+    settings: OllmSettings,
+    options: HarnessOptions,
+    *,
+    quiet: bool,
+    memory_threshold: float = MEMORY_GROWTH_THRESHOLD,
+    latency_threshold: float = LATENCY_GROWTH_THRESHOLD,
+) -> LoadReport:
+    """Start the pipeline, run the harness, verify the sessions, stop the pipeline."""
+    workspace = Path.cwd()
+    runtime = create_runtime(settings, workspace)
+    soak = options.duration_s is not None
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn() if not soak else TextColumn("{task.fields[turns]} turns"),
+        TimeElapsedColumn(),
+        console=err_console,
+        disable=quiet,
+    )
+    total = None if soak else (options.conversations or 0) * options.turns
+    task = progress.add_task("soak" if soak else "turns", total=total, turns=0)
+    harnesses: list[LoadHarness] = []
+
+    def interrupted() -> None:
+        if not harnesses:
+            raise KeyboardInterrupt
+        err_console.print("[yellow]stopping after the turns in flight…[/]")
+        harnesses[0].request_stop()
+
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGINT, interrupted)
+    try:
+        await runtime.start()
+        coordinator = Coordinator(runtime, settings, workspace=workspace, ask=None)
+        harnesses.append(
+            LoadHarness(
+                coordinator,
+                options,
+                on_turn=lambda done: progress.update(task, completed=done, turns=done),
+            )
+        )
+        with progress:
+            run = await harnesses[0].run()
+        verification = await verify(runtime, run.transcripts)
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.remove_signal_handler(signal.SIGINT)
+        await runtime.shutdown()
+    return build_report(
+        run,
+        verification,
+        provider=settings.provider.name,
+        model_latency_ms=latency_of_model(settings),
+        memory_threshold=memory_threshold,
+        latency_threshold=latency_threshold,
+    )
+
+
+def _finish(report: LoadReport, run_dir: Path, keep: bool, json_output: bool) -> None:
+    if keep or not report.ok:
+        report.sessions_dir = str(run_dir / "sessions")
+    else:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    if json_output:
+        print_json(report)
+    else:
+        _print_report(report)
+    raise_if_failed(report)
+
+
+def load(
+    conversations: Annotated[
+        int, typer.Option("--conversations", "-n", min=1, help="How many conversations.")
+    ] = 20,
+    turns: TurnsOption = 5,
+    concurrency: ConcurrencyOption = 8,
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    latency_ms: LatencyOption = None,
+    output_tokens: OutputTokensOption = None,
+    tool_call_every: ToolEveryOption = None,
+    runtime: RuntimeOption = None,
+    ray_address: RayAddressOption = None,
+    keep_sessions: KeepOption = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Run N conversations of T turns at concurrency C and report speed and losses.
+
+    Reports turns per second, turn latency p50/p95/p99, each actor's inbox depth
+    (calls in flight plus waiting) and a verification pass over the recorded
+    sessions. Exit code 1 when a message is missing or a turn failed.
+
+    Example: `ollm load -n 200 -t 5 -c 32 --latency-ms 50 --runtime inprocess --json`
+    """
+    options = HarnessOptions(conversations=conversations, turns=turns, concurrency=concurrency)
+    run_dir = ollm_home() / "load" / options.tag
+    settings = _settings(
+        provider=provider,
+        model=model,
+        latency_ms=latency_ms,
+        output_tokens=output_tokens,
+        tool_call_every=tool_call_every,
+        runtime=runtime,
+        ray_address=ray_address,
+        run_dir=run_dir,
+    )
+    report = asyncio.run(run_harness(settings, options, quiet=json_output))
+    _finish(report, run_dir, keep_sessions, json_output)
+
+
+load.__doc__ = (load.__doc__ or "") + "\n\n" + EXIT_CODES_HELP
+
+
+def soak(
+    duration: Annotated[
+        str, typer.Option("--duration", "-d", help="How long: 90s, 10m, 2h (a number is seconds).")
+    ],
+    concurrency: ConcurrencyOption = 8,
+    turns: TurnsOption = 10,
+    sample_every: Annotated[
+        str, typer.Option("--sample-every", help="Interval between samples (default 5s).")
+    ] = "5s",
+    kill_actor_every: Annotated[
+        str | None,
+        typer.Option(
+            "--kill-actor-every",
+            help="Kill an actor every S seconds (Ray restarts it); the actors take turns.",
+        ),
+    ] = None,
+    kill_target: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kill-target", help="Only kill this service (repeatable; e.g. recording, provider)."
+        ),
+    ] = None,
+    csv_path: Annotated[
+        Path | None,
+        typer.Option("--csv", dir_okay=False, help="Samples as CSV (default ./soak-TAG.csv)."),
+    ] = None,
+    chart_path: Annotated[
+        Path | None,
+        typer.Option("--chart", dir_okay=False, help="Chart as PNG (default ./soak-TAG.png)."),
+    ] = None,
+    memory_growth: Annotated[
+        float,
+        typer.Option(
+            "--memory-growth",
+            min=0,
+            help="Fail when an actor's memory trend adds more than this fraction (0.25 = 25%).",
+        ),
+    ] = MEMORY_GROWTH_THRESHOLD,
+    latency_growth: Annotated[
+        float,
+        typer.Option(
+            "--latency-growth",
+            min=0,
+            help="Fail when the p95 latency trend adds more than this fraction.",
+        ),
+    ] = LATENCY_GROWTH_THRESHOLD,
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    latency_ms: LatencyOption = None,
+    output_tokens: OutputTokensOption = None,
+    tool_call_every: ToolEveryOption = None,
+    runtime: RuntimeOption = None,
+    ray_address: RayAddressOption = None,
+    keep_sessions: KeepOption = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Keep a steady load for a duration, sampling memory, files, inboxes and latency.
+
+    Writes the samples as CSV and a PNG chart. Fails (exit code 1) when an actor's
+    memory or the latency keeps climbing (a least-squares trend over the second
+    half of the run adds more than the threshold to the first half's median), a
+    turn failed, or a message is missing from the sessions. With
+    `--kill-actor-every S` an actor is killed every S seconds and must come back
+    with nothing lost.
+
+    Example: `ollm soak --duration 10m -c 16 --kill-actor-every 60`
+    """
+    options = HarnessOptions(
+        duration_s=parse_duration(duration),
+        concurrency=concurrency,
+        turns=turns,
+        sample_interval_s=parse_duration(sample_every),
+        kill_every_s=parse_duration(kill_actor_every) if kill_actor_every else None,
+        kill_targets=kill_target or None,
+    )
+    run_dir = ollm_home() / "load" / options.tag
+    settings = _settings(
+        provider=provider,
+        model=model,
+        latency_ms=latency_ms,
+        output_tokens=output_tokens,
+        tool_call_every=tool_call_every,
+        runtime=runtime,
+        ray_address=ray_address,
+        run_dir=run_dir,
+    )
+    report = asyncio.run(
+        run_harness(
+            settings,
+            options,
+            quiet=json_output,
+            memory_threshold=memory_growth,
+            latency_threshold=latency_growth,
+        )
+    )
+    csv_file = csv_path or Path.cwd() / f"soak-{options.tag}.csv"
+    chart_file = chart_path or Path.cwd() / f"soak-{options.tag}.png"
+    write_samples_csv(report.samples, csv_file)
+    draw_chart(report.samples, report.kills, chart_file)
+    report.csv_path, report.chart_path = str(csv_file), str(chart_file)
+    _finish(report, run_dir, keep_sessions, json_output)
+
+
+soak.__doc__ = (soak.__doc__ or "") + "\n\n" + EXIT_CODES_HELP
+
+
+def _print_report(report: LoadReport) -> None:
+    latency = report.latency
+    table = Table(title=f"ollm {report.mode} {report.tag}", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    model = f" ({report.model_latency_ms:g} ms per answer)" if report.model_latency_ms else ""
+    table.add_row("runtime / provider", f"{report.runtime} / {report.provider}{model}")
+    table.add_row(
+        "conversations × turns @ concurrency",
+        f"{report.conversations} × {report.turns_per_conversation} @ {report.concurrency}",
+    )
+    table.add_row(
+        "turns (failed, retried)",
+        f"{report.turns} ({report.failed_turns}, {report.retried_turns})",
+    )
+    table.add_row("elapsed", f"{report.elapsed_s:.2f} s")
+    table.add_row("turns per second", f"{report.turns_per_s:.1f}")
+    table.add_row(
+        "latency p50 / p95 / p99 / max",
+        f"{latency.p50_ms:.1f} / {latency.p95_ms:.1f} / {latency.p99_ms:.1f} / "
+        f"{latency.max_ms:.1f} ms",
+    )
+    check = report.verification
+    table.add_row(
+        "verification",
+        f"{'[green]ok[/]' if report.verified else '[red]LOST MESSAGES[/]'}: "
+        f"{check.found_messages} of {check.expected_messages} messages in "
+        f"{check.conversations} sessions",
+    )
+    if report.kills:
+        table.add_row("actors killed", ", ".join(k.service for k in report.kills))
+    if report.csv_path:
+        table.add_row("samples", escape(report.csv_path))
+    if report.chart_path:
+        table.add_row("chart", escape(report.chart_path))
+    if report.sessions_dir:
+        table.add_row("sessions", escape(report.sessions_dir))
+    console.print(table)
+    actors = Table(title="actors", title_justify="left")
+    for column in ("actor", "inbox max", "inbox mean", "memory MB", "open files"):
+        actors.add_column(column, justify="right" if column != "actor" else "left")
+    for name, depth in report.inbox.items():
+        actors.add_row(
+            name,
+            str(depth.max),
+            f"{depth.mean:.2f}",
+            f"{report.memory_mb[name]:.1f}" if name in report.memory_mb else "-",
+            str(report.open_files.get(name, "-")),
+        )
+    console.print(actors)
+    if report.trends:
+        trends = Table(title="trends (first half → second half median)", title_justify="left")
+        for column in ("series", "first", "second", "projected growth", "climbing"):
+            trends.add_column(column)
+        for trend in report.trends:
+            trends.add_row(
+                trend.series,
+                f"{trend.first_half_median:.1f}",
+                f"{trend.second_half_median:.1f}",
+                f"{trend.projected_growth:+.1f}",
+                "[red]yes[/]" if trend.climbing else "no",
+            )
+        console.print(trends)
+    for problem in report.problems:
+        err_console.print(f"[red]problem:[/] {escape(problem)}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``ollm load`` and ``ollm soak`` to the main app."""
+    app.command("load")(load)
+    app.command("soak")(soak)
