@@ -91,8 +91,7 @@ class Words:
         self.random = random.Random(seed)
         letters = "abcdefghijklmnopqrstuvwxyz"
         self.vocabulary = [
-            "".join(self.random.choices(letters, k=self.random.randint(2, 9)))
-            for _ in range(4000)
+            "".join(self.random.choices(letters, k=self.random.randint(2, 9))) for _ in range(4000)
         ]
 
     def text(self, chars: int) -> str:
@@ -144,7 +143,7 @@ def concurrent_recording(folder: Path, sessions: int, per_session: int, text: st
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - started
-    batches = store._journal.batches  # noqa: SLF001 - reported for insight only
+    batches = store._journal.batches
     store.close()
     total = sessions * per_session
     print(f"  {total} messages from {sessions} threads in {elapsed:.2f} s, {batches} fsync batches")
@@ -206,8 +205,8 @@ def big_session(words: Words, messages: int, message_chars: int) -> SessionDocum
                 ],
             )
         else:
-            role = "user" if i % 2 == 0 else "assistant"
-            message = SessionMessage.of_text(role, words.text(message_chars))
+            text = words.text(message_chars)
+            message = SessionMessage.user(text) if i % 2 == 0 else SessionMessage.assistant(text)
         items.append(message.to_dict())
     return _document(items, calls)
 
@@ -296,7 +295,7 @@ def listing_and_search(
     store.reindex()
     index_s = time.perf_counter() - started
     time.sleep(0.6)  # let the folder's mtime age past the same-tick window
-    scan_ms = _median_ms(lambda: store._index.refresh(force=True), max(3, runs // 3))  # noqa: SLF001
+    scan_ms = _median_ms(lambda: store._index.refresh(force=True), max(3, runs // 3))
     summaries = store.list_sessions()
     assert len(summaries) == count, (len(summaries), count)
     list_ms = _median_ms(store.list_sessions, runs)

@@ -53,7 +53,7 @@ logger = logging.getLogger(__name__)
 MARK_START = "«"
 MARK_END = "»"
 SNIPPET_ELLIPSIS = "…"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 INDEX_DIR = ".index"
 INDEX_FILE = "sessions.sqlite"
 RACY_NS = 500_000_000
@@ -93,7 +93,10 @@ CREATE TABLE IF NOT EXISTS sessions(
     indexed_messages INTEGER NOT NULL,
     indexed_tools INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS sessions_last_activity ON sessions(last_activity_us);
+CREATE INDEX IF NOT EXISTS sessions_recent ON sessions(
+    last_activity_us, session_id, start_time, last_activity, model, provider, message_count,
+    tool_call_count, token_count, title, tags, pinned
+);
 CREATE TABLE IF NOT EXISTS tags(
     session_id TEXT NOT NULL, tag TEXT NOT NULL, PRIMARY KEY(session_id, tag)
 ) WITHOUT ROWID;
@@ -526,29 +529,34 @@ class SessionIndex:
             + f" ORDER BY {column} {order}, session_id {order} LIMIT ? OFFSET ?"
         )
         args.extend([-1 if limit is None else limit, offset])
-        with self._lock:
-            rows = self._conn.execute(sql, args).fetchall()
-        loads = orjson.loads
         with gc_paused():
-            return [
-                construct(
-                    SessionSummary,
-                    {
-                        "session_id": r[0],
-                        "start_time": r[1],
-                        "last_activity": r[2],
-                        "model": r[3],
-                        "provider": r[4],
-                        "message_count": r[5],
-                        "tool_call_count": r[6],
-                        "token_count": r[7],
-                        "title": r[8],
-                        "tags": loads(r[9]),
-                        "pinned": bool(r[10]),
-                    },
+            with self._lock:
+                rows = self._conn.execute(sql, args).fetchall()
+            tags: dict[str, list[str]] = {}
+            summaries = []
+            for r in rows:
+                parsed = tags.get(r[9])
+                if parsed is None:
+                    parsed = tags[r[9]] = orjson.loads(r[9])
+                summaries.append(
+                    construct(
+                        SessionSummary,
+                        {
+                            "session_id": r[0],
+                            "start_time": r[1],
+                            "last_activity": r[2],
+                            "model": r[3],
+                            "provider": r[4],
+                            "message_count": r[5],
+                            "tool_call_count": r[6],
+                            "token_count": r[7],
+                            "title": r[8],
+                            "tags": list(parsed),
+                            "pinned": bool(r[10]),
+                        },
+                    )
                 )
-                for r in rows
-            ]
+            return summaries
 
     def count(self) -> int:
         """How many sessions are indexed."""
@@ -688,10 +696,7 @@ def _int(value: Any) -> int:
 
 
 def _micros(value: str) -> int:
-    try:
-        return _micros_of(parse_iso(value))
-    except ValueError:
-        return 0
+    return _micros_of(parse_iso(value))  # checked by SessionDocument.decode
 
 
 def _micros_of(moment: datetime) -> int:

@@ -14,9 +14,9 @@ from pipeline.session_document import DocumentError, SessionDocument, gc_paused
 from tests.store.strategies import messages, tool_calls
 
 
-def _data(**fields: object) -> dict:
+def _data(**fields: object) -> dict[str, object]:
     now = now_iso()
-    data = {
+    data: dict[str, object] = {
         "sessionId": str(uuid.uuid4()),
         "startTime": now,
         "lastActivity": now,
@@ -140,7 +140,7 @@ def test_revision_is_written_and_read_back_but_never_shown() -> None:
     assert (doc.epoch, doc.seq) == (12, 3)
     again = SessionDocument.decode(doc.encode())
     assert (again.epoch, again.seq) == (12, 3)
-    assert "revision" not in doc.data and "revision" not in doc.to_session().model_extra
+    assert "revision" not in doc.data and "revision" not in (doc.to_session().model_extra or {})
     fresh = SessionDocument.from_data(_data(revision="bogus"))
     assert fresh.seq == 0
 

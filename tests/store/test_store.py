@@ -78,7 +78,7 @@ def test_records_are_journaled_at_once_and_saved_to_the_file_at_turn_end(
     assert [m["parts"][0]["text"] for m in data["messages"]] == ["hello"]
     assert data["toolCalls"] == [call.to_dict()]
     assert data["revision"]["seq"] == 2
-    assert "revision" not in store.get_session(sid).model_extra
+    assert "revision" not in (store.get_session(sid).model_extra or {})
 
 
 def test_usage_token_count_and_compressions_are_kept_in_metadata(store: SessionStore) -> None:
