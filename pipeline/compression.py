@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -144,6 +143,13 @@ class ActiveContext(Record):
     session has ``covers_through == covered_head == 0``.
 
     The coordinator appends each new message to ``messages``.
+
+    The compression state travels with the context (so it holds whichever
+    process or actor compresses next): ``summary_failures`` counts refused
+    summaries in a row (at ``maxFailures`` automatic summarizing pauses until
+    ``/compress``), and ``compress_after``, set after a compression that freed
+    almost nothing, holds automatic compression back until checkpoints and
+    messages grow past it.
     """
 
     system_prompt: str = ""
@@ -151,6 +157,8 @@ class ActiveContext(Record):
     messages: list[SessionMessage] = Field(default_factory=list)
     covers_through: int = 0
     covered_head: int = 0
+    summary_failures: int = 0
+    compress_after: int | None = None
 
     @classmethod
     def from_session(cls, session: Session, system_prompt: str = "") -> ActiveContext:
@@ -264,15 +272,24 @@ class CompressionResult(BaseModel):
         """The compressed context with the messages recorded since appended.
 
         ``current`` is the context as it is now: the one compressed plus the
-        messages appended after ``based_on_len``. Returns ``None`` (keep
-        ``current``) when nothing was freed, or when the history has moved in
-        another way (a restore, another compression, an emergency truncation).
+        messages appended after ``based_on_len``. When nothing was freed, only
+        the compression state (failures, stall guard) is carried over. Returns
+        ``None`` (keep ``current``) when there is nothing to change, or when the
+        history has moved in another way (a restore, another compression, an
+        emergency truncation).
         The system prompt is ``current``'s, which may have changed meanwhile.
         """
-        if not self.reduced or len(current.messages) < self.based_on_len:
+        if len(current.messages) < self.based_on_len:
             return None
         if current.fingerprint(self.based_on_len) != self.base_fingerprint:
             return None
+        state = {
+            "summary_failures": self.context.summary_failures,
+            "compress_after": self.context.compress_after,
+        }
+        if not self.reduced:
+            unchanged = all(getattr(current, key) == value for key, value in state.items())
+            return None if unchanged else current.model_copy(update=state)
         newer = current.messages[self.based_on_len :]
         return self.context.model_copy(
             update={
@@ -357,13 +374,6 @@ class _Item:
     tokens: int
 
 
-@dataclass
-class _SessionState:
-    failures: int = 0
-    paused: bool = False
-    stalled_at: int | None = None
-
-
 class _SummaryFailed(Exception):
     """A summary could not be produced or was refused; the reason is the message."""
 
@@ -371,9 +381,11 @@ class _SummaryFailed(Exception):
 class ChatCompressionService:
     """Compression of active contexts (Requirement 3, properties 10 to 13).
 
-    One instance can serve many sessions: the failure counter, the pause and
-    the stall guard are kept per ``session_id``. ``snapshots``, if given, gets an
-    automatic snapshot of the context before each compression of a session.
+    It keeps no state of its own: the failure counter, the pause and the stall
+    guard travel in each :class:`ActiveContext`, so one instance (or several
+    actors) can serve many sessions, and the coordinator's cheap checks see what
+    the compression actor decided. ``snapshots``, if given, gets an automatic
+    snapshot of the context before each compression of a session.
     """
 
     def __init__(
@@ -388,27 +400,14 @@ class ChatCompressionService:
         self.counter = counter or TokenCounter()
         self.summarize_fn = summarize_fn
         self.snapshots = snapshots
-        self._states: dict[str, _SessionState] = {}
-        self._lock = threading.Lock()
 
-    # -- state ---------------------------------------------------------------
-
-    def _state(self, session_id: str | None) -> _SessionState:
-        with self._lock:
-            return self._states.setdefault(session_id or "", _SessionState())
-
-    def failures(self, session_id: str | None = None) -> int:
-        """Failed summaries in a row for ``session_id``."""
-        return self._state(session_id).failures
-
-    def is_paused(self, session_id: str | None = None) -> bool:
-        """Whether automatic summarizing is paused for ``session_id`` (until ``/compress``)."""
-        return self._state(session_id).paused
+    def is_paused(self, context: ActiveContext) -> bool:
+        """Whether automatic summarizing is paused for this conversation (until ``/compress``)."""
+        return context.summary_failures >= self.settings.max_failures
 
     def drop_session(self, session_id: str) -> None:
-        """Forget the state kept for a session that ended."""
-        with self._lock:
-            self._states.pop(session_id, None)
+        """Nothing to forget: a conversation's compression state is in its context."""
+        logger.debug("compression: session %s ended", session_id)
 
     # -- budget ----------------------------------------------------------------
 
@@ -465,7 +464,6 @@ class ChatCompressionService:
         system_prompt_tokens: int = 0,
         checkpoint_tokens: int = 0,
         model: str | None = None,
-        session_id: str | None = None,
         extra_tokens: int = 0,
     ) -> bool:
         """Whether compression is due (Requirement 3.7, property 10).
@@ -473,7 +471,8 @@ class ChatCompressionService:
         ``context`` is an active context, or the message tokens already counted
         (then give ``system_prompt_tokens`` and ``checkpoint_tokens``). False
         when compression is disabled, and after a compression that freed almost
-        nothing until the context has grown noticeably. Cheap: cached counts.
+        nothing until the context has grown past its ``compress_after``. Cheap:
+        cached counts.
         """
         if not self.settings.enabled:
             return False
@@ -482,18 +481,16 @@ class ChatCompressionService:
                 context, window=window, model=model, extra_tokens=extra_tokens
             )
             tokens = self.counter.count_messages(context.messages)
+            hold = context.compress_after
         else:
             budget = self.budget(
                 window, system_prompt_tokens + extra_tokens, checkpoint_tokens, model=model
             )
             tokens = context
+            hold = None
         if tokens <= budget.trigger:
             return False
-        stalled_at = self._state(session_id).stalled_at
-        if stalled_at is not None:
-            margin = max(1, int(budget.room * STALL_MARGIN_FRACTION))
-            return tokens + budget.checkpoint_tokens > stalled_at + margin
-        return True
+        return hold is None or tokens + budget.checkpoint_tokens > hold
 
     # -- compression ----------------------------------------------------------
 
@@ -525,7 +522,7 @@ class ChatCompressionService:
         if system_prompt is not None:
             context.system_prompt = system_prompt
         requested: Strategy = strategy or self.settings.strategy
-        state = self._state(session_id)
+        failures = context.summary_failures
         budget = self.context_budget(context, window=window, model=model)
         original = self._total(context)
         self._snapshot_before(context, session_id, original)
@@ -538,9 +535,9 @@ class ChatCompressionService:
         if requested != "truncate":
             if self.summarize_fn is None:
                 fallback = "no summarizer is available"
-            elif state.paused and not force:
+            elif self.is_paused(context) and not force:
                 fallback = (
-                    f"summarizing is paused after {state.failures} failed summaries; "
+                    f"summarizing is paused after {failures} failed summaries; "
                     "run /compress to try again"
                 )
             else:
@@ -550,14 +547,13 @@ class ChatCompressionService:
                     )
                 except _SummaryFailed as failure:
                     fallback = str(failure)
-                    self._record_failure(state, session_id, fallback)
+                    failures += 1
+                    self._log_failure(session_id, fallback, failures)
                 else:
                     if compressed is None:
                         fallback = "too little older content to summarize, or no room for a summary"
                     else:
-                        with self._lock:
-                            state.failures = 0
-                            state.paused = False
+                        failures = 0
             if compressed is None:
                 used = "truncate"
         if compressed is None:
@@ -565,9 +561,14 @@ class ChatCompressionService:
         compressed = self._fitted(compressed, budget.room, notes)
         result_tokens = self._total(compressed)
         if result_tokens >= original:
-            compressed = context
+            compressed = context.model_copy()
             result_tokens = original
-        self._update_stall(state, budget, original, result_tokens, force)
+        stalled = original - result_tokens < original * MIN_FREED_FRACTION
+        margin = max(1, int(budget.room * STALL_MARGIN_FRACTION))
+        compressed.summary_failures = failures
+        compressed.compress_after = (
+            result_tokens - budget.system_prompt_tokens + margin if stalled else None
+        )
         result = CompressionResult(
             context=compressed,
             original_tokens=original,
@@ -678,33 +679,20 @@ class ChatCompressionService:
                 "snapshot before compression of %s failed: %s", session_id, type(error).__name__
             )
 
-    def _record_failure(self, state: _SessionState, session_id: str | None, reason: str) -> None:
-        with self._lock:
-            state.failures += 1
-            failures = state.failures
-            if failures >= self.settings.max_failures:
-                state.paused = True
+    def _log_failure(self, session_id: str | None, reason: str, failures: int) -> None:
         logger.warning(
             "compression%s: summary refused, falling back to truncate: %s (%d in a row)",
             f" of {session_id}" if session_id else "",
             reason,
             failures,
         )
-        if failures >= self.settings.max_failures:
+        if failures == self.settings.max_failures:
             logger.warning(
                 "compression%s: automatic summarizing paused after %d failures; "
                 "/compress tries again",
                 f" of {session_id}" if session_id else "",
                 failures,
             )
-
-    def _update_stall(
-        self, state: _SessionState, budget: Budget, before: int, after: int, force: bool
-    ) -> None:
-        freed = before - after
-        stalled = freed < before * MIN_FREED_FRACTION
-        with self._lock:
-            state.stalled_at = max(0, after - budget.system_prompt_tokens) if stalled else None
 
     def _items(self, context: ActiveContext) -> list[_Item]:
         return [
@@ -731,6 +719,8 @@ class ChatCompressionService:
             messages=[item.message for item in items],
             covers_through=context.covers_through + max(0, first_verbatim - context.covered_head),
             covered_head=len(items) - tail,
+            summary_failures=context.summary_failures,
+            compress_after=context.compress_after,
         )
 
     @staticmethod

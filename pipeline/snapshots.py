@@ -430,7 +430,7 @@ class SnapshotManager:
         path = self._snapshot_path(session_id, full_id)
         try:
             data = path.read_bytes()
-        except FileNotFoundError:
+        except FileNotFoundError:  # pragma: no cover - deleted since resolve_id looked
             raise SnapshotNotFoundError(
                 f"snapshot {full_id} of session {session_id} has no file any more",
                 hint=f"remove the entry with `ollm snapshots delete {full_id}`",

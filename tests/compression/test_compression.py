@@ -28,6 +28,7 @@ from pipeline.compression import (
 from pipeline.records import (
     Session,
     SessionMessage,
+    TextPart,
     ToolCallPart,
     ToolResultPart,
     now_iso,
@@ -303,7 +304,7 @@ def test_bad_summary_falls_back_to_truncate_and_is_logged(
     assert result.fallback_reason is not None and reason in result.fallback_reason
     assert result.context.checkpoints == []
     assert result.reduced
-    assert service.failures(SID) == 1
+    assert result.context.summary_failures == 1
     assert any(reason in record.getMessage() for record in caplog.records)
 
 
@@ -332,7 +333,7 @@ def test_without_a_summarizer_compression_truncates(counter: TokenCounter) -> No
     result = service.compress(context_of(long_conversation(20)), window=WINDOW, session_id=SID)
     assert result.strategy == "truncate"
     assert result.fallback_reason == "no summarizer is available"
-    assert service.failures(SID) == 0
+    assert result.context.summary_failures == 0
 
 
 def test_too_little_to_summarize_is_truncated_without_counting_a_failure(
@@ -346,8 +347,7 @@ def test_too_little_to_summarize_is_truncated_without_counting_a_failure(
     assert result.strategy == "truncate"
     assert result.fallback_reason is not None and "too little" in result.fallback_reason
     assert not result.reduced
-    assert result.apply(context_of(short)) is None
-    assert service.failures(SID) == 0
+    assert result.context.summary_failures == 0
 
 
 def test_repeated_failures_pause_summarizing_until_compress_is_forced(
@@ -358,22 +358,46 @@ def test_repeated_failures_pause_summarizing_until_compress_is_forced(
     context = context_of(long_conversation(20))
     with caplog.at_level(logging.WARNING, logger="pipeline.compression"):
         for _ in range(3):
-            service.compress(context, window=WINDOW, session_id=SID)
-    assert service.is_paused(SID)
+            result = service.compress(context, window=WINDOW, session_id=SID)
+            context = result.context.model_copy(
+                update={"messages": [*result.context.messages, *long_conversation(20)]}
+            )
+    assert service.is_paused(context)
     assert any("paused" in record.getMessage() for record in caplog.records)
 
     paused = service.compress(context, window=WINDOW, session_id=SID)
     assert len(summarizer.prompts) == 3  # not asked while paused
     assert paused.fallback_reason is not None and "/compress" in paused.fallback_reason
-    assert not service.is_paused("another-session")
+    assert service.is_paused(paused.context)
+    assert not service.is_paused(context_of(long_conversation(20)))  # another conversation
 
     forced = service.compress(context, window=WINDOW, session_id=SID, force=True)
     assert len(summarizer.prompts) == 4
     assert forced.fallback_reason is None
-    assert not service.is_paused(SID)
-    assert service.failures(SID) == 0
-    service.drop_session(SID)
-    assert service.failures(SID) == 0
+    assert forced.context.summary_failures == 0
+    assert not service.is_paused(forced.context)
+    service.drop_session(SID)  # nothing is kept per session
+
+
+def test_the_failure_count_reaches_the_next_turn_even_when_nothing_was_freed(
+    counter: TokenCounter,
+) -> None:
+    service = make_service(counter, RecordingSummarizer(""), preserve_recent=64)
+    # No tool results to shorten, and a window roomy enough that nothing must go.
+    messages = [
+        SessionMessage.user("go on") if i % 2 == 0 else SessionMessage.assistant("more " * 100)
+        for i in range(20)
+    ]
+    context = context_of(messages)
+    result = service.compress(context, window=100_000, session_id=SID, force=True)
+    assert result.context.summary_failures == 1
+    assert not result.reduced
+    context.messages.append(SessionMessage.user("next turn"))
+    applied = result.apply(context)
+    assert applied is not None
+    assert applied.summary_failures == 1
+    assert applied.messages == context.messages
+    assert result.apply(applied) is None  # nothing left to carry over
 
 
 def test_summary_problem_accepts_a_real_summary() -> None:
@@ -392,28 +416,31 @@ def test_compression_that_frees_almost_nothing_does_not_repeat_every_turn(
     messages = [SessionMessage.user("please keep this " + "word " * 60) for _ in range(40)]
     context = context_of(messages)
     window = 4096
-    assert service.should_compress(context, window=window, session_id=SID)
+    assert service.should_compress(context, window=window)
     result = service.compress(context, window=window, session_id=SID)
     assert not result.reduced
-    assert not service.should_compress(context, window=window, session_id=SID)
+    context = result.apply(context) or context
+    assert context.compress_after is not None
+    assert not service.should_compress(context, window=window)
     context.messages.append(SessionMessage.user("one more"))
-    assert not service.should_compress(context, window=window, session_id=SID)
+    assert not service.should_compress(context, window=window)
     # Grown by a tenth of the room: worth another try.
     for _ in range(8):
         context.messages.append(SessionMessage.user("more " * 60))
-    assert service.should_compress(context, window=window, session_id=SID)
-    # Another session is not affected by this one's stall.
-    assert service.should_compress(context_of(messages), window=window, session_id="other")
+    assert service.should_compress(context, window=window)
+    # Another conversation is not affected by this one's stall.
+    assert service.should_compress(context_of(messages), window=window)
 
 
 def test_a_compression_that_frees_enough_clears_the_stall(counter: TokenCounter) -> None:
     service = make_service(counter, None, preserve_recent=64)
     users = [SessionMessage.user("keep " + "word " * 60) for _ in range(40)]
-    service.compress(context_of(users), window=4096, session_id=SID)
-    assert not service.should_compress(context_of(users), window=4096, session_id=SID)
-    freeable = long_conversation(30)
-    service.compress(context_of(freeable), window=4096, session_id=SID)
-    assert service.should_compress(context_of(freeable), window=4096, session_id=SID)
+    stalled = service.compress(context_of(users), window=4096).context
+    assert stalled.compress_after is not None
+    grown = stalled.model_copy(update={"messages": [*stalled.messages, *long_conversation(30)]})
+    result = service.compress(grown, window=4096)
+    assert result.reduced
+    assert result.context.compress_after is None
 
 
 # -- fitting the window whatever it costs ----------------------------------------------
@@ -589,10 +616,9 @@ def test_a_slow_summarizer_does_not_block_should_compress_or_emergency_truncate(
     worker.start()
     assert entered.wait(timeout=60)
     # The summarizer is now blocked; these must complete while it is.
-    assert service.should_compress(context, window=WINDOW, session_id=SID)
+    assert service.should_compress(context, window=WINDOW)
     cut = service.emergency_truncate(context, window=WINDOW)
     assert cut is not None
-    assert service.failures(SID) == 0
     assert not results  # still summarizing
     release.set()
     worker.join(timeout=60)
@@ -640,3 +666,45 @@ def test_snapshots_off_means_no_snapshot_before_compression(
     service = ChatCompressionService(CompressionSettings(), counter, snapshots=snapshots)
     service.compress(context_of(long_conversation(20)), window=WINDOW, session_id=SID)
     assert snapshots.list_snapshots(SID) == []
+
+
+def test_fitting_stops_shortening_tool_results_once_the_context_fits(
+    counter: TokenCounter,
+) -> None:
+    calls = [ToolCallPart(id=f"c{i}", name="read_file", args={"path": f"{i}.py"}) for i in (1, 2)]
+    results = [
+        SessionMessage(
+            role="tool",
+            parts=[ToolResultPart(tool_call_id=f"c{i}", name="read_file", content="data " * 3000)],
+        )
+        for i in (1, 2)
+    ]
+    messages = [
+        SessionMessage.user("word " * 1500),
+        SessionMessage(role="assistant", parts=list(calls)),
+        *results,
+    ]
+    service = make_service(counter, None, preserve_recent=100_000)
+    cut = service.emergency_truncate(context_of(messages), window=8192)
+    assert cut is not None
+    assert cut.messages[:2] == messages[:2]  # the user message and the calls are untouched
+    assert "tokens left out" in cut.messages[2].parts[0].content  # type: ignore[union-attr]
+    assert cut.messages[3] == results[1]  # the context fitted before it was shortened
+
+
+def test_a_last_message_with_text_and_a_tool_result_is_cut_in_both(counter: TokenCounter) -> None:
+    last = SessionMessage(
+        role="tool",
+        parts=[
+            ToolResultPart(tool_call_id="c", name="read_file", content="data " * 5000),
+            TextPart(text="note " * 5000),
+        ],
+    )
+    service = make_service(counter, None)
+    cut = service.emergency_truncate(context_of([last]), window=1024)
+    assert cut is not None
+    budget = service.context_budget(context_of([last]), window=1024)
+    assert counter.count_messages(cut.messages) <= budget.room
+    result_part, text_part = cut.messages[0].parts
+    assert isinstance(result_part, ToolResultPart) and "left out" in result_part.content
+    assert isinstance(text_part, TextPart) and "left out" in text_part.text
