@@ -1,0 +1,193 @@
+"""``ollm load`` as a benchmark: turns per second and turn latency by concurrency.
+
+Run with ``python -m bench.load [--quick]``. For concurrency 1, 16 and 128,
+with the simulated provider answering in 50 ms, on Ray and in-process, it runs
+``ollm load --json`` (a fresh process each time, as a user would) and prints
+turns per second and latency p50/p95/p99. In the same run, the raw baseline:
+the simulated provider called directly from as many threads, which is what
+the model alone costs; the pipeline's overhead is the difference.
+
+Then, per runtime, it climbs the concurrency ladder (1, 2, 4, ... 256) and
+reports the largest concurrency at which p99 stays under twice the model's
+latency (the climb stops at the first level that misses).
+
+``--quick`` runs fewer conversations and turns, and a shorter ladder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from config.settings import SimulatedSettings
+from pipeline.load_harness import percentile
+from pipeline.providers import ChatRequest, SimulatedProvider
+from pipeline.records import SessionMessage
+
+REPO = Path(__file__).resolve().parents[1]
+LATENCY_MS = 50.0
+CONCURRENCIES = (1, 16, 128)
+LADDER = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+QUICK_LADDER = (1, 4, 16, 64, 128)
+RUNTIMES = ("inprocess", "ray")
+OLLM = (
+    "from cli.app import app, main\n"
+    "from cli import load_cmd\n"
+    "if 'load' not in {c.name for c in app.registered_commands}: load_cmd.register(app)\n"
+    "main()\n"
+)
+
+
+@dataclass
+class Figures:
+    """One measured configuration."""
+
+    kind: str
+    concurrency: int
+    turns: int
+    turns_per_s: float
+    p50: float
+    p95: float
+    p99: float
+    verified: bool = True
+
+
+def _shape(concurrency: int, quick: bool) -> tuple[int, int]:
+    """Conversations and turns: every worker busy for several turns."""
+    if quick:
+        return max(concurrency, 2), 2
+    return max(2 * concurrency, 8), 5
+
+
+def run_load(kind: str, concurrency: int, quick: bool, home: Path) -> Figures:
+    """One ``ollm load --json`` in a fresh process."""
+    conversations, turns = _shape(concurrency, quick)
+    command = [
+        sys.executable, "-c", OLLM, "load",
+        "-n", str(conversations), "-t", str(turns), "-c", str(concurrency),
+        "--latency-ms", str(LATENCY_MS), "--runtime", kind, "--json",
+    ]  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "OLLM_HOME": str(home),
+        "OLLM_SERVICES__CONTEXT__LOAD_PROJECT_FILES": "false",
+    }
+    done = subprocess.run(command, cwd=home, env=env, capture_output=True, timeout=3600)
+    if not done.stdout.strip():
+        raise SystemExit(f"ollm load failed ({kind}, c={concurrency}):\n{done.stderr.decode()}")
+    report = orjson.loads(done.stdout)
+    latency = report["latency"]
+    return Figures(
+        kind=kind,
+        concurrency=concurrency,
+        turns=report["turns"],
+        turns_per_s=report["turnsPerS"],
+        p50=latency["p50Ms"],
+        p95=latency["p95Ms"],
+        p99=latency["p99Ms"],
+        verified=report["verified"] and done.returncode == 0,
+    )
+
+
+def run_raw(concurrency: int, quick: bool) -> Figures:
+    """The baseline: the simulated model alone, called from ``concurrency`` threads."""
+    conversations, turns = _shape(concurrency, quick)
+    provider = SimulatedProvider(SimulatedSettings(latency_ms=LATENCY_MS, output_tokens=32))
+    total = conversations * turns
+
+    def one(index: int) -> float:
+        request = ChatRequest(
+            model="simulated", messages=[SessionMessage.user(f"raw baseline {index}")]
+        )
+        started = time.perf_counter()
+        provider.complete(request)
+        return (time.perf_counter() - started) * 1000
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        latencies = list(pool.map(one, range(total)))
+    elapsed = time.perf_counter() - started
+    return Figures(
+        kind="raw model",
+        concurrency=concurrency,
+        turns=total,
+        turns_per_s=round(total / elapsed, 2),
+        p50=round(percentile(latencies, 50), 2),
+        p95=round(percentile(latencies, 95), 2),
+        p99=round(percentile(latencies, 99), 2),
+    )
+
+
+def _row(figures: Figures) -> str:
+    flag = "" if figures.verified else "  LOST MESSAGES"
+    return (
+        f"{figures.kind:<10} {figures.concurrency:>5} {figures.turns:>6} "
+        f"{figures.turns_per_s:>9.1f} {figures.p50:>9.1f} {figures.p95:>9.1f} "
+        f"{figures.p99:>9.1f}{flag}"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="fewer turns, shorter ladder")
+    parser.add_argument(
+        "--runtime", choices=RUNTIMES, action="append", help="only this runtime (repeatable)"
+    )
+    options = parser.parse_args(argv)
+    kinds = options.runtime or list(RUNTIMES)
+    measured: dict[tuple[str, int], Figures] = {}
+    with tempfile.TemporaryDirectory(prefix="ollm-bench-load-") as directory:
+        home = Path(directory)
+
+        def measure(kind: str, concurrency: int) -> Figures:
+            if (kind, concurrency) not in measured:
+                measured[kind, concurrency] = run_load(kind, concurrency, options.quick, home)
+            return measured[kind, concurrency]
+
+        print(f"ollm load, simulated provider at {LATENCY_MS:g} ms per answer")
+        header = (
+            f"{'runtime':<10} {'conc':>5} {'turns':>6} {'turns/s':>9} {'p50 ms':>9} "
+            f"{'p95 ms':>9} {'p99 ms':>9}"
+        )
+        print(header)
+        print("-" * len(header))
+        for concurrency in CONCURRENCIES:
+            print(_row(run_raw(concurrency, options.quick)), flush=True)
+            for kind in kinds:
+                print(_row(measure(kind, concurrency)), flush=True)
+        print()
+        limit = 2 * LATENCY_MS
+        ladder = QUICK_LADDER if options.quick else LADDER
+        for kind in kinds:
+            best: Figures | None = None
+            for concurrency in ladder:
+                figures = measure(kind, concurrency)
+                if figures.p99 >= limit:
+                    break
+                best = figures
+            if best is None:
+                print(f"{kind}: p99 is over {limit:g} ms already at concurrency {ladder[0]}")
+            else:
+                print(
+                    f"{kind}: largest concurrency with p99 < {limit:g} ms: {best.concurrency} "
+                    f"(p99 {best.p99:.1f} ms, {best.turns_per_s:.1f} turns/s; ladder "
+                    f"{', '.join(str(c) for c in ladder)})"
+                )
+        print("\nevery configuration's measurements:")
+        for (_, _), figures in sorted(measured.items()):
+            print(_row(figures))
+
+
+if __name__ == "__main__":
+    main()
