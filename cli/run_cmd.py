@@ -22,7 +22,7 @@ from cli.output import console, err_console, print_json
 from cli.overrides import apply_overrides
 from cli.state import loaded_settings
 from pipeline.coordinator import Coordinator, raise_if_stopped
-from pipeline.errors import SessionNotFoundError
+from pipeline.errors import SessionNotFoundError, UsageError
 from pipeline.events import EventBus, LoopDetectedEvent, PipelineEvent
 from pipeline.runtime import create_runtime
 
@@ -49,17 +49,21 @@ def run(
             "a loop or limit stopped it.",
         ),
     ] = None,
-    resume: Annotated[
+    session: Annotated[
         str | None,
+        typer.Argument(
+            help="With --resume: the session id or unique prefix to resume.",
+            show_default=False,
+        ),
+    ] = None,
+    resume: Annotated[
+        bool,
         typer.Option(
             "--resume",
             "-r",
-            is_flag=False,
-            flag_value="",
-            help="Resume a session by id or unique prefix; without a value, pick from the "
-            "recent ones.",
+            help="Resume a session: the one named after it, or pick from the recent ones.",
         ),
-    ] = None,
+    ] = False,
     continue_latest: Annotated[
         bool, typer.Option("--continue", "-c", help="Resume the most recent session.")
     ] = False,
@@ -85,7 +89,8 @@ def run(
 ) -> None:
     """Chat with a local model; every message is recorded as it happens.
 
-    Examples: `ollm run`, `ollm run --continue`, `ollm run -p "Summarize README.md"`,
+    Examples: `ollm run`, `ollm run --continue`, `ollm run --resume 3f1c2a9e`,
+    `ollm run -p "Summarize README.md"`,
     `ollm run --provider embedded --runtime inprocess`.
 
     In the chat: Ctrl-C cancels the answer in flight, Ctrl-D or /exit ends the session,
@@ -116,7 +121,7 @@ def run(
     try:
         with err_console.status("starting the pipeline…", spinner="dots"):
             loop.run(pipeline_runtime.start())
-        session_id = _open_session(loop, coordinator, repl, resume, continue_latest)
+        session_id = _open_session(loop, coordinator, repl, session, resume, continue_latest)
         if interactive:
             events.subscribe(repl.render_event)
             repl.chat(session_id)
@@ -140,19 +145,25 @@ def _open_session(
     loop: LoopThread,
     coordinator: Coordinator,
     repl: ChatRepl,
-    resume: str | None,
+    session: str | None,
+    resume: bool,
     continue_latest: bool,
 ) -> str:
+    if session is not None and not resume:
+        raise UsageError(
+            f"unexpected argument {session!r}",
+            hint="to resume that session use `ollm run --resume ID`; to send a message use -p",
+        )
     if continue_latest:
         recent = loop.run(coordinator.runtime.recording.call("list_sessions", limit=1))
         if not recent:
             raise SessionNotFoundError(
                 "there is no session to continue", hint="start one with `ollm run`"
             )
-        resume = recent[0].session_id
-    elif resume == "":
-        resume = repl.pick_session()
-    return loop.run(coordinator.start_session(resume=resume or None))
+        return loop.run(coordinator.start_session(resume=recent[0].session_id))
+    if resume and session is None:
+        session = repl.pick_session()
+    return loop.run(coordinator.start_session(resume=session))
 
 
 def _warn_on_loop(event: PipelineEvent) -> None:

@@ -46,7 +46,7 @@ from pydantic.alias_generators import to_camel
 
 from config.paths import ollm_home
 from config.settings import ContextSettings
-from pipeline.errors import OllmError
+from pipeline.errors import InvalidContextError
 
 logger = logging.getLogger(__name__)
 
@@ -62,10 +62,6 @@ USER_FILE_PRIORITY = 90
 #: A project file larger than this is skipped with a warning.
 MAX_PROJECT_FILE_BYTES = 1024 * 1024
 SECTION_SEPARATOR = "\n\n"
-
-
-class InvalidContextError(OllmError):
-    """A context entry cannot be added (empty key, unknown source, bad TTL)."""
 
 
 class ContextEntry(BaseModel):

@@ -149,7 +149,7 @@ class Coordinator:
         self._hook_env: dict[str, str] = {}
         self.hooks = HookRunner(
             [*settings.hooks, *load_extensions().hooks],
-            runtime.context,
+            runtime,
             workspace=self.workspace,
             environment=lambda: self._hook_env,
         )

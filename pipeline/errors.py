@@ -27,6 +27,12 @@ class OllmError(Exception):
         return f"{self.message}\n  hint: {self.hint}" if self.hint else self.message
 
 
+class UsageError(OllmError):
+    """The command line asks for something that cannot be done as written."""
+
+    exit_code = 2
+
+
 class ConfigError(OllmError):
     """A configuration file or variable is invalid."""
 
@@ -89,3 +95,7 @@ class ActorFailedError(OllmError):
     """A pipeline actor died while serving a turn; it is being restarted."""
 
     exit_code = 8
+
+
+class InvalidContextError(OllmError):
+    """A context entry cannot be added (empty key, unknown source, bad TTL)."""

@@ -27,7 +27,7 @@ import orjson
 
 from config.settings import HookSettings
 from pipeline.events import EventBus, PipelineEvent
-from pipeline.runtime import Service
+from pipeline.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 MAX_HOOK_OUTPUT = 16 * 1024
@@ -39,13 +39,13 @@ class HookRunner:
     def __init__(
         self,
         hooks: list[HookSettings],
-        context: Service,
+        runtime: Runtime,
         *,
         workspace: Path,
         environment: Callable[[], Mapping[str, str]],
     ) -> None:
         self.hooks = sorted(hooks, key=lambda h: -h.priority)
-        self.context = context
+        self.runtime = runtime
         self.workspace = workspace
         self.environment = environment
         self._pending: dict[str, set[asyncio.Task[None]]] = defaultdict(set)
@@ -105,7 +105,7 @@ class HookRunner:
             return
         text = stdout[:MAX_HOOK_OUTPUT].decode("utf-8", "replace").strip()
         if text:
-            await self.context.call(
+            await self.runtime.context.call(
                 "add_context",
                 event.session_id,
                 f"hook:{hook.event}:{index}",

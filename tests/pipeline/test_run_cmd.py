@@ -1,0 +1,305 @@
+"""``ollm run``: one scripted turn, and the interactive chat driven through a
+pseudo-terminal (resume, Ctrl-C, /exit), against a real Ollama-speaking server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pexpect
+import pytest
+
+from cli.chat_repl import ChatRepl
+from cli.loop_thread import LoopThread
+from cli.output import console, err_console
+from config.settings import OllmSettings
+from pipeline.coordinator import Coordinator
+from pipeline.records import ToolCallPart
+from pipeline.runtime import create_runtime
+from pipeline.session_store import SessionStore
+from tests.fake_ollama import FakeOllama, Reply
+
+MODEL = "llama3.2:latest"
+OLLM = [sys.executable, "-c", "from cli.app import main; main()"]
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOllama]:
+    with FakeOllama() as fake:
+        yield fake
+
+
+@pytest.fixture
+def env(server: FakeOllama, ollm_home: Path) -> dict[str, str]:
+    values = dict(os.environ)
+    values.update(
+        {
+            "OLLM_HOME": str(ollm_home),
+            "OLLM_PROVIDER": "ollama",
+            "OLLM_OLLAMA_HOST": server.url,
+            "OLLM_MODEL": MODEL,
+            "OLLM_RUNTIME__KIND": "inprocess",
+            "OLLM_SERVICES__CONTEXT__LOAD_PROJECT_FILES": "false",
+            "NO_COLOR": "1",
+            "COLUMNS": "120",
+        }
+    )
+    return values
+
+
+def sessions(ollm_home: Path) -> SessionStore:
+    settings = OllmSettings()
+    return SessionStore(settings.services.session, snapshots_dir=settings.snapshots.data_dir)
+
+
+def test_prompt_prints_the_answer_and_records_it(
+    server: FakeOllama, env: dict[str, str], ollm_home: Path, tmp_path: Path
+) -> None:
+    server.script(Reply.text("Paris is the capital of France."))
+    done = subprocess.run(
+        [*OLLM, "run", "-p", "Capital of France?"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Paris is the capital of France."
+    store = sessions(ollm_home)
+    [summary] = store.list_sessions()
+    session = store.get_session(summary.session_id)
+    assert [m.text for m in session.messages] == [
+        "Capital of France?",
+        "Paris is the capital of France.",
+    ]
+    store.close()
+
+
+def test_prompt_stopped_by_a_loop_exits_5_with_json(
+    server: FakeOllama, env: dict[str, str], tmp_path: Path
+) -> None:
+    server.script(*[Reply.tool_call("read_file", {"path": "x.txt"}) for _ in range(8)])
+    env["OLLM_SERVICES__LOOP_DETECTION__ON_DETECT"] = "stop"
+    done = subprocess.run(
+        [*OLLM, "run", "-p", "loop please", "--json"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 5, done.stderr
+    result = orjson.loads(done.stdout)
+    assert result["stopped"] == "loop" and result["loop"]["kind"] == "repeated-tool"
+    assert "repeated-tool" in done.stderr
+
+
+def test_no_loop_detection_flag_lets_the_calls_run(
+    server: FakeOllama, env: dict[str, str], tmp_path: Path
+) -> None:
+    server.script(
+        *[Reply.tool_call("read_file", {"path": "x.txt"}) for _ in range(4)],
+        Reply.text("gave up"),
+    )
+    env["OLLM_SERVICES__LOOP_DETECTION__ON_DETECT"] = "stop"
+    done = subprocess.run(
+        [*OLLM, "run", "-p", "loop please", "--no-loop-detection"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "gave up"
+
+
+def test_continue_without_sessions_is_a_clear_error(env: dict[str, str], tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*OLLM, "run", "--continue", "-p", "hi"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 4
+    assert "no session to continue" in done.stderr
+
+
+def spawn(env: dict[str, str], cwd: Path, *args: str) -> pexpect.spawn:
+    child = pexpect.spawn(
+        OLLM[0], [*OLLM[1:], "run", *args], env=env, cwd=str(cwd), encoding="utf-8", timeout=60
+    )
+    child.expect("› ")
+    return child
+
+
+def test_interactive_chat_cancel_resume_and_exit(
+    server: FakeOllama, env: dict[str, str], ollm_home: Path, tmp_path: Path
+) -> None:
+    release = threading.Event()
+    answers = {"hello": "first answer", "and now?": "third answer"}
+
+    def reply(body: dict[str, Any]) -> Reply:
+        last = body["messages"][-1]["content"]
+        if last == "take your time":
+            return Reply.text("a very slow answer that never finishes", hold=release, hold_after=2)
+        if last.startswith("Write a title"):
+            return Reply.text("Greetings")
+        return Reply.text(answers.get(last, "ok"))
+
+    server.default_reply = reply
+    child = spawn(env, tmp_path)
+    child.sendline("hello")
+    child.expect("first answer")
+    child.expect("› ")
+    child.sendline("take your time")
+    child.expect("very")  # the first chunks arrived; the rest is held by the server
+    child.sendintr()
+    child.expect("cancelled")
+    child.expect("› ")
+    release.set()
+    child.sendline("/title Trip planning")
+    child.expect("title set")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+    store = sessions(ollm_home)
+    [summary] = store.list_sessions()
+    session = store.get_session(summary.session_id)
+    users = [m.text for m in session.messages if m.role == "user"]
+    assert users == ["hello", "take your time"]
+    assert session.metadata.title == "Trip planning"
+    store.close()
+
+    # resume it and leave without a word: nothing changes
+    before = (ollm_home / "sessions" / f"{summary.session_id}.json").read_bytes()
+    child = spawn(env, tmp_path, "--resume", summary.session_id[:8])
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    store = sessions(ollm_home)
+    again = store.get_session(summary.session_id)
+    assert [m.text for m in again.messages] == [m.text for m in session.messages]
+    assert again.metadata.title == "Trip planning"
+    store.close()
+    assert before  # the file existed before the resume
+
+    # --continue picks it and the next answer goes on from the whole history
+    child = spawn(env, tmp_path, "--continue")
+    child.sendline("and now?")
+    child.expect("third answer")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    last = server.chat_requests[-1]["messages"]
+    assert [m["content"] for m in last if m["role"] == "user"][:2] == ["hello", "take your time"]
+
+
+def test_resume_picker_lists_recent_sessions(
+    server: FakeOllama, env: dict[str, str], tmp_path: Path
+) -> None:
+    server.script(Reply.text("one"))
+    subprocess.run([*OLLM, "run", "-p", "remember me"], env=env, cwd=tmp_path, timeout=120)
+    child = pexpect.spawn(
+        OLLM[0], [*OLLM[1:], "run", "--resume"], env=env, cwd=str(tmp_path), encoding="utf-8"
+    )
+    child.expect("recent sessions")
+    child.expect("resume which")
+    child.sendline("1")
+    child.expect("› ")
+    child.sendline("/history")
+    child.expect("remember me")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+
+
+def test_slash_commands_in_process(server: FakeOllama, tmp_path: Path) -> None:
+    settings = OllmSettings()
+    settings.provider.name = "ollama"
+    settings.provider.model = MODEL
+    settings.provider.ollama.host = server.url
+    settings.runtime.kind = "inprocess"
+    settings.services.context.load_project_files = False
+    lines = iter(
+        [
+            "/help",
+            "/context add style Use short sentences.",
+            "/context list",
+            "/context",
+            "what now?",
+            "/context remove style",
+            "/context bogus",
+            "/sessions",
+            "/history",
+            "/snapshot",
+            "/compress keep the decisions",
+            "/title",
+            "/unknown",
+            '/context add "unbalanced',
+            "/exit",
+        ]
+    )
+    outputs: list[str] = []
+    loop = LoopThread()
+    runtime = create_runtime(settings, tmp_path, kind="inprocess")
+    repl = ChatRepl(loop, console, err_console, read_line=lambda prompt: next(lines))
+    coordinator = Coordinator(runtime, settings, workspace=tmp_path, ask=repl.ask_approval)
+    repl.coordinator = coordinator
+    coordinator.events.subscribe(repl.render_event)
+    try:
+        loop.run(runtime.start())
+        sid = loop.run(coordinator.start_session())
+        with console.capture() as captured, err_console.capture() as errors:
+            repl.chat(sid)
+        outputs.append(captured.get())
+        outputs.append(errors.get())
+        for sid in list(coordinator.conversations):
+            loop.run(coordinator.end_session(sid))
+    finally:
+        loop.run(runtime.shutdown())
+        loop.close()
+    text = "\n".join(outputs)
+    assert "/context add KEY TEXT" in text  # /help
+    assert "added style" in text and "Use short sentences." in text
+    assert "removed style" in text and "usage: /context" in text
+    assert "snapshot" in text and "saved" in text
+    assert "unknown or incomplete command" in text and "cannot parse" in text
+    request = next(r for r in server.chat_requests if r["messages"][-1]["content"] == "what now?")
+    assert "Use short sentences." in request["messages"][0]["content"]
+
+
+def test_approval_prompt_answers(tmp_path: Path) -> None:
+    import asyncio
+
+    answers = iter(["y", "no"])
+    repl = ChatRepl(LoopThread(), console, err_console, read_line=lambda prompt: next(answers))
+    call = ToolCallPart(id="c1", name="shell", args={"command": "ls"})
+    try:
+        assert asyncio.run(repl.ask_approval(call)) is True
+        assert asyncio.run(repl.ask_approval(call)) is False
+    finally:
+        repl.loop.close()
+
+
+def test_a_session_id_without_resume_is_a_usage_error(env: dict[str, str], tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*OLLM, "run", "3f1c2a9e", "-p", "hi"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "ollm run --resume ID" in done.stderr
