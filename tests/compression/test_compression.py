@@ -708,3 +708,37 @@ def test_a_last_message_with_text_and_a_tool_result_is_cut_in_both(counter: Toke
     result_part, text_part = cut.messages[0].parts
     assert isinstance(result_part, ToolResultPart) and "left out" in result_part.content
     assert isinstance(text_part, TextPart) and "left out" in text_part.text
+
+
+@given(
+    messages=conversations(min_exchanges=0, max_exchanges=8, max_result_words=600),
+    window=st.integers(0, 6000),
+    strategy=st.sampled_from(["truncate", "summarize", "hybrid"]),
+    preserve_recent=st.integers(0, 3000),
+    summaries=st.integers(0, 2),
+)
+def test_any_context_and_window_compress_without_error_and_never_grow(
+    messages: list[SessionMessage],
+    window: int,
+    strategy: str,
+    preserve_recent: int,
+    summaries: int,
+) -> None:
+    counter = TokenCounter(persist=False)
+    service = make_service(counter, strategy=strategy, preserve_recent=preserve_recent)
+    context = ActiveContext(
+        system_prompt=SYSTEM_PROMPT,
+        checkpoints=[checkpoint_message(f"## Goal\nearlier part {i}") for i in range(summaries)],
+        messages=messages,
+    )
+    result = service.compress(context, window=window, force=True)
+    assert result.compressed_tokens <= result.original_tokens
+    assert context.messages == messages
+    cut = service.emergency_truncate(context, window=window)
+    if cut is not None:
+        budget = service.context_budget(context, window=window)
+        fitted = counter.count_messages(cut.request_messages())
+        # Fits; a window too small for any message keeps only the cut newest one.
+        assert fitted <= budget.room or (
+            len(cut.messages) == 1 and not cut.checkpoints and fitted <= 48
+        )
