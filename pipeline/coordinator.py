@@ -114,6 +114,7 @@ class Conversation:
     title_pending: bool = True
     nudge: str | None = None
     compression: asyncio.Task[CompressionResult | None] | None = None
+    title: asyncio.Task[None] | None = None
     background: set[asyncio.Task[Any]] = field(default_factory=set)
 
 
@@ -238,9 +239,12 @@ class Coordinator:
         await self.runtime.loop_detection.call("drop_session", session_id)
 
     async def _drain(self, conversation: Conversation) -> None:
-        tasks = set(conversation.background)
-        if conversation.compression is not None:
-            tasks.add(conversation.compression)
+        """Wait for the turn-end saves; a title or a compression still running is
+        dropped (the session keeps its first-line title and its complete file)."""
+        optional = [t for t in (conversation.title, conversation.compression) if t is not None]
+        for task in optional:
+            task.cancel()
+        tasks = [*conversation.background, *optional]
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
 
@@ -473,7 +477,7 @@ class Coordinator:
             self._schedule_compression(conversation)
             if conversation.title_pending and result.answer:
                 conversation.title_pending = False
-                self._background(conversation, self._generate_title(conversation))
+                conversation.title = asyncio.ensure_future(self._generate_title(conversation))
         self._status(conversation, "idle")
 
     def _background(self, conversation: Conversation, work: Awaitable[Any]) -> None:
