@@ -514,11 +514,12 @@ class ChatCompressionService:
         summarizer what matters most. Never raises for a summarizer failure:
         the result falls back to truncate and says why.
         """
-        context = (
-            messages.model_copy(deep=True)
-            if isinstance(messages, ActiveContext)
-            else ActiveContext(messages=list(messages))
-        )
+        # Our own lists (messages are never changed in place, only replaced).
+        if isinstance(messages, ActiveContext):
+            lists = {"messages": list(messages.messages), "checkpoints": list(messages.checkpoints)}
+            context = messages.model_copy(update=lists)
+        else:
+            context = ActiveContext(messages=list(messages))
         if system_prompt is not None:
             context.system_prompt = system_prompt
         requested: Strategy = strategy or self.settings.strategy
@@ -561,7 +562,7 @@ class ChatCompressionService:
         compressed = self._fitted(compressed, budget.room, notes)
         result_tokens = self._total(compressed)
         if result_tokens >= original:
-            compressed = context.model_copy()
+            compressed = context.model_copy(update={"messages": list(context.messages)})
             result_tokens = original
         stalled = original - result_tokens < original * MIN_FREED_FRACTION
         margin = max(1, int(budget.room * STALL_MARGIN_FRACTION))

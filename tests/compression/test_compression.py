@@ -742,3 +742,16 @@ def test_any_context_and_window_compress_without_error_and_never_grow(
         assert fitted <= budget.room or (
             len(cut.messages) == 1 and not cut.checkpoints and fitted <= 48
         )
+
+
+def test_a_result_shares_no_list_with_the_context_it_was_made_from(
+    counter: TokenCounter,
+) -> None:
+    service = make_service(counter, None, preserve_recent=64)
+    users = [SessionMessage.user("keep " + "word " * 60) for _ in range(40)]
+    context = context_of(list(users))
+    result = service.compress(context, window=4096)  # frees nothing: the context comes back
+    context.messages.append(SessionMessage.user("appended by the coordinator"))
+    assert result.context.messages == users
+    applied = result.apply(context)
+    assert applied is not None and applied.messages == context.messages
