@@ -47,10 +47,10 @@ from pydantic import Field, ValidationError
 
 from config.paths import ensure_private_dir
 from config.settings import SnapshotSettings
+from pipeline.atomic_file import write_atomic
 from pipeline.compression import ActiveContext, is_checkpoint
 from pipeline.errors import InvalidSessionIdError, SessionError
 from pipeline.records import Record, SessionMessage, Timestamp, now_iso
-from pipeline.tokens import write_private_file
 
 logger = logging.getLogger(__name__)
 
@@ -311,7 +311,7 @@ class SnapshotManager:
         mapping.snapshots = {
             sid: owner for sid, owner in mapping.snapshots.items() if owner in live
         }
-        write_private_file(self.root / MAP_FILE, orjson.dumps(mapping.to_dict()))
+        write_atomic(self.root / MAP_FILE, orjson.dumps(mapping.to_dict()))
 
     def _read_index(self, session_id: str) -> SnapshotIndex:
         path = self._snapshots_dir(session_id) / INDEX_FILE
@@ -337,7 +337,7 @@ class SnapshotManager:
     def _write_index(self, session_id: str, index: SnapshotIndex) -> None:
         directory = ensure_private_dir(self._snapshots_dir(session_id))
         ensure_private_dir(directory.parent)
-        write_private_file(directory / INDEX_FILE, orjson.dumps(index.to_dict()))
+        write_atomic(directory / INDEX_FILE, orjson.dumps(index.to_dict()))
 
     # -- operations -------------------------------------------------------------
 
@@ -371,7 +371,7 @@ class SnapshotManager:
         with self._locked():
             ensure_private_dir(self.session_dir(session_id))
             ensure_private_dir(self._snapshots_dir(session_id))
-            write_private_file(
+            write_atomic(
                 self._snapshot_path(session_id, snapshot_id), orjson.dumps(snapshot.to_dict())
             )
             index = self._read_index(session_id)
@@ -503,7 +503,7 @@ class SnapshotManager:
         """Store ``context`` as what the session resumes with (``ollm snapshots restore``)."""
         folder = ensure_private_dir(self.session_dir(session_id))
         path = folder / OVERRIDE_FILE
-        write_private_file(path, orjson.dumps(context.to_dict()))
+        write_atomic(path, orjson.dumps(context.to_dict()))
         return path
 
     def take_active_override(self, session_id: str) -> ActiveContext | None:

@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import tempfile
 import threading
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -41,6 +39,7 @@ import tiktoken
 from pydantic import BaseModel, Field, ValidationError
 
 from config.paths import ensure_private_dir, ollm_home
+from pipeline.atomic_file import write_atomic
 from pipeline.records import (
     ImagePart,
     SessionMessage,
@@ -313,37 +312,14 @@ class TokenCounter:
 
     def _save(self) -> None:
         try:
-            write_private_file(self._path, orjson.dumps(self._calibration.model_dump()))
+            ensure_private_dir(self._path.parent)
+            write_atomic(self._path, orjson.dumps(self._calibration.model_dump()))
         except OSError as exc:
             logger.warning(
                 "calibration: cannot save %s (%s); the ratio is kept in memory",
                 self._path,
                 exc.strerror,
             )
-
-
-def write_private_file(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temporary file, fsync, rename), mode 0600."""
-    ensure_private_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:  # pragma: no cover - a folder we just wrote into is readable
-        return
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 class ConversationTokens:

@@ -28,7 +28,6 @@ from pipeline.tokens import (
     ConversationTokens,
     TokenCounter,
     default_calibration_path,
-    write_private_file,
 )
 from tests.compression.conversations import conversations, user_texts
 
@@ -254,20 +253,3 @@ def test_an_unreadable_or_unwritable_calibration_file_is_only_a_warning(
 def test_smoothing_must_be_a_fraction() -> None:
     with pytest.raises(ValueError, match="smoothing"):
         TokenCounter(persist=False, smoothing=0)
-
-
-def test_write_private_file_replaces_atomically(tmp_path: Path) -> None:
-    path = tmp_path / "new" / "file.json"
-    write_private_file(path, b"one")
-    write_private_file(path, b"two")
-    assert path.read_bytes() == b"two"
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert [p.name for p in path.parent.iterdir()] == ["file.json"]  # no temporary left
-
-
-def test_write_private_file_leaves_no_temporary_when_it_fails(tmp_path: Path) -> None:
-    target = tmp_path / "taken"
-    (target / "child").mkdir(parents=True)  # a non-empty folder cannot be replaced
-    with pytest.raises(OSError):
-        write_private_file(target, b"data")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
