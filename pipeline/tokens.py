@@ -192,15 +192,6 @@ class TokenCounter:
             cache.pop(next(iter(cache)), None)
         cache[key] = count
 
-    def clip_text(self, text: str, max_tokens: int) -> str:
-        """``text`` cut to at most ``max_tokens`` tokens (from the start)."""
-        if max_tokens <= 0:
-            return ""
-        tokens = self._encoding.encode_ordinary(text)
-        if len(tokens) <= max_tokens:
-            return text
-        return self._encoding.decode(tokens[:max_tokens])
-
     def shorten_text(self, text: str, max_tokens: int) -> str:
         """``text`` kept to about ``max_tokens`` tokens: its head and tail, and a
         marker saying how much was left out in between."""
