@@ -505,8 +505,12 @@ class ChatCompressionService:
         force: bool = False,
         model: str | None = None,
         session_id: str | None = None,
+        extra_tokens: int = 0,
     ) -> CompressionResult:
         """Compress an active context (or a plain list of messages) to fit ``window``.
+
+        ``extra_tokens`` is what every request adds to the system prompt (context
+        additions, tool schemas): it counts against the budget like the prompt.
 
         Runs the summarizer if the strategy needs one (this may take seconds:
         call it in the background). ``force`` is ``/compress``: it summarizes
@@ -524,7 +528,7 @@ class ChatCompressionService:
             context.system_prompt = system_prompt
         requested: Strategy = strategy or self.settings.strategy
         failures = context.summary_failures
-        budget = self.context_budget(context, window=window, model=model)
+        budget = self.context_budget(context, window=window, model=model, extra_tokens=extra_tokens)
         original = self._total(context)
         self._snapshot_before(context, session_id, original)
 

@@ -755,3 +755,11 @@ def test_a_result_shares_no_list_with_the_context_it_was_made_from(
     assert result.context.messages == users
     applied = result.apply(context)
     assert applied is not None and applied.messages == context.messages
+
+
+def test_additions_to_the_system_prompt_count_against_the_budget(counter: TokenCounter) -> None:
+    service = make_service(counter, None, preserve_recent=64)
+    context = context_of(long_conversation(12, result_words=60))
+    plain = service.compress(context, window=WINDOW)
+    with_additions = service.compress(context, window=WINDOW, extra_tokens=1500)
+    assert with_additions.compressed_tokens < plain.compressed_tokens

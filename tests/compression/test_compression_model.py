@@ -43,7 +43,7 @@ def provider() -> Iterator[EmbeddedProvider]:
 def session_file(tmp_path: Path) -> Iterator[tuple[SessionStore, str, Path]]:
     settings = SessionSettings(data_dir=tmp_path / "sessions", group_commit_ms=0)
     with SessionStore(settings, snapshots_dir=tmp_path / "snapshots") as store:
-        sid = store.create_session(SETTINGS.model_path or "smollm2", "embedded")
+        sid = store.create_session("smollm2", "embedded")
         for message in long_conversation(4, result_words=80):
             store.record_message(sid, message)
         store.save_session(sid)
