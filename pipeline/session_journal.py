@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import logging
 import os
 import struct
@@ -70,10 +71,15 @@ class JournalEntry(NamedTuple):
     payload: bytes
 
 
+@functools.lru_cache(maxsize=4096)
+def _id_bytes(session_id: str) -> bytes:
+    return uuid.UUID(session_id).bytes
+
+
 def encode_frame(entry: JournalEntry) -> bytes:
     """The bytes of ``entry`` as one self-checking frame."""
     body = HEADER.pack(
-        MAGIC, len(entry.payload), 0, uuid.UUID(entry.session_id).bytes, entry.epoch, entry.seq
+        MAGIC, len(entry.payload), 0, _id_bytes(entry.session_id), entry.epoch, entry.seq
     )
     crc = zlib.crc32(entry.payload, zlib.crc32(body[10:]))
     return body[:6] + struct.pack("<I", crc) + body[10:] + entry.payload
@@ -185,6 +191,38 @@ def claim_dead_logs(directory: Path) -> Iterator[DeadLog]:
         yield DeadLog(path, scan_frames(data), fd)
 
 
+class Ticket:
+    """What :meth:`SessionJournal.submit` returns: :meth:`SessionJournal.wait` blocks on it.
+
+    Each ticket has its own lock, released when its batch was attempted, so a
+    finished batch wakes only the writers whose records it held.
+    """
+
+    __slots__ = ("_released", "_waiting", "durable", "number")
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.durable = False
+        self._released = False
+        self._waiting = threading.Lock()
+        self._waiting.acquire()
+
+    def _resolve(self, durable: bool) -> None:
+        """Called by the flusher alone: the batch holding this ticket was attempted."""
+        if durable:
+            self.durable = True
+        if not self._released:
+            self._released = True
+            self._waiting.release()
+
+    def wait(self) -> bool:
+        """Block until the batch was attempted; True when the record is durable."""
+        if not self._released:
+            with self._waiting:
+                pass
+        return self.durable
+
+
 @dataclass
 class _Log:
     """A log file this journal writes (current) or wrote (retired)."""
@@ -220,8 +258,8 @@ class SessionJournal:
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)
         self._done = threading.Condition(self._lock)
-        self._queue: list[tuple[int, JournalEntry]] = []
-        self._retry: list[tuple[int, JournalEntry]] = []
+        self._queue: list[tuple[Ticket, JournalEntry]] = []
+        self._retry: list[tuple[Ticket, JournalEntry]] = []
         self._retry_at = 0.0
         self._retry_delay = _RETRY_FIRST_S
         self._next_ticket = 0
@@ -240,13 +278,13 @@ class SessionJournal:
 
     # -- the write path -------------------------------------------------------------
 
-    def submit(self, entry: JournalEntry) -> int:
+    def submit(self, entry: JournalEntry) -> Ticket:
         """Queue ``entry`` for the next batch and return its ticket for :meth:`wait`."""
         with self._lock:
             if self._closing:
                 raise RuntimeError("the session journal is closed")
             self._next_ticket += 1
-            ticket = self._next_ticket
+            ticket = Ticket(self._next_ticket)
             self._queue.append((ticket, entry))
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -256,12 +294,10 @@ class SessionJournal:
             self._work.notify()
             return ticket
 
-    def wait(self, ticket: int) -> bool:
+    @staticmethod
+    def wait(ticket: Ticket) -> bool:
         """Block until ``ticket``'s batch was attempted; True when it is durable."""
-        with self._lock:
-            while self._resolved < ticket:
-                self._done.wait()
-            return self._durable >= ticket
+        return ticket.wait()
 
     @property
     def pending(self) -> int:
@@ -340,7 +376,7 @@ class SessionJournal:
                 closing = self._closing
             ok = self._write(batch, rotate)
             with self._lock:
-                top = batch[-1][0]
+                top = batch[-1][0].number
                 self._resolved = max(self._resolved, top)
                 self._last_batch = len(batch)
                 self._attempts += 1
@@ -353,8 +389,12 @@ class SessionJournal:
                     self._retry_at = time.monotonic() + self._retry_delay
                     self._retry_delay = min(self._retry_delay * 2, _RETRY_MAX_S)
                 self._done.notify_all()
-                if closing and not ok and not self._queue:
-                    return
+            for ticket, _ in batch:
+                ticket._resolve(ok)
+            if closing and not ok:
+                with self._lock:
+                    if not self._queue:
+                        return
 
     def _retry_due(self) -> bool:
         return bool(self._retry) and time.monotonic() >= self._retry_at
@@ -370,7 +410,7 @@ class SessionJournal:
                 return
             self._work.wait(remaining)
 
-    def _write(self, batch: list[tuple[int, JournalEntry]], rotate: bool) -> bool:
+    def _write(self, batch: list[tuple[Ticket, JournalEntry]], rotate: bool) -> bool:
         data = b"".join(encode_frame(entry) for _, entry in batch)
         try:
             log = self._log_for_write(rotate)
