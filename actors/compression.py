@@ -62,6 +62,7 @@ class CompressionShell(ShellBase):
         model: str,
         force: bool = False,
         focus: str | None = None,
+        extra_tokens: int = 0,
     ) -> CompressionResult:
         # the summary is asked of the conversation's model with the same window, so a
         # server like Ollama does not reload the model for it
@@ -74,6 +75,7 @@ class CompressionShell(ShellBase):
             focus=focus,
             model=model,
             session_id=session_id,
+            extra_tokens=extra_tokens,
         )
 
     def snapshot(self, session_id: str, context: ActiveContext, token_count: int) -> SnapshotInfo:

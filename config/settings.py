@@ -235,6 +235,8 @@ class EmbeddedSettings(ConfigModel):
     threads: Annotated[int, Field(ge=1)] = 2
     max_tokens: Annotated[int, Field(ge=1)] = 256
     seed: int = 1234
+    # None keeps llama.cpp's default sampling; 0 makes answers repeatable
+    temperature: Annotated[float, Field(ge=0, le=2)] | None = None
 
 
 class SimulatedSettings(ConfigModel):

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel
 
 from config.settings import OllmSettings
@@ -115,6 +116,7 @@ class Conversation:
     nudge: str | None = None
     compression: asyncio.Task[CompressionResult | None] | None = None
     title: asyncio.Task[None] | None = None
+    extra_tokens: int = 0
     background: set[asyncio.Task[Any]] = field(default_factory=set)
 
 
@@ -146,6 +148,7 @@ class Coordinator:
         self.compressor = ChatCompressionService(settings.services.compression, self.counter)
         self.conversations: dict[str, Conversation] = {}
         self._tool_schemas: list[dict[str, Any]] | None = None
+        self._schema_tokens = 0
         self._prepared = False
         self._hook_env: dict[str, str] = {}
         self.hooks = HookRunner(
@@ -272,14 +275,15 @@ class Coordinator:
         await self.runtime.loop_detection.call("user_message", session_id)
         await self.hooks.settle(session_id)
         additions = await self.runtime.context.call("additions", session_id)
-        self._apply_ready_compression(conversation)
         schemas = await self._schemas()
+        conversation.extra_tokens = self._schema_tokens + additions.tokens
+        self._apply_ready_compression(conversation)
         try:
             for _ in range(MAX_TOOL_ROUNDS):
                 event = await self.runtime.loop_detection.call("turn", session_id)
                 if self._stopped_by(conversation, event, result):
                     break
-                self._ensure_fits(conversation, additions.text)
+                self._ensure_fits(conversation)
                 answer, calls = await self._model_round(
                     conversation, additions.text, schemas, result
                 )
@@ -342,6 +346,7 @@ class Coordinator:
             self._tool_schemas = [
                 s for s in schemas if self.approval.decide(s["function"]["name"]) != "deny"
             ]
+            self._schema_tokens = self.counter.count_text(orjson.dumps(self._tool_schemas).decode())
         return self._tool_schemas
 
     def _system_text(self, conversation: Conversation, additions: str) -> str:
@@ -422,8 +427,10 @@ class Coordinator:
                 completion_tokens=completion,
             )
         if prompt:
-            estimate = self.counter.count_text(request.system_prompt) + self.counter.count_messages(
-                request.messages
+            estimate = (
+                self.counter.count_text(request.system_prompt)
+                + self.counter.count_messages(request.messages)
+                + self._schema_tokens
             )
             self.counter.calibrate(conversation.model, estimate, prompt)
 
@@ -526,7 +533,10 @@ class Coordinator:
             if not settings.enabled:
                 return
             if not self.compressor.should_compress(
-                conversation.context, window=conversation.info.context_window
+                conversation.context,
+                window=conversation.info.context_window,
+                extra_tokens=conversation.extra_tokens,
+                model=conversation.model,
             ):
                 return
         conversation.compression = asyncio.ensure_future(
@@ -555,6 +565,7 @@ class Coordinator:
                 model=conversation.model,
                 force=force,
                 focus=focus,
+                extra_tokens=conversation.extra_tokens,
             )
         except Exception as error:
             logger.warning("compression of %s failed: %s", sid, error)
@@ -606,12 +617,13 @@ class Coordinator:
         if applied is not None:
             conversation.context = applied
 
-    def _ensure_fits(self, conversation: Conversation, additions: str) -> None:
+    def _ensure_fits(self, conversation: Conversation) -> None:
         """If the next request would overflow the window, truncate now instead of waiting."""
         fitted = self.compressor.emergency_truncate(
             conversation.context,
             window=conversation.info.context_window,
-            extra_tokens=self.counter.count_text(additions),
+            extra_tokens=conversation.extra_tokens,
+            model=conversation.model,
         )
         if fitted is not None:
             conversation.context = fitted

@@ -404,8 +404,11 @@ class EmbeddedProvider(Provider):
             "max_tokens": request.max_tokens or self.settings.max_tokens,
             "seed": self.settings.seed,
         }
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
+        temperature = (
+            request.temperature if request.temperature is not None else self.settings.temperature
+        )
+        if temperature is not None:
+            body["temperature"] = temperature
         items: queue.SimpleQueue[Any] = queue.SimpleQueue()
         stop = threading.Event()
         finished = object()

@@ -1,0 +1,70 @@
+"""The pipeline with the real SmolLM2 model (llama.cpp in-process): a turn end to
+end, recorded, and the model's own degenerate looping caught by the loop detector."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from config.settings import OllmSettings
+from pipeline.coordinator import Coordinator, TurnResult
+from pipeline.records import Session
+from pipeline.runtime import create_runtime
+
+pytestmark = pytest.mark.model
+
+
+def embedded_settings() -> OllmSettings:
+    settings = OllmSettings()
+    settings.provider.name = "embedded"
+    settings.provider.embedded.max_tokens = 120
+    settings.provider.embedded.temperature = 0.0
+    settings.provider.embedded.threads = 1
+    settings.runtime.tool_workers = 1
+    settings.services.context.load_project_files = False
+    settings.services.loop_detection.on_detect = "stop"
+    return settings
+
+
+async def one_turn(
+    settings: OllmSettings, workspace: Path, text: str
+) -> tuple[TurnResult, Session]:
+    runtime = create_runtime(settings, workspace, kind="inprocess")
+    await runtime.start()
+    try:
+        coordinator = Coordinator(runtime, settings, workspace=workspace)
+        sid = await coordinator.start_session()
+        result = await coordinator.run_turn(sid, text)
+        await coordinator.end_session(sid)
+        session = await runtime.recording.call("get_session", sid)
+    finally:
+        await runtime.shutdown()
+    return result, session
+
+
+def test_a_turn_with_smollm2_is_recorded(tmp_path: Path) -> None:
+    result, session = asyncio.run(one_turn(embedded_settings(), tmp_path, "Name three colors."))
+    assert result.stopped is None and result.answer.strip()
+    assert session.provider == "embedded" and "smollm2" in session.model.lower()
+    assert [m.role for m in session.messages] == ["user", "assistant"]
+    assert session.messages[1].text == result.answer
+    assert session.metadata.prompt_tokens > 0 and session.metadata.completion_tokens > 0
+
+
+def test_smollm2_looping_is_caught_by_the_loop_detector(tmp_path: Path) -> None:
+    settings = embedded_settings()
+    settings.provider.embedded.max_tokens = 300
+    result, session = asyncio.run(
+        one_turn(
+            settings,
+            tmp_path,
+            "List all the days of the week, again and again.",
+        )
+    )
+    assert result.stopped == "loop"
+    assert result.loop is not None and result.loop.kind == "stream-repetition"
+    # what the model wrote before it was stopped is recorded, and the user message too
+    assert session.messages[0].text.startswith("List all the days")
+    assert session.messages[-1].role == "assistant" and "Monday" in session.messages[-1].text
