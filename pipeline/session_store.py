@@ -292,15 +292,23 @@ class SessionStore:
         for sid in list(self._open):
             self.close_session(sid)
         self._closed = True
-        self._journal.close()
+        journaled = self._journal.close()
         with self._registry:
             left = list(self._open.values())
             self._open.clear()
         for state in left:
-            logger.error(
-                "session %s closed with unsaved records (see the errors above)",
-                state.doc.session_id,
-            )
+            if journaled:
+                logger.warning(
+                    "session %s could not be saved; its records are in the journal, which the "
+                    "next store to open the folder folds in",
+                    state.doc.session_id,
+                )
+            else:
+                logger.error(
+                    "session %s closed with records that could not be written (see the errors "
+                    "above)",
+                    state.doc.session_id,
+                )
             state.file_lock.release()
         self._index.close()
 
@@ -409,7 +417,7 @@ class SessionStore:
     @staticmethod
     def _activity(state: _OpenSession) -> str:
         """Now, or the previous lastActivity if the clock went back: it never decreases."""
-        now = now_iso()
+        now = datetime.now(UTC).isoformat(timespec="microseconds")[:-6] + "Z"  # as now_iso()
         last = str(state.doc.data["lastActivity"])
         if len(last) == len(now) and last.endswith("Z"):
             return now if now >= last else last
