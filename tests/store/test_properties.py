@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from pipeline.records import Session, SessionMessage, SessionToolCall, parse_iso
 from pipeline.session_store import SessionStore
 from tests.store.conftest import FAST_TMP, make_settings
-from tests.store.strategies import MODELS, PROVIDERS, records
+from tests.store.strategies import MODELS, PROVIDERS, messages, records, tool_calls
 
 REQUIRED_SESSION_FIELDS = {
     "sessionId",
@@ -159,7 +159,14 @@ def test_property_4_session_id_uniqueness_and_format(
 
 
 @given(
-    shapes=st.lists(st.tuples(records, st.sampled_from(MODELS), st.integers(0, 10_000)), max_size=5)
+    shapes=st.lists(
+        st.tuples(
+            st.lists(st.one_of(messages, tool_calls), max_size=4),
+            st.sampled_from(MODELS),
+            st.integers(0, 10_000),
+        ),
+        max_size=4,
+    )
 )
 def test_property_5_session_listing_completeness(
     shapes: list[tuple[list[SessionMessage | SessionToolCall], str, int]],
