@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from config.paths import ensure_private_dir
+from pipeline.atomic_file import fsync_dir
 
 logger = logging.getLogger(__name__)
 
@@ -515,12 +516,3 @@ def _delete_log(log: _Log) -> None:
     with contextlib.suppress(OSError):
         log.path.unlink()
     os.close(log.fd)
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make the entries of ``directory`` (a rename, a new file) durable."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -48,7 +48,6 @@ import logging
 import os
 import shutil
 import threading
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,6 +58,7 @@ from pydantic import Field, ValidationError
 
 from config.paths import ensure_private_dir
 from config.settings import SessionSettings, SnapshotSettings
+from pipeline.atomic_file import fsync_dir, write_atomic
 from pipeline.errors import (
     AmbiguousSessionIdError,
     SessionCorruptError,
@@ -88,13 +88,7 @@ from pipeline.session_ids import (
     session_id_of_file,
 )
 from pipeline.session_index import SearchHit, SessionIndex, SessionView, file_sig
-from pipeline.session_journal import (
-    JournalEntry,
-    SessionJournal,
-    claim_dead_logs,
-    entries_for,
-    fsync_dir,
-)
+from pipeline.session_journal import JournalEntry, SessionJournal, claim_dead_logs, entries_for
 from pipeline.session_lock import SessionLock, lock_holder
 from pipeline.session_title import clean_title, title_from_text
 
@@ -452,7 +446,7 @@ class SessionStore:
                 view = SessionView(state.doc)
             path = self._path(sid)
             try:
-                _write_atomic(path, raw)
+                write_atomic(path, raw)
             except OSError as exc:
                 reason = _reason(exc)
                 self._save_errors[sid] = f"cannot save session {sid} in {self.data_dir}: {reason}"
@@ -473,7 +467,7 @@ class SessionStore:
 
     def _write_file(self, path: Path, raw: bytes, sid: str) -> None:
         try:
-            _write_atomic(path, raw)
+            write_atomic(path, raw)
         except OSError as exc:
             reason = _reason(exc)
             logger.error("cannot write session %s: %s", sid, reason)
@@ -905,7 +899,7 @@ class SessionStore:
             return
         if lock_holder(self._lock_path(sid)) is None:
             with contextlib.suppress(OSError):
-                _write_atomic(path, doc.encode())
+                write_atomic(path, doc.encode())
 
     def _recover_dead_logs(self) -> None:
         """Fold the journals of stores that died into their sessions, then delete them."""
@@ -947,12 +941,12 @@ class SessionStore:
             if not path.exists():
                 doc = _rebuild_from_journal(sid, entries_for(self._journal_dir, sid))
                 if doc is not None:
-                    _write_atomic(path, doc.encode())
+                    write_atomic(path, doc.encode())
                     self.recovery_report.append(f"session {sid} was rebuilt from its journal")
                 return True
             doc, file_seq = self._load(sid)
             if doc.seq != file_seq:
-                _write_atomic(path, doc.encode())
+                write_atomic(path, doc.encode())
                 logger.info("session %s: %d journaled record(s) folded in", sid, doc.seq - file_seq)
             return True
         except (SessionError, OSError) as exc:
@@ -1025,26 +1019,6 @@ def _rebuild_from_journal(sid: str, entries: list[JournalEntry]) -> SessionDocum
     doc.epoch, doc.seq = epoch, 0
     _replay(doc, entries)
     return doc
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data``: temp file, fsync, rename, fsync of the folder."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise
-    fsync_dir(path.parent)
 
 
 def _clean_tags(tags: list[str]) -> list[str]:

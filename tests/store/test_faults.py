@@ -256,16 +256,16 @@ def test_a_failed_save_is_retried_at_the_next_turn_end(
 ) -> None:
     sid = store.create_session("m", "p")
     store.record_message(sid, SessionMessage.user("one"))
-    real_rename = os.rename
+    real_replace = os.replace
 
-    def failing_rename(src: object, dst: object) -> None:
+    def failing_replace(src: object, dst: object) -> None:
         raise OSError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(os, "rename", failing_rename)
+    monkeypatch.setattr(os, "replace", failing_replace)
     store.save_session(sid)
     store.close_session(sid)  # the save fails: the session stays open, nothing is lost
     assert store.is_open(sid) and sid in store.health().unsaved_sessions
-    monkeypatch.setattr(os, "rename", real_rename)
+    monkeypatch.setattr(os, "replace", real_replace)
     store.save_session(sid)
     assert store.health().ok
     store.close_session(sid)
