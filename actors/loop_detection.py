@@ -25,6 +25,12 @@ class LoopDetectionShell(ShellBase):
     def user_message(self, session_id: str) -> None:
         self._detector(session_id).record_user_message()
 
+    def begin_request(self, session_id: str) -> LoopEvent | None:
+        """A new user message: reset the counts, then count the first model turn."""
+        detector = self._detector(session_id)
+        detector.record_user_message()
+        return detector.record_turn()
+
     def turn(self, session_id: str) -> LoopEvent | None:
         return self._detector(session_id).record_turn()
 

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import queue
 import threading
+import time
 from collections.abc import Iterator
 
 from actors.shell import ShellBase
 from config.settings import OllmSettings
 from pipeline.providers.base import ChatRequest, ModelInfo, Provider, StreamChunk
 from pipeline.providers.factory import create_provider
+
+COALESCE_S = 0.03
+
+
+def _join(first: StreamChunk, second: StreamChunk) -> StreamChunk:
+    """One chunk holding both: text and tool calls in order, the later end fields."""
+    return second.model_copy(
+        update={
+            "text": first.text + second.text,
+            "tool_calls": [*first.tool_calls, *second.tool_calls],
+        }
+    )
 
 
 class ProviderShell(ShellBase):
@@ -31,7 +45,55 @@ class ProviderShell(ShellBase):
         return self.provider.name
 
     def chat(self, request: ChatRequest) -> Iterator[StreamChunk]:
-        yield from self.provider.chat(request)
+        """Stream the answer, joining the chunks that arrive close together.
+
+        Every yielded item is a round trip for the caller on Ray, and a fast
+        model (or the simulated one) sends many tiny chunks. A chunk is held at
+        most ``COALESCE_S`` for others to join it; the first and the last go at once.
+        """
+        pending: queue.SimpleQueue[StreamChunk | BaseException | None] = queue.SimpleQueue()
+        stop = threading.Event()
+
+        def produce() -> None:
+            try:
+                for chunk in self.provider.chat(request):
+                    pending.put(chunk)
+                    if stop.is_set():
+                        break
+            except BaseException as error:  # handed to the consumer, raised there
+                pending.put(error)
+            pending.put(None)
+
+        threading.Thread(target=produce, name="ollm-provider-stream", daemon=True).start()
+        try:
+            held: StreamChunk | None = None
+            deadline = 0.0
+            first = True
+            while True:
+                timeout = None if held is None else max(0.0, deadline - time.monotonic())
+                try:
+                    item = pending.get(timeout=timeout)
+                except queue.Empty:
+                    assert held is not None
+                    yield held
+                    held = None
+                    continue
+                if item is None:
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                if held is None:
+                    held, deadline = item, time.monotonic() + COALESCE_S
+                else:
+                    held = _join(held, item)
+                if item.done or first:  # the first words show at once
+                    first = False
+                    yield held
+                    held = None
+            if held is not None:
+                yield held
+        finally:
+            stop.set()
 
     def complete(self, request: ChatRequest) -> str:
         return self.provider.complete(request)

@@ -75,6 +75,11 @@ class RecordingShell(ShellBase):
     def set_title(self, session_id: str, title: str) -> None:
         self.store.set_title(session_id, title)
 
+    def end_turn(self, session_id: str, token_count: int) -> None:
+        """Turn end: keep the context's token count and bring the file up to date."""
+        self.store.set_token_count(session_id, token_count)
+        self.store.save_session(session_id)
+
     def save_session(self, session_id: str) -> None:
         if self.store.is_open(session_id):
             self.store.save_session(session_id)

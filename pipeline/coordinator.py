@@ -271,16 +271,24 @@ class Coordinator:
             session_id=session_id, answer="", context_window=conversation.info.context_window
         )
         user = SessionMessage.user(text)
-        await self._record(conversation, user)
-        await self.runtime.loop_detection.call("user_message", session_id)
+        # recording the message and starting the loop detector's count of this
+        # request are independent: one round trip for both
+        _, first = await asyncio.gather(
+            self._record(conversation, user),
+            self.runtime.loop_detection.call("begin_request", session_id),
+        )
         await self.hooks.settle(session_id)
         additions = await self.runtime.context.call("additions", session_id)
         schemas = await self._schemas()
         conversation.extra_tokens = self._schema_tokens + additions.tokens
         self._apply_ready_compression(conversation)
         try:
-            for _ in range(MAX_TOOL_ROUNDS):
-                event = await self.runtime.loop_detection.call("turn", session_id)
+            for round_number in range(MAX_TOOL_ROUNDS):
+                event = (
+                    first
+                    if round_number == 0
+                    else await self.runtime.loop_detection.call("turn", session_id)
+                )
                 if self._stopped_by(conversation, event, result):
                     break
                 self._ensure_fits(conversation)
@@ -403,13 +411,19 @@ class Coordinator:
         finally:
             await stream.aclose()
         text = "".join(text_parts)
-        if not result.stopped and text:
-            event = await self.runtime.loop_detection.call("output", sid, text)
-            self._stopped_by(conversation, event, result)
         parts: list[Any] = [TextPart(text=text)] if text else []
         parts.extend(calls if not result.stopped else [])
-        if parts:
-            await self._record(conversation, SessionMessage(role="assistant", parts=parts))
+        # the answer is recorded whatever the loop detector says of it: both at once
+        checked, _ = await asyncio.gather(
+            self.runtime.loop_detection.call("output", sid, text)
+            if text and not result.stopped
+            else _none(),
+            self._record(conversation, SessionMessage(role="assistant", parts=parts))
+            if parts
+            else _none(),
+        )
+        if checked is not None:
+            self._stopped_by(conversation, checked, result)
         return text, (calls if not result.stopped else [])
 
     async def _usage(
@@ -420,11 +434,15 @@ class Coordinator:
         result.prompt_tokens += prompt
         result.completion_tokens += completion
         if prompt or completion:
-            await self.runtime.recording.call(
-                "add_usage",
-                conversation.session_id,
-                prompt_tokens=prompt,
-                completion_tokens=completion,
+            # not awaited here: it shares the fsync of the answer recorded next
+            self._background(
+                conversation,
+                self.runtime.recording.call(
+                    "add_usage",
+                    conversation.session_id,
+                    prompt_tokens=prompt,
+                    completion_tokens=completion,
+                ),
             )
         if prompt:
             estimate = (
@@ -494,8 +512,7 @@ class Coordinator:
 
     async def _save(self, session_id: str, tokens: int) -> None:
         try:
-            await self.runtime.recording.call("set_token_count", session_id, tokens)
-            await self.runtime.recording.call("save_session", session_id)
+            await self.runtime.recording.call("end_turn", session_id, tokens)
         except OllmError as error:
             logger.warning("saving session %s at turn end failed: %s", session_id, error)
 
@@ -662,6 +679,10 @@ class Coordinator:
                 detail=detail,
             )
         )
+
+
+async def _none() -> None:
+    return None
 
 
 def raise_if_stopped(result: TurnResult) -> None:

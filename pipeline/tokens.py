@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -60,6 +61,8 @@ CALIBRATION_FILE = "token-calibration.json"
 DEFAULT_SMOOTHING = 0.3
 MIN_RATIO = 0.25
 MAX_RATIO = 4.0
+SAVE_INTERVAL_S = 30.0
+"""Calibration is saved at most this often once a model has a few samples."""
 TRUNCATION_MARGIN = 0.98
 """A reported count this close to the window means the server cut the prompt."""
 
@@ -131,6 +134,10 @@ class TokenCounter:
         self._smoothing = smoothing
         self._cache_size = max(1, cache_size)
         self._message_cache: dict[tuple[str, ...], int] = {}
+        self._saved_at = 0.0
+        # the same message object seen again (the live context of a conversation is
+        # recounted at every turn): no need to rebuild its content key
+        self._by_identity: dict[int, tuple[SessionMessage, int]] = {}
         self._text_cache: dict[str, int] = {}
         self._lock = threading.Lock()
         self._calibration = self._load() if persist else CalibrationFile()
@@ -156,12 +163,17 @@ class TokenCounter:
 
     def count_message(self, message: SessionMessage) -> int:
         """The tokens a message costs in a prompt, cached by its content."""
+        seen = self._by_identity.get(id(message))
+        if seen is not None and seen[0] is message:
+            return seen[1]
         key = _message_key(message)
-        cached = self._message_cache.get(key)
-        if cached is not None:
-            return cached
-        count = MESSAGE_OVERHEAD + self._count_parts(message)
-        self._remember(self._message_cache, key, count)
+        count = self._message_cache.get(key)
+        if count is None:
+            count = MESSAGE_OVERHEAD + self._count_parts(message)
+            self._remember(self._message_cache, key, count)
+        if len(self._by_identity) >= self._cache_size:
+            self._by_identity.clear()
+        self._by_identity[id(message)] = (message, count)
         return count
 
     def count_messages(self, messages: Iterable[SessionMessage]) -> int:
@@ -259,7 +271,11 @@ class TokenCounter:
                 ratio = entry.ratio + self._smoothing * (sample - entry.ratio)
                 samples = entry.samples + 1
             self._calibration.models[model] = ModelCalibration(ratio=ratio, samples=samples)
-            if self._persist:
+            # the first samples move the ratio most; after them a save every
+            # SAVE_INTERVAL_S keeps the file current without an fsync per answer
+            now = time.monotonic()
+            if self._persist and (samples <= 3 or now - self._saved_at >= SAVE_INTERVAL_S):
+                self._saved_at = now
                 self._save()
         return ratio
 

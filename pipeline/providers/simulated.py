@@ -102,7 +102,7 @@ class SimulatedProvider(Provider):
         last_user = next(
             (_message_text(m) for m in reversed(request.messages) if m.role == "user"), ""
         )
-        prompt_tokens = estimate_tokens(request.system_prompt) + sum(
+        prompt_tokens = estimate_tokens(request.system_prompt + str(request.tools)) + sum(
             estimate_tokens(_message_text(m)) for m in request.messages
         )
         every = self.settings.tool_call_every
