@@ -279,6 +279,14 @@ class TokenCounter:
                 self._save()
         return ratio
 
+    def save(self) -> None:
+        """Write the calibration file now (at the end of a run: between saves the
+        latest samples are in memory only); nothing to do in memory-only mode."""
+        if self._persist:
+            with self._lock:
+                self._saved_at = time.monotonic()
+                self._save()
+
     def estimate_prompt(
         self,
         model: str | None,

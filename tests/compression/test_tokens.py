@@ -250,3 +250,28 @@ def test_an_unreadable_or_unwritable_calibration_file_is_only_a_warning(
 def test_smoothing_must_be_a_fraction() -> None:
     with pytest.raises(ValueError, match="smoothing"):
         TokenCounter(persist=False, smoothing=0)
+
+
+def test_calibration_is_saved_at_first_then_at_intervals_and_on_save(tmp_path: Path) -> None:
+    path = tmp_path / "calibration.json"
+    counter = TokenCounter(calibration_path=path)
+    for _ in range(6):
+        counter.calibrate("m", 100, 120)
+
+    def saved_samples() -> int:
+        return int(orjson.loads(path.read_bytes())["models"]["m"]["samples"])
+
+    assert saved_samples() == 3  # the first samples are saved at once, then at intervals
+    counter.save()
+    assert saved_samples() == 6
+    TokenCounter(persist=False).save()  # in memory only: nothing to write
+
+
+def test_the_same_message_object_is_counted_once() -> None:
+    counter = TokenCounter(persist=False, cache_size=2)
+    message = SessionMessage.user("counted once")
+    first = counter.count_message(message)
+    assert counter.count_message(message) == first
+    for i in range(3):  # the identity cache is bounded too
+        counter.count_message(SessionMessage.user(f"other {i}"))
+    assert counter.count_message(message) == first
