@@ -33,10 +33,11 @@ import fcntl
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
@@ -51,6 +52,8 @@ from pipeline.records import now_iso
 from pipeline.redaction import redact
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 STATE_SUFFIX = ".state"
 ACTOR_RETRY_DELAY_S = 0.5
@@ -369,6 +372,7 @@ class BatchRunner:
         self._journal: BatchJournal | None = None
         self._current: dict[str, tuple[str, int]] = {}  # session id -> (conversation, turn)
         self._pending_events: dict[str, list[BatchEvent]] = {}
+        self._retries: dict[str, int] = {}  # conversation id -> retries not yet journaled
 
     # ------------------------------------------------------------- control
 
@@ -519,19 +523,29 @@ class BatchRunner:
     async def _open(self, conversation: BatchConversation, state: ConversationState) -> str:
         assert self._journal is not None
         if state.session_id is None:
-            session_id = await self.coordinator.start_session(
-                model=conversation.model,
-                title=conversation.name,
-                tags=[self.script.name],
-                system_prompt=conversation.system_prompt,
+            session_id: str = await self._retrying(
+                conversation,
+                "the start",
+                partial(
+                    self.coordinator.start_session,
+                    model=conversation.model,
+                    title=conversation.name,
+                    tags=[self.script.name],
+                    system_prompt=conversation.system_prompt,
+                ),
             )
             state.apply(SessionEntry(id=conversation.id, session_id=session_id))
             self._journal.append(SessionEntry(id=conversation.id, session_id=session_id))
         else:
-            session_id = await self.coordinator.start_session(
-                model=conversation.model,
-                resume=state.session_id,
-                system_prompt=conversation.system_prompt,
+            session_id = await self._retrying(
+                conversation,
+                "the resume",
+                partial(
+                    self.coordinator.start_session,
+                    model=conversation.model,
+                    resume=state.session_id,
+                    system_prompt=conversation.system_prompt,
+                ),
             )
         for item in conversation.context:
             await self.coordinator.runtime.context.call(
@@ -549,24 +563,11 @@ class BatchRunner:
         assert self._journal is not None
         self._current[session_id] = (conversation.id, number)
         self._pending_events[session_id] = []
-        retries = 0
-        while True:
-            try:
-                result: TurnResult = await self.coordinator.run_turn(
-                    session_id, conversation.messages[number - 1]
-                )
-                break
-            except ActorFailedError:
-                if retries >= self.actor_retries:
-                    raise
-                retries += 1
-                logger.info(
-                    "batch %s: a service died during turn %d of %s; retrying",
-                    self.script.name,
-                    number,
-                    conversation.id,
-                )
-                await asyncio.sleep(ACTOR_RETRY_DELAY_S)
+        result: TurnResult = await self._retrying(
+            conversation,
+            f"turn {number}",
+            partial(self.coordinator.run_turn, session_id, conversation.messages[number - 1]),
+        )
         entry = TurnEntry(
             id=conversation.id,
             turn=number,
@@ -576,11 +577,32 @@ class BatchRunner:
             tool_calls=result.tool_calls,
             stopped=result.stopped,
             events=self._pending_events.pop(session_id, []),
-            retries=retries,
+            retries=self._retries.pop(conversation.id, 0),
         )
         state.apply(entry)
         self._journal.append(entry)
         self._report_progress()
+
+    async def _retrying(
+        self, conversation: BatchConversation, what: str, attempt: Callable[[], Awaitable[T]]
+    ) -> T:
+        """Run ``attempt``; when a service died under it, wait for Ray's restart and retry."""
+        retries = 0
+        while True:
+            try:
+                return await attempt()
+            except ActorFailedError:
+                if retries >= self.actor_retries:
+                    raise
+                retries += 1
+                self._retries[conversation.id] = self._retries.get(conversation.id, 0) + 1
+                logger.info(
+                    "batch %s: a service died during %s of %s; retrying",
+                    self.script.name,
+                    what,
+                    conversation.id,
+                )
+                await asyncio.sleep(ACTOR_RETRY_DELAY_S)
 
     def _end(
         self, conversation: BatchConversation, state: ConversationState, entry: EndEntry
@@ -593,11 +615,9 @@ class BatchRunner:
         self._report_progress()
 
     def _on_loop(self, event: PipelineEvent) -> None:
-        if not isinstance(event, LoopDetectedEvent):
-            return
         current = self._current.get(event.session_id)
-        if current is None:
-            return
+        if not isinstance(event, LoopDetectedEvent) or current is None:
+            return  # pragma: no cover - subscribed to loop:detected, sent during turns
         self._pending_events.setdefault(event.session_id, []).append(
             BatchEvent(
                 turn=current[1],

@@ -257,11 +257,9 @@ def _expand_spec(
 # ----------------------------------------------------------------------- YAML
 
 
-def _node_line(root: yaml.Node | None, location: Sequence[int | str]) -> int | None:
+def _node_line(root: yaml.Node, location: Sequence[int | str]) -> int:
     """The 1-based line of the deepest node on ``location`` that the YAML holds."""
-    if root is None:
-        return None
-    node: yaml.Node = root
+    node = root
     line = node.start_mark.line + 1
     for step in location:
         if isinstance(node, yaml.MappingNode) and isinstance(step, str):
@@ -313,7 +311,7 @@ def parse_yaml_script(text: str, source: Path, *, name: str | None = None) -> Ba
             hint="fix the YAML at that line; quote texts holding `{`, `[`, `: ` or ` #` "
             '(YAML reads `- {name}` as a mapping: write `- "{name}"`)',
         ) from None
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or root is None:
         raise BatchScriptError(
             f"{source}: a batch script must be a mapping with a `conversations` list",
             hint="see deploy/examples/batch.yaml for the shape of a script",
@@ -329,7 +327,7 @@ def parse_yaml_script(text: str, source: Path, *, name: str | None = None) -> Ba
         ) from None
     conversations: list[BatchConversation] = []
     for number, spec in enumerate(parsed.conversations, start=1):
-        line = _node_line(root, ["conversations", number - 1]) or 1
+        line = _node_line(root, ["conversations", number - 1])
         if spec.provider is not None and spec.provider != parsed.provider:
             raise BatchScriptError(
                 f"{source}:{line}: conversations.{number - 1}.provider: a batch runs on one "

@@ -5,7 +5,8 @@ per second, turn latency percentiles and the actors' inbox depths. ``ollm
 soak`` keeps C conversations going for a duration and samples, every few
 seconds, each actor's resident memory and open files, the inbox depths and
 the latency of the turns of that interval; it can kill an actor every S
-seconds (Ray restarts it) to show that nothing is lost.
+seconds (Ray restarts it), choosing a moment when it is serving a call so
+that the fault hits work in flight, to show that nothing is lost.
 
 Both end with a verification pass: every message the harness sent and every
 answer it received must be in the recorded sessions, in order. A turn that
@@ -59,6 +60,7 @@ MEMORY_GROWTH_THRESHOLD = 0.25
 LATENCY_GROWTH_THRESHOLD = 0.5
 DEPTH_INTERVAL_S = 0.02
 SAMPLE_CALL_TIMEOUT_S = 5.0
+KILL_WAIT_S = 2.0
 MISSING_SHOWN = 20
 _WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
 
@@ -617,9 +619,16 @@ class LoadHarness:
                 return
             target = targets[index % len(targets)]
             index += 1
+            await self._until_busy(target)
             logger.info("soak: killing the %s actor", target.name)
             await target.kill()
             self._kills.append(KillEvent(elapsed_s=round(self._elapsed(), 3), service=target.name))
+
+    async def _until_busy(self, target: Service) -> None:
+        """Wait (a little) for ``target`` to serve a call, so the kill hits work in flight."""
+        deadline = time.monotonic() + KILL_WAIT_S
+        while target.inflight == 0 and time.monotonic() < deadline and not self._over():
+            await asyncio.sleep(0.002)
 
 
 # ------------------------------------------------------------------ report

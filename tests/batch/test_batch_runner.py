@@ -308,3 +308,46 @@ def test_concurrency_must_be_positive(workspace: Path, tmp_path: Path) -> None:
 
     with pytest.raises(OllmError, match="at least 1"):
         asyncio.run(build())
+
+
+@pytest.mark.ray
+def test_a_turn_hit_by_an_actor_death_is_retried(
+    ray_instance: None, tmp_path: Path, workspace: Path
+) -> None:
+    settings = simulated_settings(latency_ms=300)
+    script = small_script(2, 2, name="retried")
+    results = tmp_path / "retried.results.jsonl"
+
+    async def run() -> tuple[BatchReport, dict[str, Session]]:
+        runtime = create_runtime(settings, workspace, kind="ray")
+        await runtime.start()
+        try:
+            coordinator = Coordinator(runtime, settings, workspace=workspace)
+            runner = BatchRunner(coordinator, script, results, concurrency=2)
+
+            async def kill_while_answering() -> None:
+                while runtime.provider.inflight == 0:
+                    await asyncio.sleep(0.002)
+                await asyncio.sleep(0.05)  # inside the 300 ms answer
+                await runtime.provider.kill()
+
+            killer = asyncio.ensure_future(kill_while_answering())
+            report = await runner.run()
+            await killer
+            sessions = {
+                r.session_id or "": await runtime.recording.call("get_session", r.session_id)
+                for r in report.results
+            }
+            return report, sessions
+        finally:
+            await runtime.shutdown()
+
+    report, sessions = asyncio.run(run())
+    assert report.done == 2 and report.failed == 0
+    assert sum(r.retries for r in report.results) >= 1
+    for result in report.results:
+        session = sessions[result.session_id or ""]
+        users = [m.text for m in session.messages if m.role == "user"]
+        wanted = [f"{result.name} turn 1", f"{result.name} turn 2"]
+        assert [u for i, u in enumerate(users) if i == 0 or users[i - 1] != u] == wanted
+        assert result.final_answer == expected_answer(settings, wanted[-1])

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from pipeline.batch_script import (
     MAX_CONVERSATIONS,
     BatchScriptError,
+    _node_line,
     expand,
     load_batch_script,
     parse_jsonl_script,
@@ -301,3 +302,19 @@ def test_property_digest_changes_when_a_message_changes(
     conversations[0]["messages"] = [*conversations[0]["messages"], extra]
     after = parse_yaml_script(yaml.safe_dump({"conversations": conversations}), Path("a"))
     assert before.digest != after.digest
+
+
+def test_booleans_expand_as_yaml_writes_them(tmp_path: Path) -> None:
+    text = "conversations:\n  - variables: {a: true, b: false}\n    messages: ['{a}/{b}']\n"
+    script = load_batch_script(write(tmp_path, text))
+    assert script.conversations[0].messages == ["true/false"]
+
+
+def test_line_lookup_stops_at_the_deepest_node_the_file_has() -> None:
+    root = yaml.compose("a:\n  - x\n  - y\nb: 1\n", Loader=yaml.SafeLoader)
+    assert root is not None
+    assert _node_line(root, ["a", 1]) == 3
+    assert _node_line(root, ["a", 7]) == 1  # no such item: the key's line
+    assert _node_line(root, ["a", "key"]) == 1  # a list has no keys
+    assert _node_line(root, ["missing"]) == 1
+    assert _node_line(root, ["b", 0]) == 4

@@ -21,6 +21,7 @@ from cli.exit_codes import exit_code_for
 from cli.load_cmd import parse_duration
 from config.settings import OllmSettings
 from pipeline.errors import OllmError
+from pipeline.load_harness import LoadFailedError
 from pipeline.session_store import SessionStore
 from tests.batch.conftest import OLLM_MAIN, REPO, expected_answer, ollm
 from tests.fake_ollama import FakeOllama
@@ -46,6 +47,7 @@ def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "cwd"
     folder.mkdir()
     monkeypatch.chdir(folder)
+    monkeypatch.setenv("OLLM_PROVIDER__NAME", "simulated")  # never a real model by accident
     monkeypatch.setenv("OLLM_PROVIDER__SIMULATED__LATENCY_MS", "0")
     monkeypatch.setenv("OLLM_SERVICES__CONTEXT__LOAD_PROJECT_FILES", "false")
     (folder / "batch.yaml").write_text(SCRIPT)
@@ -130,6 +132,17 @@ def test_batch_failure_sets_the_exit_code_and_lists_it(
     failed = orjson.loads((here / "cli-batch.results.jsonl").read_bytes().splitlines()[0])
     assert failed["status"] == "failed" and "the model is broken" in failed["error"]
     assert failed["exitCode"] == 6 and failed["errorType"] == "ProviderError"
+
+
+def test_a_big_batch_prints_only_its_summary(here: Path) -> None:
+    (here / "big.yaml").write_text("conversations:\n  - {copies: 21, messages: [hi]}\n")
+    code, out, _, error = invoke(
+        "batch", "big.yaml", "--provider", "simulated", "--runtime", "inprocess", "-c", "8"
+    )
+    assert code == 0, error
+    assert "│ done" in out and "21" in out
+    assert "final answer" not in out  # 21 rows would drown the summary; the JSONL has them
+    assert len((here / "big.results.jsonl").read_bytes().splitlines()) == 21
 
 
 def test_bad_script_exits_with_the_config_code(here: Path) -> None:
@@ -253,6 +266,20 @@ def test_soak_failure_is_reported_with_exit_code_1(
     assert report["failedTurns"] >= 1 and report["errors"]
     assert report["sessionsDir"]  # kept for inspection
     assert list(here.glob("soak-*.csv")) and list(here.glob("soak-*.png"))
+
+
+def test_a_failed_load_lists_its_problems_in_the_table(
+    here: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OLLM_OLLAMA_HOST", "http://127.0.0.1:9")
+    monkeypatch.setenv("OLLM_PROVIDER__OLLAMA__TIMEOUT", "2")
+    code, out, err, error = invoke(
+        "load", "-n", "1", "-t", "1", "--runtime", "inprocess",
+        "--provider", "ollama", "-m", "llama3.2",
+    )  # fmt: skip
+    assert code == 1 and isinstance(error, LoadFailedError)
+    assert "problem:" in err and "1 turn(s) failed" in err
+    assert "sessions" in out  # kept, and the table says where
 
 
 def test_kill_needs_ray_and_durations_are_checked(here: Path) -> None:

@@ -92,7 +92,7 @@ def _stop(leaders: list[subprocess.Popen[bytes]]) -> None:
     for process in leaders:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 3  # then whatever is left is killed
     while time.monotonic() < deadline and any(p.poll() is None for p in leaders):
         time.sleep(0.2)
     for pid in psutil.pids():
