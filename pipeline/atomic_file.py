@@ -32,5 +32,10 @@ def write_atomic(path: Path, data: bytes, *, mode: int = 0o600) -> None:
             os.unlink(tmp)
         raise
     os.close(fd)
-    os.replace(tmp, path)
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     fsync_dir(path.parent)

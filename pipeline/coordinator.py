@@ -237,6 +237,7 @@ class Coordinator:
             await self._drain(conversation)
             self.events.publish(SessionEnded(session_id=session_id, turns=conversation.turns))
         await self.hooks.settle(session_id)
+        self.counter.save()
         await self.runtime.recording.call("close_session", session_id)
         await self.runtime.context.call("drop_session", session_id)
         await self.runtime.loop_detection.call("drop_session", session_id)
@@ -291,7 +292,6 @@ class Coordinator:
                 )
                 if self._stopped_by(conversation, event, result):
                     break
-                self._ensure_fits(conversation)
                 answer, calls = await self._model_round(
                     conversation, additions.text, schemas, result
                 )
@@ -380,7 +380,7 @@ class Coordinator:
         request = ChatRequest(
             model=conversation.model,
             system_prompt=self._system_text(conversation, additions),
-            messages=conversation.context.request_messages(),
+            messages=self._fitting_messages(conversation),
             tools=schemas,
             num_ctx=conversation.info.context_window,
         )
@@ -450,7 +450,9 @@ class Coordinator:
                 + self.counter.count_messages(request.messages)
                 + self._schema_tokens
             )
-            self.counter.calibrate(conversation.model, estimate, prompt)
+            self.counter.calibrate(
+                conversation.model, estimate, prompt, window=conversation.info.context_window
+            )
 
     async def _run_tool(
         self, conversation: Conversation, call: ToolCallPart, result: TurnResult
@@ -634,16 +636,17 @@ class Coordinator:
         if applied is not None:
             conversation.context = applied
 
-    def _ensure_fits(self, conversation: Conversation) -> None:
-        """If the next request would overflow the window, truncate now instead of waiting."""
+    def _fitting_messages(self, conversation: Conversation) -> list[SessionMessage]:
+        """The messages of the next request: the active context, cut at once if it
+        would overflow the window before a summary is ready. The cut is for this
+        request only, so a compression still running on the whole context applies."""
         fitted = self.compressor.emergency_truncate(
             conversation.context,
             window=conversation.info.context_window,
             extra_tokens=conversation.extra_tokens,
             model=conversation.model,
         )
-        if fitted is not None:
-            conversation.context = fitted
+        return (fitted or conversation.context).request_messages()
 
     async def compress_now(
         self, session_id: str, focus: str | None = None
