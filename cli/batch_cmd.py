@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 import signal
 from pathlib import Path
@@ -32,7 +33,9 @@ from config.settings import OllmSettings
 from pipeline.batch_runner import BatchProgress, BatchReport, BatchRunner, batch_failure
 from pipeline.batch_script import BatchScript, BatchScriptError, load_batch_script
 from pipeline.coordinator import Coordinator
-from pipeline.runtime import create_runtime
+from pipeline.runtime import Runtime, create_runtime
+
+logger = logging.getLogger(__name__)
 
 ANSWER_PREVIEW = 60
 TABLE_ROWS = 20
@@ -187,6 +190,7 @@ async def _run(
     loop = asyncio.get_running_loop()
     with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
         loop.add_signal_handler(signal.SIGINT, interrupted)
+    started = False
     try:
         status = (
             err_console.status("starting the pipeline…", spinner="dots")
@@ -195,6 +199,7 @@ async def _run(
         )
         with status:
             await runtime.start()
+        started = True
         coordinator = Coordinator(runtime, settings, workspace=workspace, ask=None)
         runners.append(
             BatchRunner(
@@ -211,7 +216,17 @@ async def _run(
     finally:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.remove_signal_handler(signal.SIGINT)
+        await stop_runtime(runtime, started=started)
+
+
+async def stop_runtime(runtime: Runtime, *, started: bool) -> None:
+    """Shut the pipeline down; after a failed start, never hide why it failed."""
+    try:
         await runtime.shutdown()
+    except Exception as error:
+        if started:
+            raise
+        logger.warning("cleaning up after a failed start: %s", type(error).__name__)
 
 
 def _print_report(report: BatchReport) -> None:

@@ -30,6 +30,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cli.batch_cmd import stop_runtime
 from cli.exit_codes import EXIT_CODES_HELP
 from cli.output import console, err_console, print_json
 from cli.overrides import apply_overrides
@@ -171,8 +172,10 @@ async def run_harness(
     loop = asyncio.get_running_loop()
     with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
         loop.add_signal_handler(signal.SIGINT, interrupted)
+    started = False
     try:
         await runtime.start()
+        started = True
         coordinator = Coordinator(runtime, settings, workspace=workspace, ask=None)
         harnesses.append(
             LoadHarness(
@@ -187,7 +190,7 @@ async def run_harness(
     finally:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.remove_signal_handler(signal.SIGINT)
-        await runtime.shutdown()
+        await stop_runtime(runtime, started=started)
     return build_report(
         run,
         verification,

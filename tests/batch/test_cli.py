@@ -4,6 +4,7 @@ a Typer app of their own, and end to end through ``cli.app.main`` in a subproces
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -17,11 +18,13 @@ import typer
 from typer.testing import CliRunner
 
 from cli import batch_cmd, load_cmd
+from cli.batch_cmd import stop_runtime
 from cli.exit_codes import exit_code_for
 from cli.load_cmd import parse_duration
 from config.settings import OllmSettings
 from pipeline.errors import OllmError
 from pipeline.load_harness import LoadFailedError
+from pipeline.runtime import create_runtime
 from pipeline.session_store import SessionStore
 from tests.batch.conftest import OLLM_MAIN, REPO, expected_answer, ollm
 from tests.fake_ollama import FakeOllama
@@ -303,3 +306,8 @@ def test_load_through_the_ollm_command(tmp_path: Path) -> None:
     assert orjson.loads(result.stdout)["verification"]["foundMessages"] == 8
     bad = ollm("soak", "-d", "soon", cwd=tmp_path, env={"OLLM_HOME": str(tmp_path / "home")})
     assert bad.returncode == 1 and "'soon' is not a duration" in bad.stderr
+
+
+def test_cleaning_up_after_a_failed_start_never_hides_the_failure(workspace: Path) -> None:
+    never_started = create_runtime(OllmSettings(), workspace, kind="inprocess")
+    asyncio.run(stop_runtime(never_started, started=False))  # whatever shutdown makes of it
