@@ -33,11 +33,11 @@ import fcntl
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Literal, TypeVar
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
@@ -477,7 +477,7 @@ class BatchRunner:
             len(self.states),
         )
 
-    async def _worker(self, pending: Any) -> None:
+    async def _worker(self, pending: Iterator[BatchConversation]) -> None:
         for conversation in pending:
             if self._stopping:
                 return
@@ -496,7 +496,7 @@ class BatchRunner:
         except asyncio.CancelledError:
             raise
         except Exception as error:
-            message = redact(str(error)) if isinstance(error, OllmError) else repr(error)
+            message = str(error) if isinstance(error, OllmError) else repr(error)
             logger.warning(
                 "batch %s: conversation %s failed: %s",
                 self.script.name,

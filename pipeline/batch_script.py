@@ -139,12 +139,13 @@ class BatchScript(BaseModel):
 
     @property
     def digest(self) -> str:
-        """A fingerprint of what the batch sends (``--resume-batch`` refuses a changed script)."""
+        """A fingerprint of what the batch sends and how it tags it (``--resume-batch``
+        refuses a changed script)."""
         payload = [
             [c.id, c.model, c.system_prompt, [i.model_dump() for i in c.context], c.messages]
             for c in self.conversations
         ]
-        return hashlib.sha256(orjson.dumps([self.provider, payload])).hexdigest()
+        return hashlib.sha256(orjson.dumps([self.name, self.provider, payload])).hexdigest()
 
     @property
     def turns(self) -> int:
