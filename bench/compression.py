@@ -183,13 +183,94 @@ def compression_figure(reps: int) -> None:
     print(f"  emergency_truncate, 1000 messages (160K tokens):   {emergency_ms:8.2f} ms")
 
 
-def turn_latency_figure() -> None:
+SUMMARY_SECONDS = 3.0
+
+
+async def _turn_latencies(turns: int, *, compress: bool) -> tuple[list[float], int]:
+    """Turn latencies (ms) of one long conversation with the simulated model at
+    50 ms, in-process, and how many compressions finished."""
+    import tempfile
+    from pathlib import Path
+
+    from config.settings import OllmSettings
+    from pipeline.coordinator import Coordinator
+    from pipeline.runtime import LocalService, create_runtime
+
+    with tempfile.TemporaryDirectory(dir=Path.cwd()) as folder:
+        home = Path(folder)
+        settings = OllmSettings()
+        settings.services.session.data_dir = home / "sessions"
+        settings.snapshots.data_dir = home / "snapshots"
+        settings.provider.name = "simulated"
+        settings.provider.simulated.latency_ms = 50
+        settings.provider.simulated.output_tokens = 60
+        settings.provider.simulated.context_window = 8192
+        settings.services.context.load_project_files = False
+        settings.services.compression.enabled = compress
+        settings.services.compression.preserve_recent = 512
+        runtime = create_runtime(settings, home, kind="inprocess")
+        await runtime.start()
+
+        def slow_summary(prompt: str, max_tokens: int) -> str:
+            time.sleep(SUMMARY_SECONDS)
+            return "Goal: answer the questions. State: " + _text(len(prompt), 30)
+
+        for service in runtime.compression:
+            assert isinstance(service, LocalService)
+            service.obj.service.summarize_fn = slow_summary
+        finished = 0
+
+        def count(event: object) -> None:
+            nonlocal finished
+            finished += 1
+
+        try:
+            coordinator = Coordinator(runtime, settings, workspace=home)
+            coordinator.events.subscribe(count, {"compression:finished"})
+            sid = await coordinator.start_session()
+            latencies = []
+            for index in range(turns):
+                start = time.perf_counter()
+                await coordinator.run_turn(sid, f"question {index}: {_text(index, 12)}")
+                latencies.append((time.perf_counter() - start) * 1000)
+            await coordinator.end_session(sid)
+        finally:
+            await runtime.shutdown()
+        return latencies, finished
+
+
+def turn_latency_figure(turns: int = 150) -> None:
     """Turn latency p50/p99 with a 3-second summarizer against compression off.
 
-    To be written with the pipeline coordinator (it needs real turns through the
-    runtime); until then this figure is reported as not measured.
+    Both runs are the same conversation with the simulated model at 50 ms, in
+    one process; with compression on, summaries run in the background and a
+    turn never waits for one (target: at most 1.1 times the latency with
+    compression off).
     """
-    print("turn latency: not measured yet (needs the pipeline coordinator's turn loop)")
+    import asyncio
+
+    off, _ = asyncio.run(_turn_latencies(turns, compress=False))
+    on, compressions = asyncio.run(_turn_latencies(turns, compress=True))
+
+    def pct(values: list[float], share: float) -> float:
+        ordered = sorted(values)
+        return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+    print(
+        f"turn latency over {turns} turns, simulated model at 50 ms, "
+        f"summarizer {SUMMARY_SECONDS:.0f} s:"
+    )
+    print(
+        f"  compression off   p50 {statistics.median(off):7.1f} ms   p99 {pct(off, 0.99):7.1f} ms"
+    )
+    print(
+        f"  compression on    p50 {statistics.median(on):7.1f} ms   p99 {pct(on, 0.99):7.1f} ms"
+        f"   ({compressions} compressions finished in the background)"
+    )
+    p50 = statistics.median(on) / statistics.median(off)
+    p99 = pct(on, 0.99) / pct(off, 0.99)
+    verdict = "PASS" if max(p50, p99) <= 1.1 else "FAIL"
+    print(f"  ratio p50 {p50:.2f}, p99 {p99:.2f} (target <= 1.1): {verdict}")
 
 
 def main() -> None:

@@ -546,7 +546,8 @@ class Coordinator:
         self, conversation: Conversation, *, force: bool = False, focus: str | None = None
     ) -> None:
         settings = self.settings.services.compression
-        if conversation.compression is not None and not conversation.compression.done():
+        self._apply_ready_compression(conversation)  # a finished result is never dropped
+        if conversation.compression is not None:
             return
         if not force:
             if not settings.enabled:
