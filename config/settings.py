@@ -294,18 +294,22 @@ class ToolSettings(ConfigModel):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
 
 
+HookEvent = Literal[
+    "session:start",
+    "session:end",
+    "session:message",
+    "tool:call",
+    "loop:detected",
+    "compression:started",
+    "compression:finished",
+]
+"""The pipeline events a hook can be run on (spec 004's lifecycle hooks)."""
+
+
 class HookSettings(ConfigModel):
     """One lifecycle hook: ``command`` runs on ``event`` with the event as JSON on stdin."""
 
-    event: Literal[
-        "session:start",
-        "session:end",
-        "session:message",
-        "tool:call",
-        "loop:detected",
-        "compression:started",
-        "compression:finished",
-    ]
+    event: HookEvent
     command: str
     timeout_s: Annotated[float, Field(gt=0)] = 10.0
     priority: int = 50

@@ -20,21 +20,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from config.settings import HookEvent
 from pipeline.records import now_iso
 
 logger = logging.getLogger(__name__)
 
-EventKind = Literal[
-    "session:start",
-    "session:end",
-    "session:message",
-    "tool:call",
-    "loop:detected",
-    "compression:started",
-    "compression:finished",
-    "model:text",
-    "pipeline:status",
-]
+EventKind = Literal[HookEvent, "model:text", "pipeline:status"]
 
 
 class PipelineEvent(BaseModel):
