@@ -89,6 +89,14 @@ ConcurrencyOption = Annotated[
     int, typer.Option("--concurrency", "-c", min=1, help="Conversations running at once.")
 ]
 TurnsOption = Annotated[int, typer.Option("--turns", "-t", min=1, help="Turns per conversation.")]
+WarmupOption = Annotated[
+    int,
+    typer.Option(
+        "--warmup",
+        min=0,
+        help="Turns of an unmeasured first conversation (fresh actors load code and caches).",
+    ),
+]
 KeepOption = Annotated[
     bool,
     typer.Option("--keep-sessions", help="Keep the run's sessions (always kept when it fails)."),
@@ -219,6 +227,7 @@ def load(
     ] = 20,
     turns: TurnsOption = 5,
     concurrency: ConcurrencyOption = 8,
+    warmup: WarmupOption = 2,
     provider: ProviderOption = None,
     model: ModelOption = None,
     latency_ms: LatencyOption = None,
@@ -237,7 +246,9 @@ def load(
 
     Example: `ollm load -n 200 -t 5 -c 32 --latency-ms 50 --runtime inprocess --json`
     """
-    options = HarnessOptions(conversations=conversations, turns=turns, concurrency=concurrency)
+    options = HarnessOptions(
+        conversations=conversations, turns=turns, concurrency=concurrency, warmup_turns=warmup
+    )
     run_dir = ollm_home() / "load" / options.tag
     settings = _settings(
         provider=provider,
@@ -262,6 +273,7 @@ def soak(
     ],
     concurrency: ConcurrencyOption = 8,
     turns: TurnsOption = 10,
+    warmup: WarmupOption = 2,
     sample_every: Annotated[
         str, typer.Option("--sample-every", help="Interval between samples (default 5s).")
     ] = "5s",
@@ -327,6 +339,7 @@ def soak(
         duration_s=parse_duration(duration),
         concurrency=concurrency,
         turns=turns,
+        warmup_turns=warmup,
         sample_interval_s=parse_duration(sample_every),
         kill_every_s=parse_duration(kill_actor_every) if kill_actor_every else None,
         kill_targets=kill_target or None,
@@ -369,9 +382,10 @@ def _print_report(report: LoadReport) -> None:
     table.add_column()
     model = f" ({report.model_latency_ms:g} ms per answer)" if report.model_latency_ms else ""
     table.add_row("runtime / provider", f"{report.runtime} / {report.provider}{model}")
+    warmup = f" (after {report.warmup_turns} warm-up turns)" if report.warmup_turns else ""
     table.add_row(
         "conversations × turns @ concurrency",
-        f"{report.conversations} × {report.turns_per_conversation} @ {report.concurrency}",
+        f"{report.conversations} × {report.turns_per_conversation} @ {report.concurrency}" + warmup,
     )
     table.add_row(
         "turns (failed, retried)",

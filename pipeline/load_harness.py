@@ -8,6 +8,9 @@ the latency of the turns of that interval; it can kill an actor every S
 seconds (Ray restarts it), choosing a moment when it is serving a call so
 that the fault hits work in flight, to show that nothing is lost.
 
+A warm-up conversation (``warmup_turns``, not measured) can run first, so
+that loading code and caches in fresh actors does not count as latency.
+
 Both end with a verification pass: every message the harness sent and every
 answer it received must be in the recorded sessions, in order. A turn that
 failed because an actor died is retried; its first attempt may have left its
@@ -359,6 +362,7 @@ class HarnessOptions(HarnessModel):
     conversations: Annotated[int, Field(ge=1)] | None = None
     duration_s: Annotated[float, Field(gt=0)] | None = None
     turns: Annotated[int, Field(ge=1)] = 3
+    warmup_turns: Annotated[int, Field(ge=0)] = 0
     concurrency: Annotated[int, Field(ge=1)] = 8
     sample_interval_s: Annotated[float, Field(gt=0)] = 1.0
     kill_every_s: Annotated[float, Field(gt=0)] | None = None
@@ -382,7 +386,8 @@ class HarnessRun:
     runtime_kind: str
     elapsed_s: float
     latencies_ms: list[float]
-    transcripts: list[Transcript]
+    transcripts: list[Transcript]  # the warm-up's too: it is verified like the others
+    measured_conversations: int
     failed_turns: int
     retried_turns: int
     errors: list[str]
@@ -408,6 +413,7 @@ class LoadHarness:
         self.on_turn = on_turn
         self._latencies: list[tuple[float, float]] = []  # (finished at, ms)
         self._transcripts: list[Transcript] = []
+        self._warmup: list[Transcript] = []
         self._failed = 0
         self._retried = 0
         self._errors: list[str] = []
@@ -437,6 +443,8 @@ class LoadHarness:
                 "--kill-actor-every needs the Ray runtime (in-process services cannot be killed)",
                 hint="drop --runtime inprocess, or drop --kill-actor-every",
             )
+        if self.options.warmup_turns:
+            await self._conversation(0, warmup=True)  # first calls load code and caches
         self._started = time.monotonic()
         if self.options.duration_s is not None:
             self._deadline = self._started + self.options.duration_s
@@ -466,7 +474,8 @@ class LoadHarness:
             runtime_kind=self.runtime.kind,
             elapsed_s=elapsed,
             latencies_ms=[ms for _, ms in self._latencies],
-            transcripts=[t for t in self._transcripts if t.exchanges],
+            transcripts=[t for t in [*self._warmup, *self._transcripts] if t.exchanges],
+            measured_conversations=sum(1 for t in self._transcripts if t.exchanges),
             failed_turns=self._failed,
             retried_turns=self._retried,
             errors=self._errors[:MISSING_SHOWN],
@@ -498,7 +507,8 @@ class LoadHarness:
                 return
             await self._conversation(number)
 
-    async def _conversation(self, number: int) -> None:
+    async def _conversation(self, number: int, *, warmup: bool = False) -> None:
+        turns = self.options.warmup_turns if warmup else self.options.turns
         try:
             session_id: str = await self._retrying(
                 partial(
@@ -508,13 +518,13 @@ class LoadHarness:
                 )
             )
         except OllmError as error:
-            self._failed += self.options.turns
+            self._failed += turns
             self._errors.append(f"conversation {number} could not start: {error.message}")
             return
         transcript = Transcript(session_id=session_id)
-        self._transcripts.append(transcript)
+        (self._warmup if warmup else self._transcripts).append(transcript)
         try:
-            for turn in range(1, self.options.turns + 1):
+            for turn in range(1, turns + 1):
                 if self._over():
                     return
                 text = self._message(number, turn)
@@ -528,8 +538,10 @@ class LoadHarness:
                     self._errors.append(f"{session_id} turn {turn}: {error.message}")
                     continue
                 latency_ms = (time.perf_counter() - started) * 1000
-                self._latencies.append((time.monotonic(), latency_ms))
                 transcript.exchanges.append(Exchange(sent=text, answer=result.answer))
+                if warmup:
+                    continue
+                self._latencies.append((time.monotonic(), latency_ms))
                 if self.on_turn is not None:
                     self.on_turn(len(self._latencies))
         finally:
@@ -645,6 +657,7 @@ class LoadReport(HarnessModel):
     conversations: int
     turns_per_conversation: int
     concurrency: int
+    warmup_turns: int = 0
     turns: int
     failed_turns: int
     retried_turns: int
@@ -759,9 +772,10 @@ def build_report(
         runtime=run.runtime_kind,
         provider=provider,
         model_latency_ms=model_latency_ms,
-        conversations=len(run.transcripts),
+        conversations=run.measured_conversations,
         turns_per_conversation=run.options.turns,
         concurrency=run.options.concurrency,
+        warmup_turns=run.options.warmup_turns,
         turns=len(run.latencies_ms),
         failed_turns=run.failed_turns,
         retried_turns=run.retried_turns,

@@ -225,6 +225,8 @@ def test_load_command_json(here: Path) -> None:
     report = orjson.loads(out)
     assert report["mode"] == "load" and report["verified"] is True
     assert report["turns"] == 6 and report["provider"] == "simulated"
+    assert report["warmupTurns"] == 2  # the default
+    assert report["verification"]["expectedMessages"] == 12 + 4
     assert report["latency"]["p99Ms"] >= report["latency"]["p50Ms"] > 0
     assert report["sessionsDir"] is None
     assert not (Path(os.environ["OLLM_HOME"]) / "load" / report["tag"]).exists()
@@ -239,7 +241,7 @@ def test_load_command_table_keeps_sessions_when_asked(here: Path) -> None:
     assert "turns per second" in out and "verification" in out and "ok" in out
     assert "simulated (1 ms" in out
     kept = list((Path(os.environ["OLLM_HOME"]) / "load").glob("*/sessions/*.json"))
-    assert len(kept) == 2
+    assert len(kept) == 2 + 1  # and the warm-up conversation
 
 
 def test_soak_command_writes_csv_and_chart(here: Path) -> None:
@@ -277,7 +279,7 @@ def test_a_failed_load_lists_its_problems_in_the_table(
     monkeypatch.setenv("OLLM_OLLAMA_HOST", "http://127.0.0.1:9")
     monkeypatch.setenv("OLLM_PROVIDER__OLLAMA__TIMEOUT", "2")
     code, out, err, error = invoke(
-        "load", "-n", "1", "-t", "1", "--runtime", "inprocess",
+        "load", "-n", "1", "-t", "1", "--runtime", "inprocess", "--warmup", "0",
         "--provider", "ollama", "-m", "llama3.2",
     )  # fmt: skip
     assert code == 1 and isinstance(error, LoadFailedError)
@@ -300,6 +302,7 @@ def test_kill_needs_ray_and_durations_are_checked(here: Path) -> None:
 def test_load_through_the_ollm_command(tmp_path: Path) -> None:
     result = ollm(
         "load", "-n", "2", "-t", "2", "--runtime", "inprocess", "--latency-ms", "0", "--json",
+        "--warmup", "0",
         cwd=tmp_path, env={"OLLM_HOME": str(tmp_path / "home")},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr

@@ -194,13 +194,16 @@ async def _load(
 
 def test_load_small_setting_with_verification_pass(workspace: Path) -> None:
     settings = simulated_settings(latency_ms=1)
-    options = HarnessOptions(conversations=6, turns=3, concurrency=3)
+    options = HarnessOptions(conversations=6, turns=3, concurrency=3, warmup_turns=2)
     run, report, sessions = asyncio.run(_load(settings, workspace, options))
     assert report.mode == "load" and report.ok and report.verified
-    assert report.turns == 18 and report.conversations == 6
+    assert report.turns == 18 and report.conversations == 6 and report.warmup_turns == 2
     assert report.failed_turns == 0 and report.retried_turns == 0
-    assert report.verification.expected_messages == 36
-    assert report.verification.found_messages == 36
+    # the warm-up is not measured, but what it sent is verified like the rest
+    assert len(run.transcripts) == 7 and run.measured_conversations == 6
+    assert len(run.transcripts[0].exchanges) == 2
+    assert report.verification.expected_messages == 36 + 4
+    assert report.verification.found_messages == 36 + 4
     assert report.latency.count == 18 and report.latency.p50_ms > 0
     assert report.turns_per_s > 0
     assert {"recording", "provider", "context"} <= set(report.inbox)
