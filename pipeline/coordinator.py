@@ -150,6 +150,7 @@ class Coordinator:
         self._tool_schemas: list[dict[str, Any]] | None = None
         self._schema_tokens = 0
         self._prepared = False
+        self._recovering = False
         self._hook_env: dict[str, str] = {}
         self.hooks = HookRunner(
             [*settings.hooks, *load_extensions().hooks],
@@ -267,23 +268,27 @@ class Coordinator:
     async def run_turn(self, session_id: str, text: str) -> TurnResult:
         """Run one user turn to its end (answer, loop stop, limit, or error)."""
         conversation = self.conversations[session_id]
+        if self._recovering:
+            # an actor died during an earlier turn: wait for Ray to bring it back
+            await asyncio.gather(*(s.wait_alive() for s in self.runtime.services))
+            self._recovering = False
         conversation.turns += 1
         result = TurnResult(
             session_id=session_id, answer="", context_window=conversation.info.context_window
         )
-        user = SessionMessage.user(text)
-        # recording the message and starting the loop detector's count of this
-        # request are independent: one round trip for both
-        _, first = await asyncio.gather(
-            self._record(conversation, user),
-            self.runtime.loop_detection.call("begin_request", session_id),
-        )
-        await self.hooks.settle(session_id)
-        additions = await self.runtime.context.call("additions", session_id)
-        schemas = await self._schemas()
-        conversation.extra_tokens = self._schema_tokens + additions.tokens
-        self._apply_ready_compression(conversation)
         try:
+            user = SessionMessage.user(text)
+            # recording the message and starting the loop detector's count of this
+            # request are independent: one round trip for both
+            _, first = await asyncio.gather(
+                self._record(conversation, user),
+                self.runtime.loop_detection.call("begin_request", session_id),
+            )
+            await self.hooks.settle(session_id)
+            additions = await self.runtime.context.call("additions", session_id)
+            schemas = await self._schemas()
+            conversation.extra_tokens = self._schema_tokens + additions.tokens
+            self._apply_ready_compression(conversation)
             for round_number in range(MAX_TOOL_ROUNDS):
                 event = (
                     first
@@ -313,6 +318,7 @@ class Coordinator:
         except ActorFailedError as error:
             result.stopped = "error"
             result.error = str(error)
+            self._recovering = True
             raise
         finally:
             self._turn_end(conversation, result)
@@ -516,6 +522,7 @@ class Coordinator:
         try:
             await self.runtime.recording.call("end_turn", session_id, tokens)
         except OllmError as error:
+            self._recovering = self._recovering or isinstance(error, ActorFailedError)
             logger.warning("saving session %s at turn end failed: %s", session_id, error)
 
     async def _generate_title(self, conversation: Conversation) -> None:

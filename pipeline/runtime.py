@@ -29,6 +29,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -99,6 +100,10 @@ class Service(ABC):
     def _stream(
         self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> AsyncIterator[Any]: ...
+
+    async def wait_alive(self, timeout: float = 60.0) -> None:
+        """Wait until the actor answers (after a restart), up to ``timeout`` seconds."""
+        await self.call("ping")
 
     @abstractmethod
     async def kill(self) -> None:
@@ -204,6 +209,22 @@ class RayService(Service):
             raise _unwrap(exc) from None
         except RayActorError as exc:
             raise self._failed(exc) from None
+
+    async def wait_alive(self, timeout: float = 60.0) -> None:
+        """Ping until the actor answers: a restarting actor is unavailable for a while."""
+        from ray.exceptions import RayActorError
+
+        deadline = time.monotonic() + timeout
+        delay = 0.05
+        while True:
+            try:
+                await self.handle.ping.remote()
+                return
+            except RayActorError:
+                if time.monotonic() >= deadline:
+                    raise self._failed(TimeoutError("no answer after a restart")) from None
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
 
     async def kill(self) -> None:
         import ray
