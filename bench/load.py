@@ -9,7 +9,8 @@ the model alone costs; the pipeline's overhead is the difference.
 
 Then, per runtime, it climbs the concurrency ladder (1, 2, 4, ... 256) and
 reports the largest concurrency at which p99 stays under twice the model's
-latency (the climb stops at the first level that misses).
+latency (the climb stops at the first level that misses twice: a miss is
+measured again, since a shared machine has busy moments).
 
 ``--quick`` runs fewer conversations and turns, and a shorter ladder.
 """
@@ -17,6 +18,7 @@ latency (the climb stops at the first level that misses).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -62,10 +64,12 @@ class Figures:
 
 
 def _shape(concurrency: int, quick: bool) -> tuple[int, int]:
-    """Conversations and turns: every worker busy for several turns."""
-    if quick:
-        return max(concurrency, 2), 2
-    return max(2 * concurrency, 8), 5
+    """Conversations and turns: every worker busy for several turns, and enough turns
+    (200, or 40 with --quick) that p99 is not just the slowest one."""
+    conversations = max(concurrency, 2) if quick else max(2 * concurrency, 8)
+    least_turns = 2 if quick else 5
+    wanted = 40 if quick else 200
+    return conversations, max(least_turns, math.ceil(wanted / conversations))
 
 
 def run_load(kind: str, concurrency: int, quick: bool, home: Path) -> Figures:
@@ -173,6 +177,12 @@ def main(argv: list[str] | None = None) -> None:
             best: Figures | None = None
             for concurrency in ladder:
                 figures = measure(kind, concurrency)
+                if figures.p99 >= limit:  # a miss is measured again: the machine may be busy
+                    figures = run_load(kind, concurrency, options.quick, home)
+                    measured[kind, concurrency] = min(
+                        figures, measured[kind, concurrency], key=lambda f: f.p99
+                    )
+                    figures = measured[kind, concurrency]
                 if figures.p99 >= limit:
                     break
                 best = figures

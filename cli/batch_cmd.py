@@ -200,6 +200,8 @@ async def _run(
         with status:
             await runtime.start()
         started = True
+        for task in (conversations, turns):
+            progress.reset(task)  # the clock starts with the batch, not with the pipeline
         coordinator = Coordinator(runtime, settings, workspace=workspace, ask=None)
         runners.append(
             BatchRunner(

@@ -184,6 +184,7 @@ async def run_harness(
     try:
         await runtime.start()
         started = True
+        progress.reset(task)  # the clock starts with the load, not with the pipeline
         coordinator = Coordinator(runtime, settings, workspace=workspace, ask=None)
         harnesses.append(
             LoadHarness(
