@@ -24,6 +24,8 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
+
 from config.settings import SimulatedSettings
 from pipeline.providers.base import ChatRequest, ModelInfo, Provider, StreamChunk
 from pipeline.records import SessionMessage, TextPart, ToolCallPart, ToolResultPart
@@ -102,7 +104,8 @@ class SimulatedProvider(Provider):
         last_user = next(
             (_message_text(m) for m in reversed(request.messages) if m.role == "user"), ""
         )
-        prompt_tokens = estimate_tokens(request.system_prompt + str(request.tools)) + sum(
+        schemas = orjson.dumps(request.tools).decode() if request.tools else ""
+        prompt_tokens = estimate_tokens(request.system_prompt + schemas) + sum(
             estimate_tokens(_message_text(m)) for m in request.messages
         )
         every = self.settings.tool_call_every

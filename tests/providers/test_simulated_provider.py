@@ -164,3 +164,12 @@ def test_hundreds_of_concurrent_conversations() -> None:
         thread.join()
     assert len(results) == 200
     assert all(len(text.split()) == 16 for text in results)
+
+
+def test_token_counts_include_the_tool_schemas() -> None:
+    tool = {"type": "function", "function": {"name": "read_file", "parameters": {}}}
+    bare = ChatRequest(model="simulated", messages=[SessionMessage.user("hi")])
+    with_tools = bare.model_copy(update={"tools": [tool] * 10})
+    base = list(_provider().chat(bare))[-1].prompt_tokens or 0
+    more = list(_provider().chat(with_tools))[-1].prompt_tokens or 0
+    assert more > base + 100
