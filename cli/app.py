@@ -12,7 +12,17 @@ import sys
 
 import typer
 
-from cli import config_cmd, env_cmd, extensions_cmd, files_cmd, run_cmd, sessions_cmd, snapshots_cmd
+from cli import (
+    batch_cmd,
+    config_cmd,
+    env_cmd,
+    extensions_cmd,
+    files_cmd,
+    load_cmd,
+    run_cmd,
+    sessions_cmd,
+    snapshots_cmd,
+)
 from cli.exit_codes import EXIT_CODES_HELP, exit_code_for
 from cli.output import print_error
 from pipeline.errors import OllmError
@@ -30,6 +40,8 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 run_cmd.register(app)
+batch_cmd.register(app)
+load_cmd.register(app)
 app.add_typer(sessions_cmd.app, name="sessions")
 app.add_typer(snapshots_cmd.app, name="snapshots")
 app.add_typer(config_cmd.app, name="config")
