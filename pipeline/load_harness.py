@@ -54,6 +54,7 @@ from config.settings import OllmSettings
 from pipeline.coordinator import Coordinator, TurnResult
 from pipeline.errors import ActorFailedError, OllmError
 from pipeline.records import Session
+from pipeline.redaction import redact
 from pipeline.runtime import Runtime, Service
 
 logger = logging.getLogger(__name__)
@@ -517,9 +518,9 @@ class LoadHarness:
                     tags=[self.options.tag],
                 )
             )
-        except OllmError as error:
+        except Exception as error:  # counted and reported: a load test outlives its failures
             self._failed += turns
-            self._errors.append(f"conversation {number} could not start: {error.message}")
+            self._errors.append(f"conversation {number} could not start: {_describe(error)}")
             return
         transcript = Transcript(session_id=session_id)
         (self._warmup if warmup else self._transcripts).append(transcript)
@@ -533,9 +534,9 @@ class LoadHarness:
                     result: TurnResult = await self._retrying(
                         partial(self.coordinator.run_turn, session_id, text)
                     )
-                except OllmError as error:
+                except Exception as error:
                     self._failed += 1
-                    self._errors.append(f"{session_id} turn {turn}: {error.message}")
+                    self._errors.append(f"{session_id} turn {turn}: {_describe(error)}")
                     continue
                 latency_ms = (time.perf_counter() - started) * 1000
                 transcript.exchanges.append(Exchange(sent=text, answer=result.answer))
@@ -547,8 +548,8 @@ class LoadHarness:
         finally:
             try:
                 await self._retrying(partial(self.coordinator.end_session, session_id))
-            except OllmError as error:
-                logger.warning("ending load session %s failed: %s", session_id, error)
+            except Exception as error:
+                logger.warning("ending load session %s failed: %s", session_id, _describe(error))
 
     async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """Run ``attempt``, again after a pause while an actor restarts (within the budget)."""
@@ -641,6 +642,13 @@ class LoadHarness:
         deadline = time.monotonic() + KILL_WAIT_S
         while target.inflight == 0 and time.monotonic() < deadline and not self._over():
             await asyncio.sleep(0.002)
+
+
+def _describe(error: Exception) -> str:
+    """What went wrong, for the report: an OllmError's message, else the exception's type too."""
+    if isinstance(error, OllmError):
+        return error.message
+    return redact(f"{type(error).__name__}: {error}")
 
 
 # ------------------------------------------------------------------ report

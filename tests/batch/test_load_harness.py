@@ -374,3 +374,15 @@ def test_short_soak_with_an_injected_actor_kill_loses_nothing(
     chart = tmp_path / "soak.png"
     draw_chart(report.samples, report.kills, chart)
     assert chart.stat().st_size > 0
+
+
+def test_failures_are_described_by_type_and_never_show_a_secret() -> None:
+    from pipeline.load_harness import _describe
+
+    assert _describe(OllmError("the provider stopped", hint="restart it")) == (
+        "the provider stopped"
+    )
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    described = _describe(ValueError(f"bad token {secret}"))
+    assert described.startswith("ValueError: bad token")
+    assert secret not in described
