@@ -393,7 +393,9 @@ class RayRuntime(Runtime):
         rt = self.settings.runtime
         made = {}
         for name, (cls, args) in _shells(self.settings, self.workspace).items():
-            concurrency = 256 if name in {"recording", "provider"} else 32
+            # recording waits on fsyncs and the provider on the model: many calls at
+            # once; the CPU-only services answer fastest one call at a time
+            concurrency = 256 if name in {"recording", "provider"} else 1
             made[name] = RayService(
                 name, self._actor(cls, args, cpus=0, concurrency=concurrency), limit
             )
