@@ -41,12 +41,7 @@ CONCURRENCIES = (1, 16, 128)
 LADDER = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 QUICK_LADDER = (1, 4, 16, 64, 128)
 RUNTIMES = ("inprocess", "ray")
-OLLM = (
-    "from cli.app import app, main\n"
-    "from cli import load_cmd\n"
-    "if 'load' not in {c.name for c in app.registered_commands}: load_cmd.register(app)\n"
-    "main()\n"
-)
+OLLM = "from cli.app import main; main()"
 
 
 @dataclass

@@ -21,16 +21,8 @@ from pipeline.runtime import RuntimeKind, create_runtime
 
 REPO = Path(__file__).resolve().parents[2]
 
-# The `ollm` command as users run it, with batch/load/soak registered even
-# before cli/app.py wires them (registering twice is avoided once it does).
-OLLM_MAIN = (
-    "from cli.app import app, main\n"
-    "from cli import batch_cmd, load_cmd\n"
-    "names = {c.name for c in app.registered_commands}\n"
-    "if 'batch' not in names: batch_cmd.register(app)\n"
-    "if 'load' not in names: load_cmd.register(app)\n"
-    "main()\n"
-)
+# The `ollm` command as users run it.
+OLLM_MAIN = "from cli.app import main; main()"
 
 
 @pytest.fixture
