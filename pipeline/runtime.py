@@ -289,7 +289,9 @@ class Runtime(ABC):
         """Close the services (saving every open session) and stop the actors."""
 
     async def _close_services(self) -> None:
-        for service in [self.recording, self.provider, *self.compression]:
+        # after a failed start some services may not exist: close those that do
+        started = [getattr(self, name, None) for name in ("recording", "provider")]
+        for service in [s for s in (*started, *self.compression) if s is not None]:
             try:
                 await service.call("close")
             except Exception as exc:  # closing is best effort; the store recovers on open
