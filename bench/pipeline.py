@@ -17,6 +17,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from config.settings import OllmSettings
 from pipeline.coordinator import Coordinator
@@ -33,7 +34,7 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-async def measure(turns: int, home: Path) -> tuple[list[float], list[float], list[float]]:
+async def measure(turns: int, home: Path) -> tuple[list[float], list[float]]:
     import ray
 
     settings = OllmSettings()
@@ -47,7 +48,7 @@ async def measure(turns: int, home: Path) -> tuple[list[float], list[float], lis
     runtime = create_runtime(settings, home, kind="ray")
     await runtime.start()
     try:
-        echo = ray.remote(_Echo).remote()
+        echo: Any = ray.remote(_Echo).remote()
         await echo.ping.remote()
         raw = []
         for _ in range(max(200, turns)):
@@ -63,12 +64,11 @@ async def measure(turns: int, home: Path) -> tuple[list[float], list[float], lis
             start = time.perf_counter()
             await coordinator.run_turn(sid, f"question {index}")
             plain.append((time.perf_counter() - start) * 1000)
-        settings.provider.simulated.tool_call_every = 1
         await coordinator.end_session(sid)
         ray.kill(echo)
     finally:
         await runtime.shutdown()
-    return raw, plain, []
+    return raw, plain
 
 
 def main() -> None:
@@ -76,7 +76,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=200)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as folder:
-        raw, plain, _ = asyncio.run(measure(args.turns, Path(folder)))
+        raw, plain = asyncio.run(measure(args.turns, Path(folder)))
     raw_p50, raw_p99 = statistics.median(raw), percentile(raw, 0.99)
     p50, p99 = statistics.median(plain), percentile(plain, 0.99)
     print(f"{'figure':<44}{'p50 ms':>10}{'p99 ms':>10}")
