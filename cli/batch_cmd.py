@@ -26,8 +26,13 @@ from rich.table import Table
 
 from cli.exit_codes import EXIT_CODES_HELP
 from cli.output import console, err_console, print_json
-from cli.overrides import apply_overrides
-from cli.run_cmd import ProviderChoice, RuntimeChoice
+from cli.overrides import (
+    NoLoopDetectionOption,
+    ProviderChoice,
+    RayAddressOption,
+    RuntimeOption,
+    apply_overrides,
+)
 from cli.state import loaded_settings
 from config.settings import OllmSettings
 from pipeline.batch_runner import BatchProgress, BatchReport, BatchRunner, batch_failure
@@ -82,17 +87,9 @@ def batch(
         ProviderChoice | None,
         typer.Option("--provider", help="Model provider (default: the script's, then config)."),
     ] = None,
-    runtime: Annotated[
-        RuntimeChoice | None,
-        typer.Option("--runtime", help="Where the services run (default from config: ray)."),
-    ] = None,
-    ray_address: Annotated[
-        str | None,
-        typer.Option("--ray-address", help="Run on this Ray cluster (e.g. 10.0.0.5:6379)."),
-    ] = None,
-    no_loop_detection: Annotated[
-        bool, typer.Option("--no-loop-detection", help="Turn loop detection off.")
-    ] = False,
+    runtime: RuntimeOption = None,
+    ray_address: RayAddressOption = None,
+    no_loop_detection: NoLoopDetectionOption = False,
     json_output: Annotated[
         bool, typer.Option("--json", help="Print the report (with every result) as JSON.")
     ] = False,

@@ -33,8 +33,13 @@ from rich.table import Table
 from cli.batch_cmd import stop_runtime
 from cli.exit_codes import EXIT_CODES_HELP
 from cli.output import console, err_console, print_json
-from cli.overrides import apply_overrides
-from cli.run_cmd import ProviderChoice, RuntimeChoice
+from cli.overrides import (
+    ProviderChoice,
+    RayAddressOption,
+    RuntimeChoice,
+    RuntimeOption,
+    apply_overrides,
+)
 from cli.state import loaded_settings
 from config.paths import ollm_home
 from config.settings import OllmSettings
@@ -77,13 +82,6 @@ ToolEveryOption = Annotated[
     typer.Option(
         "--tool-call-every", min=0, help="Simulated model: ask for a tool every Nth request."
     ),
-]
-RuntimeOption = Annotated[
-    RuntimeChoice | None,
-    typer.Option("--runtime", help="Where the services run (default from config: ray)."),
-]
-RayAddressOption = Annotated[
-    str | None, typer.Option("--ray-address", help="Run on this Ray cluster.")
 ]
 ConcurrencyOption = Annotated[
     int, typer.Option("--concurrency", "-c", min=1, help="Conversations running at once.")

@@ -1,10 +1,39 @@
-"""Command-line flags that override the loaded settings for one invocation."""
+"""Command-line flags that override the loaded settings for one invocation, and
+the options ``ollm run``, ``batch``, ``load`` and ``soak`` share to set them."""
 
 from __future__ import annotations
 
-from typing import Any
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
 
 from config.settings import OllmSettings
+
+
+class ProviderChoice(StrEnum):
+    auto = "auto"
+    ollama = "ollama"
+    embedded = "embedded"
+    simulated = "simulated"
+
+
+class RuntimeChoice(StrEnum):
+    ray = "ray"
+    inprocess = "inprocess"
+
+
+RuntimeOption = Annotated[
+    RuntimeChoice | None,
+    typer.Option("--runtime", help="Where the services run (default from config: ray)."),
+]
+RayAddressOption = Annotated[
+    str | None,
+    typer.Option("--ray-address", help="Run on this Ray cluster instead of starting one."),
+]
+NoLoopDetectionOption = Annotated[
+    bool, typer.Option("--no-loop-detection", help="Turn loop detection off.")
+]
 
 
 def apply_overrides(

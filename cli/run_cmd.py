@@ -8,7 +8,6 @@ keeps every service in this process. Every message is recorded as it happens.
 from __future__ import annotations
 
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,24 +18,18 @@ from cli.chat_repl import ChatRepl
 from cli.exit_codes import EXIT_CODES_HELP
 from cli.loop_thread import LoopThread
 from cli.output import console, err_console, print_json
-from cli.overrides import apply_overrides
+from cli.overrides import (
+    NoLoopDetectionOption,
+    ProviderChoice,
+    RayAddressOption,
+    RuntimeOption,
+    apply_overrides,
+)
 from cli.state import loaded_settings
 from pipeline.coordinator import Coordinator, raise_if_stopped
 from pipeline.errors import SessionNotFoundError, UsageError
 from pipeline.events import EventBus, LoopDetectedEvent, PipelineEvent
 from pipeline.runtime import create_runtime
-
-
-class ProviderChoice(StrEnum):
-    auto = "auto"
-    ollama = "ollama"
-    embedded = "embedded"
-    simulated = "simulated"
-
-
-class RuntimeChoice(StrEnum):
-    ray = "ray"
-    inprocess = "inprocess"
 
 
 def run(
@@ -72,17 +65,9 @@ def run(
         ProviderChoice | None,
         typer.Option("--provider", help="Model provider (default from config: auto)."),
     ] = None,
-    runtime: Annotated[
-        RuntimeChoice | None,
-        typer.Option("--runtime", help="Where the services run (default from config: ray)."),
-    ] = None,
-    ray_address: Annotated[
-        str | None,
-        typer.Option("--ray-address", help="Join this Ray cluster instead of starting one."),
-    ] = None,
-    no_loop_detection: Annotated[
-        bool, typer.Option("--no-loop-detection", help="Turn loop detection off.")
-    ] = False,
+    runtime: RuntimeOption = None,
+    ray_address: RayAddressOption = None,
+    no_loop_detection: NoLoopDetectionOption = False,
     json_output: Annotated[
         bool, typer.Option("--json", help="With -p: print the turn result as JSON.")
     ] = False,
