@@ -438,6 +438,8 @@ def _print_report(report: LoadReport) -> None:
                 "[red]yes[/]" if trend.climbing else "no",
             )
         console.print(trends)
+    elif report.mode == "soak":
+        console.print("[dim]trends: too few samples to judge; run longer or sample more often[/]")
     for problem in report.problems:
         err_console.print(f"[red]problem:[/] {escape(problem)}")
 
