@@ -13,6 +13,7 @@ from pipeline.providers.base import ChatRequest, ModelInfo, Provider, StreamChun
 from pipeline.providers.factory import create_provider
 
 COALESCE_S = 0.03
+FIRST_COALESCE_S = 0.005
 
 
 def _join(first: StreamChunk, second: StreamChunk) -> StreamChunk:
@@ -49,7 +50,8 @@ class ProviderShell(ShellBase):
 
         Every yielded item is a round trip for the caller on Ray, and a fast
         model (or the simulated one) sends many tiny chunks. A chunk is held at
-        most ``COALESCE_S`` for others to join it; the first and the last go at once.
+        most ``COALESCE_S`` for others to join it (the first one ``FIRST_COALESCE_S``),
+        and the last goes at once.
         """
         pending: queue.SimpleQueue[StreamChunk | BaseException | None] = queue.SimpleQueue()
         stop = threading.Event()
@@ -86,8 +88,13 @@ class ProviderShell(ShellBase):
                     held, deadline = item, time.monotonic() + COALESCE_S
                 else:
                     held = _join(held, item)
-                if item.done or first:  # the first words show at once
+                if first and not item.done:
+                    # the first words show almost at once; what follows within a few
+                    # milliseconds (a fast model) joins them
                     first = False
+                    deadline = time.monotonic() + FIRST_COALESCE_S
+                    continue
+                if item.done:
                     yield held
                     held = None
             if held is not None:

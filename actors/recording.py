@@ -58,6 +58,23 @@ class RecordingShell(ShellBase):
             call = redact_record(call, self.redactor)
         self.store.record_tool_call(session_id, call)
 
+    def record_answer(
+        self,
+        session_id: str,
+        message: SessionMessage,
+        *,
+        prompt_tokens: int,
+        completion_tokens: int,
+    ) -> None:
+        """The model's answer and the usage the server reported: one call, one fsync."""
+        self.store.add_usage(
+            session_id,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            durable=False,
+        )
+        self.record_message(session_id, message)
+
     def add_usage(self, session_id: str, *, prompt_tokens: int, completion_tokens: int) -> None:
         self.store.add_usage(
             session_id, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
@@ -77,8 +94,8 @@ class RecordingShell(ShellBase):
 
     def end_turn(self, session_id: str, token_count: int) -> None:
         """Turn end: keep the context's token count and bring the file up to date."""
-        self.store.set_token_count(session_id, token_count)
-        self.store.save_session(session_id)
+        self.store.set_token_count(session_id, token_count, durable=False)
+        self.store.save_session(session_id)  # the file it writes holds the count
 
     def save_session(self, session_id: str) -> None:
         if self.store.is_open(session_id):

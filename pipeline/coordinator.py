@@ -117,6 +117,7 @@ class Conversation:
     compression: asyncio.Task[CompressionResult | None] | None = None
     title: asyncio.Task[None] | None = None
     extra_tokens: int = 0
+    usage: tuple[int, int] = (0, 0)
     background: set[asyncio.Task[Any]] = field(default_factory=set)
 
 
@@ -354,6 +355,32 @@ class Coordinator:
             )
         )
 
+    async def _record_answer(self, conversation: Conversation, parts: list[Any]) -> None:
+        """The assistant's message and the usage the server reported, in one call."""
+        prompt, completion = conversation.usage
+        conversation.usage = (0, 0)
+        if not parts:
+            if prompt or completion:
+                await self.runtime.recording.call(
+                    "add_usage",
+                    conversation.session_id,
+                    prompt_tokens=prompt,
+                    completion_tokens=completion,
+                )
+            return
+        message = SessionMessage(role="assistant", parts=parts)
+        await self.runtime.recording.call(
+            "record_answer",
+            conversation.session_id,
+            message,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+        )
+        conversation.context.messages.append(message)
+        self.events.publish(
+            MessageRecorded(session_id=conversation.session_id, role="assistant", text=message.text)
+        )
+
     async def _schemas(self) -> list[dict[str, Any]]:
         if self._tool_schemas is None:
             schemas = await self.runtime.tool_workers[0].call("schemas")
@@ -424,9 +451,7 @@ class Coordinator:
             self.runtime.loop_detection.call("output", sid, text)
             if text and not result.stopped
             else _none(),
-            self._record(conversation, SessionMessage(role="assistant", parts=parts))
-            if parts
-            else _none(),
+            self._record_answer(conversation, parts),
         )
         if checked is not None:
             self._stopped_by(conversation, checked, result)
@@ -439,17 +464,7 @@ class Coordinator:
         completion = int(chunk.completion_tokens or 0)
         result.prompt_tokens += prompt
         result.completion_tokens += completion
-        if prompt or completion:
-            # not awaited here: it shares the fsync of the answer recorded next
-            self._background(
-                conversation,
-                self.runtime.recording.call(
-                    "add_usage",
-                    conversation.session_id,
-                    prompt_tokens=prompt,
-                    completion_tokens=completion,
-                ),
-            )
+        conversation.usage = (prompt, completion)  # recorded with the answer
         if prompt:
             estimate = (
                 self.counter.count_text(request.system_prompt)

@@ -334,11 +334,20 @@ class SessionStore:
         data = call.to_dict()
         self._record(session_id, lambda state: {"t": data, "la": self._activity(state)})
 
-    def add_usage(self, session_id: str, *, prompt_tokens: int, completion_tokens: int) -> None:
+    def add_usage(
+        self,
+        session_id: str,
+        *,
+        prompt_tokens: int,
+        completion_tokens: int,
+        durable: bool = True,
+    ) -> None:
         """Add a turn's token usage to ``promptTokens``/``completionTokens``.
 
         ``tokenCount`` follows their sum unless it was set otherwise
-        (:meth:`set_token_count`), in which case it is left alone.
+        (:meth:`set_token_count`), in which case it is left alone. With
+        ``durable=False`` it returns without waiting for its fsync: the next
+        durable record of the store (the journal is written in order) covers it.
         """
         if prompt_tokens < 0 or completion_tokens < 0:
             raise SessionError(
@@ -358,13 +367,14 @@ class SessionStore:
                 fields["tokenCount"] = fields["promptTokens"] + fields["completionTokens"]
             return {"md": fields}
 
-        self._record(session_id, change)
+        self._record(session_id, change, durable=durable)
 
-    def set_token_count(self, session_id: str, token_count: int) -> None:
-        """Set ``metadata.tokenCount`` (e.g. the context size after compression)."""
+    def set_token_count(self, session_id: str, token_count: int, *, durable: bool = True) -> None:
+        """Set ``metadata.tokenCount`` (e.g. the context size after compression);
+        ``durable`` as for :meth:`add_usage`."""
         if token_count < 0:
             raise SessionError("a token count cannot be negative", hint="pass 0 or more")
-        self._record(session_id, lambda state: {"md": {"tokenCount": token_count}})
+        self._record(session_id, lambda state: {"md": {"tokenCount": token_count}}, durable=durable)
 
     def record_compression(self, session_id: str, event: CompressionEvent) -> None:
         """Count one compression and append it to ``metadata.compressionHistory``."""
@@ -381,7 +391,13 @@ class SessionStore:
 
         self._record(session_id, change)
 
-    def _record(self, session_id: str, make_change: Callable[[_OpenSession], Change]) -> None:
+    def _record(
+        self,
+        session_id: str,
+        make_change: Callable[[_OpenSession], Change],
+        *,
+        durable: bool = True,
+    ) -> None:
         state = self._open.get(session_id) or self._writable(session_id)
         with state.lock:
             change = make_change(state)
@@ -391,7 +407,8 @@ class SessionStore:
             doc.apply(change)
             doc.seq = seq
             ticket = self._journal.submit(JournalEntry(doc.session_id, doc.epoch, seq, payload))
-        self._journal.wait(ticket)
+        if durable:
+            self._journal.wait(ticket)
 
     def _writable(self, session_id: str) -> _OpenSession:
         """The open state of ``session_id``, opening it (taking its lock) if needed."""
