@@ -348,6 +348,10 @@ class Coordinator:
 
     async def _record(self, conversation: Conversation, message: SessionMessage) -> None:
         await self.runtime.recording.call("record_message", conversation.session_id, message)
+        self._recorded(conversation, message)
+
+    def _recorded(self, conversation: Conversation, message: SessionMessage) -> None:
+        """A message is durable: it joins the active context and subscribers hear of it."""
         conversation.context.messages.append(message)
         self.events.publish(
             MessageRecorded(
@@ -376,10 +380,7 @@ class Coordinator:
             prompt_tokens=prompt,
             completion_tokens=completion,
         )
-        conversation.context.messages.append(message)
-        self.events.publish(
-            MessageRecorded(session_id=conversation.session_id, role="assistant", text=message.text)
-        )
+        self._recorded(conversation, message)
 
     async def _schemas(self) -> list[dict[str, Any]]:
         if self._tool_schemas is None:

@@ -31,7 +31,7 @@ import os
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
@@ -296,9 +296,6 @@ class Runtime(ABC):
                 await service.call("close")
             except Exception as exc:  # closing is best effort; the store recovers on open
                 logger.warning("closing the %s service failed: %s", service.name, exc)
-
-
-ShellFactory = Callable[[], Any]
 
 
 def _shells(settings: OllmSettings, workspace: Path) -> dict[str, tuple[type, tuple[Any, ...]]]:
