@@ -266,7 +266,7 @@ class SessionJournal:
         self._next_ticket = 0
         self._resolved = 0
         self._durable = 0
-        self._last_batch = 0
+        self._last_writers = 0
         self._attempts = 0
         self._current: _Log | None = None
         self._retired: list[_Log] = []
@@ -379,7 +379,7 @@ class SessionJournal:
             with self._lock:
                 top = batch[-1][0].number
                 self._resolved = max(self._resolved, top)
-                self._last_batch = len(batch)
+                self._last_writers = len({entry.session_id for _, entry in batch})
                 self._attempts += 1
                 if ok:
                     self._durable = top
@@ -401,11 +401,19 @@ class SessionJournal:
         return bool(self._retry) and time.monotonic() >= self._retry_at
 
     def _gather(self) -> None:
-        """Wait up to ``group_commit_ms`` for more entries when others are writing too."""
-        if self._gather_s <= 0 or self._last_batch <= 1 or self._closing:
+        """Wait up to ``group_commit_ms`` for more entries when others are writing too.
+
+        "Others" are other sessions: one conversation records one thing at a time
+        (a second entry of the same session, such as usage riding with an answer,
+        is no sign that anybody else is about to write), so a lone conversation
+        never waits here.
+        """
+        if self._gather_s <= 0 or self._last_writers <= 1 or self._closing:
             return
         deadline = time.monotonic() + self._gather_s
-        while len(self._queue) < self._last_batch and not self._closing:
+        while not self._closing:
+            if len({entry.session_id for _, entry in self._queue}) >= self._last_writers:
+                return
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return

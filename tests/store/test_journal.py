@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -96,6 +97,20 @@ def test_many_writers_share_fsyncs(tmp_path: Path) -> None:
         assert mine == list(range(1, each + 1))
     assert journal.close()
     assert log_files(tmp_path / "j") == [log], "unsaved entries keep the log"
+
+
+def test_a_lone_session_never_waits_for_company(tmp_path: Path) -> None:
+    # a batch of two entries of one session (usage riding with an answer) is no
+    # sign of other writers: the next record goes at once, not after the window
+    journal = SessionJournal(tmp_path / "j", group_commit_ms=800.0)
+    sid = str(uuid.uuid4())
+    journal.submit(JournalEntry(sid, 1, 1, b"usage"))
+    assert journal.wait(journal.submit(JournalEntry(sid, 1, 2, b"answer")))
+    started = time.monotonic()
+    for seq in range(3, 8):
+        assert journal.wait(journal.submit(JournalEntry(sid, 1, seq, b"next")))
+    assert time.monotonic() - started < 0.8  # five gathers would take 4 s
+    assert journal.close()
 
 
 def test_a_log_is_locked_while_live_and_claimed_once_dead(tmp_path: Path) -> None:
