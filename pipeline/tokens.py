@@ -63,6 +63,7 @@ MIN_RATIO = 0.25
 MAX_RATIO = 4.0
 SAVE_INTERVAL_S = 30.0
 """Calibration is saved at most this often once a model has a few samples."""
+_LISTS_REMEMBERED = 256
 TRUNCATION_MARGIN = 0.98
 """A reported count this close to the window means the server cut the prompt."""
 
@@ -139,6 +140,8 @@ class TokenCounter:
         # recounted at every turn): no need to rebuild its content key
         self._by_identity: dict[int, tuple[SessionMessage, int]] = {}
         self._text_cache: dict[str, int] = {}
+        # lists counted before, by identity: (the list, its length, first, last, total)
+        self._lists: dict[int, tuple[list[SessionMessage], int, Any, Any, int]] = {}
         self._lock = threading.Lock()
         self._calibration = self._load() if persist else CalibrationFile()
 
@@ -177,8 +180,37 @@ class TokenCounter:
         return count
 
     def count_messages(self, messages: Iterable[SessionMessage]) -> int:
-        """The tokens of all ``messages`` (each one counted once, then cached)."""
-        return sum(self.count_message(message) for message in messages)
+        """The tokens of all ``messages`` (each one counted once, then cached).
+
+        A list seen before and only appended to since (the live context of a
+        conversation, recounted several times a turn) costs its new messages:
+        its previous total is remembered with its length and the identities of
+        its first and last message then, and a list whose head changed is
+        counted again.
+        """
+        if not isinstance(messages, list):
+            return sum(self.count_message(message) for message in messages)
+        seen = self._lists.get(id(messages))
+        start, total = 0, 0
+        if seen is not None:
+            held, length, first, last, counted = seen
+            if (
+                held is messages
+                and 0 < length <= len(messages)
+                and messages[0] is first
+                and messages[length - 1] is last
+            ):
+                start, total = length, counted
+        if start == len(messages) and seen is not None:
+            return total
+        total += sum(self.count_message(message) for message in messages[start:])
+        if messages:
+            # least recently counted first out: a live context stays remembered
+            self._lists.pop(id(messages), None)
+            if len(self._lists) >= _LISTS_REMEMBERED:
+                self._lists.pop(next(iter(self._lists)), None)
+            self._lists[id(messages)] = (messages, len(messages), messages[0], messages[-1], total)
+        return total
 
     def _count_parts(self, message: SessionMessage) -> int:
         encode = self._encoding.encode_ordinary

@@ -153,6 +153,58 @@ def test_conversation_tokens_of_a_history(messages: list) -> None:
     assert tokens.total == counter.count_messages([*messages, extra])
 
 
+@given(
+    operations=st.lists(
+        st.one_of(
+            st.tuples(st.just("append"), user_texts()),
+            st.tuples(st.just("replace-first"), user_texts()),
+            st.tuples(st.just("replace-last"), user_texts()),
+            st.tuples(st.just("drop"), st.integers(min_value=1, max_value=3)),
+            st.tuples(st.just("other-list"), user_texts()),
+        ),
+        max_size=25,
+    )
+)
+def test_a_list_counted_again_is_always_its_full_count(operations: list) -> None:
+    # the live context is recounted several times a turn; the counter keeps each
+    # list's total and counts what was appended, and never returns a stale total
+    # when the list was cut or its head or last counted message was replaced
+    counter = TokenCounter(persist=False)
+    live: list[SessionMessage] = []
+    for kind, value in operations:
+        if kind == "append":
+            live.append(SessionMessage.user(value))
+        elif kind == "replace-first" and live:
+            live[0] = SessionMessage.user(value)
+        elif kind == "replace-last" and live:
+            live[-1] = SessionMessage.user(value)
+        elif kind == "drop":
+            del live[-value:]
+        elif kind == "other-list":
+            counter.count_messages([SessionMessage.user(value)])
+        fresh = TokenCounter(persist=False)
+        assert counter.count_messages(live) == sum(fresh.count_message(m) for m in live)
+
+
+def test_a_list_appended_to_costs_only_its_new_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    counter = TokenCounter(persist=False)
+    live = [SessionMessage.user(f"message {i}") for i in range(50)]
+    total = counter.count_messages(live)
+    counted: list[SessionMessage] = []
+    original = counter.count_message
+
+    def spy(message: SessionMessage) -> int:
+        counted.append(message)
+        return original(message)
+
+    monkeypatch.setattr(counter, "count_message", spy)
+    live.append(SessionMessage.assistant("one more"))
+    assert counter.count_messages(live) == total + original(live[-1])
+    assert counted == [live[-1]]
+    assert counter.count_messages(live) == total + original(live[-1])
+    assert counted == [live[-1]]  # unchanged: nothing counted at all
+
+
 # -- calibration -----------------------------------------------------------------------
 
 
