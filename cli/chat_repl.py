@@ -234,9 +234,9 @@ class ChatRepl:
         return True
 
     def _context(self, args: list[str]) -> None:
-        context = self.coordinator.runtime.context
+        context = self.coordinator.context
         if not args or args[0] == "list":
-            entries = self.loop.run(context.call("list_context", self.session_id))
+            entries = self.loop.run(context.entries(self.session_id))
             for entry in entries:
                 self.console.print(
                     f"{escape(entry.key)} [dim]({entry.source}, priority {entry.priority})[/] "
@@ -245,10 +245,10 @@ class ChatRepl:
             if not entries:
                 self.console.print("[dim]no context entries[/]")
         elif args[0] == "add" and len(args) >= 3:
-            self.loop.run(context.call("add_context", self.session_id, args[1], " ".join(args[2:])))
+            self.loop.run(context.add(self.session_id, args[1], " ".join(args[2:])))
             self.console.print(f"[dim]added {escape(args[1])}[/]")
         elif args[0] == "remove" and len(args) == 2:
-            self.loop.run(context.call("remove_context", self.session_id, args[1]))
+            self.loop.run(context.remove(self.session_id, args[1]))
             self.console.print(f"[dim]removed {escape(args[1])}[/]")
         else:
             self.err.print("usage: /context add KEY TEXT | list | remove KEY")

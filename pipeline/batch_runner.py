@@ -548,8 +548,8 @@ class BatchRunner:
                 ),
             )
         for item in conversation.context:
-            await self.coordinator.runtime.context.call(
-                "add_context", session_id, item.key, item.content, item.priority, "user"
+            await self.coordinator.context.add(
+                session_id, item.key, item.content, priority=item.priority
             )
         return session_id
 

@@ -169,6 +169,11 @@ class ActiveContext(Record):
         """The messages of a request, after the system prompt: checkpoints, then live."""
         return [*self.checkpoints, *self.messages]
 
+    def message_tokens(self, counter: TokenCounter) -> int:
+        """The tokens of :meth:`request_messages`, counting only what was appended
+        since the last count (the counter remembers each list's total)."""
+        return counter.count_messages(self.checkpoints) + counter.count_messages(self.messages)
+
     @property
     def session_length(self) -> int:
         """How many of the session's messages this context accounts for."""
@@ -659,11 +664,7 @@ class ChatCompressionService:
 
     def _total(self, context: ActiveContext, *, with_system: bool = True) -> int:
         system = self._system_tokens(context.system_prompt) if with_system else 0
-        return (
-            system
-            + self.counter.count_messages(context.checkpoints)
-            + self.counter.count_messages(context.messages)
-        )
+        return system + context.message_tokens(self.counter)
 
     def _snapshot_before(self, context: ActiveContext, session_id: str | None, tokens: int) -> None:
         if self.snapshots is None or not session_id:

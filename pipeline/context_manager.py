@@ -87,6 +87,9 @@ class ContextAdditions(BaseModel):
     included_keys: list[str]
     dropped_keys: list[str]
     tokens: int
+    valid_until: float | None = None
+    """When (epoch seconds) the first entry expires and the additions change by
+    themselves; ``None`` when no entry has a TTL."""
 
 
 def count_tokens_cl100k(text: str) -> int:
@@ -255,11 +258,13 @@ class ContextManager:
                     ", ".join(dropped_keys),
                 )
             self._last_dropped = dropped_keys
+        expiries = [s.expires for s in slots if s.expires is not None]
         return ContextAdditions(
             text=text,
             included_keys=[s.entry.key for s in kept],
             dropped_keys=dropped_keys,
             tokens=tokens,
+            valid_until=min(expiries) if expiries else None,
         )
 
     def _joined(self, kept: list[_Slot]) -> tuple[str, int]:

@@ -28,7 +28,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -38,7 +39,8 @@ from pydantic import BaseModel
 
 from config.settings import OllmSettings
 from pipeline.compression import ActiveContext, ChatCompressionService, CompressionResult
-from pipeline.errors import ActorFailedError, LoopDetectedError, OllmError
+from pipeline.context_client import ContextClient
+from pipeline.errors import ActorFailedError, LoopDetectedError, OllmError, StaleContextError
 from pipeline.events import (
     CompressionFinished,
     CompressionStarted,
@@ -54,7 +56,7 @@ from pipeline.events import (
 from pipeline.extensions import load_extensions
 from pipeline.hooks import HookRunner
 from pipeline.loop_detection import LoopEvent
-from pipeline.providers.base import ChatRequest, ModelInfo
+from pipeline.providers.base import ChatBatch, ChatOpening, ChatRequest, ModelInfo, StreamChunk
 from pipeline.records import (
     CompressionEvent,
     Session,
@@ -119,6 +121,9 @@ class Conversation:
     extra_tokens: int = 0
     usage: tuple[int, int] = (0, 0)
     background: set[asyncio.Task[Any]] = field(default_factory=set)
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)
+    sent: tuple[int, list[SessionMessage]] | None = None
+    """The version and messages of the last request the provider actor holds."""
 
 
 class Coordinator:
@@ -153,9 +158,10 @@ class Coordinator:
         self._prepared = False
         self._recovering = False
         self._hook_env: dict[str, str] = {}
+        self.context = ContextClient(runtime)
         self.hooks = HookRunner(
             [*settings.hooks, *load_extensions().hooks],
-            runtime,
+            self.context,
             workspace=self.workspace,
             environment=lambda: self._hook_env,
         )
@@ -241,8 +247,10 @@ class Coordinator:
         await self.hooks.settle(session_id)
         self.counter.save()
         await self.runtime.recording.call("close_session", session_id)
-        await self.runtime.context.call("drop_session", session_id)
+        await self.context.drop(session_id)
         await self.runtime.loop_detection.call("drop_session", session_id)
+        if conversation is not None:
+            await self.runtime.provider.call("forget", conversation.key)
 
     async def _drain(self, conversation: Conversation) -> None:
         """Wait for the turn-end saves; a title or a compression still running is
@@ -286,7 +294,7 @@ class Coordinator:
                 self.runtime.loop_detection.call("begin_request", session_id),
             )
             await self.hooks.settle(session_id)
-            additions = await self.runtime.context.call("additions", session_id)
+            additions = await self.context.additions(session_id)
             schemas = await self._schemas()
             conversation.extra_tokens = self._schema_tokens + additions.tokens
             self._apply_ready_compression(conversation)
@@ -411,10 +419,11 @@ class Coordinator:
         result: TurnResult,
     ) -> tuple[str, list[ToolCallPart]]:
         sid = conversation.session_id
+        sent = self._fitting_context(conversation)
         request = ChatRequest(
             model=conversation.model,
             system_prompt=self._system_text(conversation, additions),
-            messages=self._fitting_messages(conversation),
+            messages=sent.request_messages(),
             tools=schemas,
             num_ctx=conversation.info.context_window,
         )
@@ -423,7 +432,7 @@ class Coordinator:
         calls: list[ToolCallPart] = []
         unchecked: list[str] = []
         unchecked_chars = 0
-        stream = self.runtime.provider.stream("chat", request)
+        stream = self._answer(conversation, request)
         try:
             async for chunk in stream:
                 if chunk.text:
@@ -441,7 +450,7 @@ class Coordinator:
                             break
                 calls.extend(chunk.tool_calls)
                 if chunk.done:
-                    await self._usage(conversation, request, chunk, result)
+                    self._usage(conversation, request.system_prompt, sent, chunk, result)
         finally:
             await stream.aclose()
         text = "".join(text_parts)
@@ -458,8 +467,64 @@ class Coordinator:
             self._stopped_by(conversation, checked, result)
         return text, (calls if not result.stopped else [])
 
-    async def _usage(
-        self, conversation: Conversation, request: ChatRequest, chunk: Any, result: TurnResult
+    async def _answer(
+        self, conversation: Conversation, request: ChatRequest
+    ) -> AsyncGenerator[StreamChunk, None]:
+        """The model's answer, batch by batch as the provider actor hands it out.
+
+        Only the messages after those the conversation's previous request began
+        with travel (the actor keeps them); when the actor no longer holds them
+        (it was restarted) the whole request goes again. After any failure the
+        next request sends everything. A stream left before its end is cancelled.
+        """
+        provider = self.runtime.provider
+        messages = request.messages
+        kept = conversation.sent
+        conversation.sent = None
+        version = (kept[0] if kept else 0) + 1
+        base = _common_prefix(kept[1], messages) if kept else 0
+        stream_id = uuid.uuid4().hex
+        opening = ChatOpening(
+            request=request.model_copy(update={"messages": messages[base:]}) if base else request,
+            conversation=conversation.key,
+            version=version,
+            base=base,
+            base_version=kept[0] if kept else 0,
+            stream_id=stream_id,
+        )
+        more = True
+        try:
+            try:
+                batch: ChatBatch = await provider.call("chat_begin", opening)
+            except StaleContextError:
+                whole = opening.model_copy(update={"request": request, "base": 0})
+                batch = await provider.call("chat_begin", whole)
+            conversation.sent = (version, messages)
+            while True:
+                more = batch.more
+                if batch.chunk is not None:
+                    yield batch.chunk
+                if not more:
+                    return
+                batch = await provider.call("chat_next", stream_id)
+        finally:
+            if more:
+                conversation.sent = None
+                self._background(conversation, self._cancel_answer(stream_id))
+
+    async def _cancel_answer(self, stream_id: str) -> None:
+        try:
+            await self.runtime.provider.call("chat_cancel", stream_id)
+        except OllmError as error:  # the actor died: the stream died with it
+            logger.info("cancelling answer %s: %s", stream_id, error)
+
+    def _usage(
+        self,
+        conversation: Conversation,
+        system_prompt: str,
+        sent: ActiveContext,
+        chunk: Any,
+        result: TurnResult,
     ) -> None:
         prompt = int(chunk.prompt_tokens or 0)
         completion = int(chunk.completion_tokens or 0)
@@ -468,8 +533,8 @@ class Coordinator:
         conversation.usage = (prompt, completion)  # recorded with the answer
         if prompt:
             estimate = (
-                self.counter.count_text(request.system_prompt)
-                + self.counter.count_messages(request.messages)
+                self.counter.count_text(system_prompt)
+                + sent.message_tokens(self.counter)
                 + self._schema_tokens
             )
             self.counter.calibrate(
@@ -519,7 +584,7 @@ class Coordinator:
     # ---------------------------------------------------------------- turn end
 
     def _turn_end(self, conversation: Conversation, result: TurnResult) -> None:
-        tokens = self.counter.count_messages(conversation.context.request_messages())
+        tokens = conversation.context.message_tokens(self.counter)
         result.context_tokens = tokens
         self._background(conversation, self._save(conversation.session_id, tokens))
         if result.stopped != "cancelled":
@@ -590,7 +655,7 @@ class Coordinator:
         self, conversation: Conversation, *, force: bool, focus: str | None
     ) -> CompressionResult | None:
         sid = conversation.session_id
-        tokens = self.counter.count_messages(conversation.context.request_messages())
+        tokens = conversation.context.message_tokens(self.counter)
         self.events.publish(
             CompressionStarted(
                 session_id=sid,
@@ -660,8 +725,8 @@ class Coordinator:
         if applied is not None:
             conversation.context = applied
 
-    def _fitting_messages(self, conversation: Conversation) -> list[SessionMessage]:
-        """The messages of the next request: the active context, cut at once if it
+    def _fitting_context(self, conversation: Conversation) -> ActiveContext:
+        """The context of the next request: the active context, cut at once if it
         would overflow the window before a summary is ready. The cut is for this
         request only, so a compression still running on the whole context applies."""
         fitted = self.compressor.emergency_truncate(
@@ -670,7 +735,7 @@ class Coordinator:
             extra_tokens=conversation.extra_tokens,
             model=conversation.model,
         )
-        return (fitted or conversation.context).request_messages()
+        return fitted or conversation.context
 
     async def compress_now(
         self, session_id: str, focus: str | None = None
@@ -688,7 +753,7 @@ class Coordinator:
     async def snapshot_now(self, session_id: str) -> SnapshotInfo:
         """``/snapshot``: save the active context as it is now."""
         conversation = self.conversations[session_id]
-        tokens = self.counter.count_messages(conversation.context.request_messages())
+        tokens = conversation.context.message_tokens(self.counter)
         info: SnapshotInfo = await self.runtime.compression[0].call(
             "snapshot", session_id, conversation.context, tokens
         )
@@ -701,7 +766,7 @@ class Coordinator:
             StatusEvent(
                 session_id=conversation.session_id,
                 activity=activity,
-                tokens_used=self.counter.count_messages(conversation.context.request_messages()),
+                tokens_used=conversation.context.message_tokens(self.counter),
                 context_window=conversation.info.context_window,
                 detail=detail,
             )
@@ -710,6 +775,16 @@ class Coordinator:
 
 async def _none() -> None:
     return None
+
+
+def _common_prefix(before: list[SessionMessage], now: list[SessionMessage]) -> int:
+    """How many messages ``now`` begins with that are ``before``'s, the same objects."""
+    count = 0
+    for old, new in zip(before, now, strict=False):
+        if old is not new:
+            break
+        count += 1
+    return count
 
 
 def raise_if_stopped(result: TurnResult) -> None:

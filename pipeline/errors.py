@@ -81,6 +81,11 @@ class ProviderError(OllmError):
     exit_code = 6
 
 
+class StaleContextError(ProviderError):
+    """The provider actor no longer holds the messages a chat builds on (it was
+    restarted, or forgot them): the coordinator sends the whole request again."""
+
+
 class ToolError(OllmError):
     """A tool could not be run (bad arguments, denied, sandbox unavailable)."""
 

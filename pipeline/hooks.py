@@ -26,8 +26,8 @@ from pathlib import Path
 import orjson
 
 from config.settings import HookSettings
+from pipeline.context_client import ContextClient
 from pipeline.events import EventBus, PipelineEvent
-from pipeline.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 MAX_HOOK_OUTPUT = 16 * 1024
@@ -39,13 +39,13 @@ class HookRunner:
     def __init__(
         self,
         hooks: list[HookSettings],
-        runtime: Runtime,
+        context: ContextClient,
         *,
         workspace: Path,
         environment: Callable[[], Mapping[str, str]],
     ) -> None:
         self.hooks = sorted(hooks, key=lambda h: -h.priority)
-        self.runtime = runtime
+        self.context = context
         self.workspace = workspace
         self.environment = environment
         self._pending: dict[str, set[asyncio.Task[None]]] = defaultdict(set)
@@ -105,11 +105,10 @@ class HookRunner:
             return
         text = stdout[:MAX_HOOK_OUTPUT].decode("utf-8", "replace").strip()
         if text:
-            await self.runtime.context.call(
-                "add_context",
+            await self.context.add(
                 event.session_id,
                 f"hook:{hook.event}:{index}",
                 text,
-                hook.priority,
-                "hook",
+                priority=hook.priority,
+                source="hook",
             )

@@ -1,8 +1,7 @@
 """The runtime: where the service actors live, chosen in this one place.
 
 Two runtimes give the coordinator the same thing, a :class:`Service` per
-actor with ``await service.call("method", ...)`` and
-``async for item in service.stream("method", ...)``:
+actor with ``await service.call("method", ...)``:
 
 - :class:`RayRuntime`: each actor its own Ray process (local, or on the
   cluster at ``ray_address``), restarted by Ray when it dies
@@ -28,10 +27,8 @@ import asyncio
 import contextlib
 import logging
 import os
-import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
@@ -49,7 +46,6 @@ from pipeline.errors import ActorFailedError, OllmError
 logger = logging.getLogger(__name__)
 
 RuntimeKind = Literal["ray", "inprocess"]
-_STREAM_END = object()
 
 
 class Service(ABC):
@@ -80,26 +76,8 @@ class Service(ABC):
             finally:
                 self.inflight -= 1
 
-    async def stream(self, method: str, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, None]:
-        """Iterate over what the actor's generator ``method`` yields, as it yields it."""
-        self.waiting += 1
-        async with self._sem():
-            self.waiting -= 1
-            self.inflight += 1
-            self.calls += 1
-            try:
-                async for item in self._stream(method, args, kwargs):
-                    yield item
-            finally:
-                self.inflight -= 1
-
     @abstractmethod
     async def _call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any: ...
-
-    @abstractmethod
-    def _stream(
-        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> AsyncIterator[Any]: ...
 
     async def wait_alive(self, timeout: float = 60.0) -> None:
         """Wait until the actor answers (after a restart), up to ``timeout`` seconds."""
@@ -127,37 +105,6 @@ class LocalService(Service):
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, lambda: function(*args, **kwargs))
 
-    async def _stream(
-        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> AsyncIterator[Any]:
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        cancelled = threading.Event()
-
-        def produce() -> None:
-            try:
-                for item in getattr(self.obj, method)(*args, **kwargs):
-                    loop.call_soon_threadsafe(queue.put_nowait, item)
-                    if cancelled.is_set():
-                        break
-            except BaseException as exc:  # handed to the consumer, raised there
-                loop.call_soon_threadsafe(queue.put_nowait, _Failure(exc))
-            finally:
-                loop.call_soon_threadsafe(queue.put_nowait, _STREAM_END)
-
-        future = loop.run_in_executor(self._pool, produce)
-        try:
-            while True:
-                item = await queue.get()
-                if item is _STREAM_END:
-                    break
-                if isinstance(item, _Failure):
-                    raise item.error
-                yield item
-        finally:
-            cancelled.set()
-            await asyncio.shield(future)
-
     async def kill(self) -> None:
         raise OllmError(f"the in-process {self.name} service cannot be killed")
 
@@ -165,11 +112,6 @@ class LocalService(Service):
         import psutil
 
         return int(psutil.Process(os.getpid()).memory_info().rss)
-
-
-class _Failure:
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
 
 
 class RayService(Service):
@@ -191,20 +133,6 @@ class RayService(Service):
 
         try:
             return await getattr(self.handle, method).remote(*args, **kwargs)
-        except RayTaskError as exc:
-            raise _unwrap(exc) from None
-        except RayActorError as exc:
-            raise self._failed(exc) from None
-
-    async def _stream(
-        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> AsyncIterator[Any]:
-        from ray.exceptions import RayActorError, RayTaskError
-
-        try:
-            generator = getattr(self.handle, method).remote(*args, **kwargs)
-            async for ref in generator:
-                yield await ref
         except RayTaskError as exc:
             raise _unwrap(exc) from None
         except RayActorError as exc:

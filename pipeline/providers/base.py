@@ -56,6 +56,35 @@ class StreamChunk(BaseModel):
     completion_tokens: int | None = None
 
 
+class ChatOpening(BaseModel):
+    """How the coordinator opens a chat on the provider actor.
+
+    A conversation's requests grow by a message or two a turn, so its messages
+    travel once: the actor keeps the messages of the conversation's latest
+    request (under ``conversation``, a key the coordinator makes unique, with
+    that request's ``version``), and ``base`` says how many of the messages of
+    version ``base_version`` begin this request; ``request.messages`` holds
+    only the rest. ``base=0`` sends them all. ``stream_id`` names the answer's
+    stream for :class:`ChatBatch` polling and cancelling.
+    """
+
+    request: ChatRequest
+    conversation: str
+    version: int = Field(ge=1)
+    base: int = Field(default=0, ge=0)
+    base_version: int = Field(default=0, ge=0)
+    stream_id: str
+
+
+class ChatBatch(BaseModel):
+    """The next part of a streamed answer: what arrived since the last batch,
+    joined into one chunk, and whether more is coming (``more=False``: the
+    answer is complete)."""
+
+    chunk: StreamChunk | None = None
+    more: bool = False
+
+
 class ModelInfo(BaseModel):
     """What we know of a model: its usable context window and where that number came from.
 

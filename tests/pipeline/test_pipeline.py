@@ -136,8 +136,10 @@ def test_context_additions_reach_the_system_prompt(server: FakeOllama, workspace
         try:
             coordinator = Coordinator(runtime, settings, workspace=workspace)
             sid = await coordinator.start_session()
-            await runtime.context.call("add_context", sid, "ticket", "Ticket ABC-12 is open.", 120)
+            await coordinator.context.add(sid, "ticket", "Ticket ABC-12 is open.", priority=120)
             await coordinator.run_turn(sid, "hi")
+            await coordinator.context.remove(sid, "ticket")
+            await coordinator.run_turn(sid, "and now?")
             await coordinator.end_session(sid)
         finally:
             await runtime.shutdown()
@@ -146,6 +148,9 @@ def test_context_additions_reach_the_system_prompt(server: FakeOllama, workspace
     system = server.chat_requests[0]["messages"][0]["content"]
     assert "Ticket ABC-12 is open." in system and "Always answer in French." in system
     assert system.index("ABC-12") < system.index("French")
+    [second] = [r for r in server.chat_requests if r["messages"][-1]["content"] == "and now?"]
+    after = second["messages"][0]["content"]
+    assert "ABC-12" not in after and "Always answer in French." in after
 
 
 def test_repeated_tool_calls_are_stopped_and_reported(server: FakeOllama, workspace: Path) -> None:
@@ -228,6 +233,33 @@ def test_killed_actor_restarts_and_the_conversation_goes_on(
         assert texts == ["one", "two", "three"]
     else:
         assert "restarting" in str(results[1])
+
+
+@pytest.mark.ray
+def test_a_restarted_provider_is_sent_the_whole_history_again(
+    ray_instance: None, server: FakeOllama, workspace: Path
+) -> None:
+    # the provider actor keeps each conversation's messages so only new ones
+    # travel; after a restart it holds none, and the model must still see all
+    settings = make_settings(server)
+
+    async def kill_before_third(index: int, runtime: Runtime) -> None:
+        if index == 2:
+            await runtime.provider.kill()
+
+    _, results, session = asyncio.run(
+        converse(
+            settings,
+            workspace,
+            ["one", "two", "three", "four"],
+            kind="ray",
+            between=kill_before_third,
+        )
+    )
+    assert isinstance(results[-1], TurnResult) and results[-1].answer
+    sent = [m["content"] for m in server.chat_requests[-1]["messages"] if m["role"] == "user"]
+    recorded = [m.text for m in session.messages if m.role == "user"]
+    assert sent == recorded and recorded[0] == "one" and recorded[-1] == "four"
 
 
 def test_small_window_compresses_in_background_and_file_stays_complete(
