@@ -31,9 +31,8 @@ class RecordingShell(ShellBase):
     """Gives the SessionStore an inbox."""
 
     def __init__(self, settings: OllmSettings) -> None:
-        self.store = SessionStore(
-            settings.services.session, snapshots_dir=settings.snapshots.data_dir
-        )
+        self.settings = settings.services.session
+        self.store = SessionStore(self.settings, snapshots_dir=settings.snapshots.data_dir)
         self.redactor: Redactor | None = (
             Redactor() if settings.services.session.redact_secrets else None
         )
@@ -93,9 +92,11 @@ class RecordingShell(ShellBase):
         self.store.set_title(session_id, title)
 
     def end_turn(self, session_id: str, token_count: int) -> None:
-        """Turn end: keep the context's token count and bring the file up to date."""
+        """Turn end: keep the context's token count and bring the file up to date
+        (``autoSave``), after ``saveDelayMs`` so that quick turns share one rewrite."""
         self.store.set_token_count(session_id, token_count, durable=False)
-        self.store.save_session(session_id)  # the file it writes holds the count
+        if self.settings.auto_save:  # the file it writes holds the count
+            self.store.save_session_soon(session_id, self.settings.save_delay_ms / 1000)
 
     def save_session(self, session_id: str) -> None:
         if self.store.is_open(session_id):

@@ -111,6 +111,11 @@ class SessionSettings(ConfigModel):
     data_dir: Path = Field(default_factory=lambda: ollm_home() / "sessions")
     max_sessions: Annotated[int, Field(ge=0)] = 100
     auto_save: bool = True
+    """Bring a session's file up to date after its turns (off: only when it is closed).
+    Either way every record is durable in the journal the moment it is acknowledged."""
+    save_delay_ms: Annotated[float, Field(ge=0, le=60_000)] = 200.0
+    """How long after a turn ends its file is rewritten; turn ends within that time
+    share one rewrite (0: at once, every turn)."""
     redact_secrets: bool = True
     group_commit_ms: Annotated[float, Field(ge=0, le=1000)] = 2.0
 

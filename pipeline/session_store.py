@@ -6,8 +6,9 @@ recording actor wraps it). Its parts:
 
 - ``{dataDir}/{sessionId}.json``: each session as a complete document in the
   spec format, replaced atomically (temp file, fsync, rename, fsync of the
-  folder) when it is created, at every turn end (:meth:`save_session`) and on
-  close. Files are 0600, folders 0700.
+  folder) when it is created, after turn ends (:meth:`save_session`, or
+  :meth:`save_session_soon`: turn ends within ``saveDelayMs`` share one
+  rewrite) and on close. Files are 0600, folders 0700.
 - ``{dataDir}/.journal/``: one append-only log per store. Each
   ``record_*`` call returns once its record is durable there; records of all
   sessions recorded at the same moment share one fsync (group commit, see
@@ -48,6 +49,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -129,6 +131,64 @@ class _OpenSession:
         return self.doc.seq != self.saved_seq
 
 
+class _DelayedSaves:
+    """Turn-end saves that wait a moment, so turns in quick succession (a batch,
+    a tool loop) share one rewrite of the file; a thread runs those due."""
+
+    def __init__(self, save: Callable[[str], object]) -> None:
+        self._save = save
+        self._due: dict[str, float] = {}
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def schedule(self, session_id: str, delay_s: float) -> None:
+        """Save ``session_id`` in ``delay_s`` (or with the save already waiting)."""
+        with self._wake:
+            if self._closed or session_id in self._due:
+                return
+            self._due[session_id] = time.monotonic() + delay_s
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="ollm-session-saves", daemon=True
+                )
+                self._thread.start()
+            self._wake.notify()
+
+    def cancel(self, session_id: str) -> None:
+        with self._wake:
+            self._due.pop(session_id, None)
+
+    def close(self) -> None:
+        """Stop; saves still waiting are left to whoever closes the sessions."""
+        with self._wake:
+            self._closed = True
+            self._due.clear()
+            self._wake.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while True:
+                    if self._closed:
+                        return
+                    now = time.monotonic()
+                    ready = [sid for sid, due in self._due.items() if due <= now]
+                    if ready:
+                        break
+                    self._wake.wait(min(self._due.values()) - now if self._due else None)
+                for sid in ready:
+                    del self._due[sid]
+            for sid in ready:
+                try:
+                    self._save(sid)
+                except Exception:  # a save never stops the others; the journal holds it
+                    logger.exception("saving session %s failed", sid)
+
+
 class SessionStore:
     """Durable, thread-safe storage of sessions in one folder (the ChatRecordingService)."""
 
@@ -150,6 +210,7 @@ class SessionStore:
         self.recovery_report: list[str] = []
         self._journal = SessionJournal(self._journal_dir, group_commit_ms=settings.group_commit_ms)
         self._index = SessionIndex(self.data_dir, on_corrupt=self._on_corrupt_file)
+        self._delayed = _DelayedSaves(self._save_if_open)
         self._recover_dead_logs()
 
     # -- creating, opening, closing ------------------------------------------------------
@@ -272,6 +333,7 @@ class SessionStore:
         state = self._open.get(sid)
         if state is None:
             return
+        self._delayed.cancel(sid)
         if not self._save(state):
             logger.error("session %s stays open: its file could not be saved", sid)
             return
@@ -283,6 +345,7 @@ class SessionStore:
         """Close every open session and stop the journal's flusher."""
         if self._closed:
             return
+        self._delayed.close()
         for sid in list(self._open):
             self.close_session(sid)
         self._closed = True
@@ -451,6 +514,22 @@ class SessionStore:
                 )
             return
         self._save(state)
+
+    def save_session_soon(self, session_id: str, delay_s: float) -> None:
+        """Turn end, when turns may follow quickly: bring the file up to date in
+        ``delay_s`` seconds, one save for every turn end until then. Every record
+        is durable in the journal already; the file only catches up later."""
+        if delay_s <= 0:
+            self.save_session(session_id)
+            return
+        sid = self._known_id(session_id)
+        if sid in self._open:
+            self._delayed.schedule(sid, delay_s)
+
+    def _save_if_open(self, sid: str) -> None:
+        state = self._open.get(sid)
+        if state is not None:
+            self._save(state)
 
     def _save(self, state: _OpenSession) -> bool:
         sid = state.doc.session_id

@@ -163,6 +163,7 @@ async def _load(
     kind: RuntimeKind = "inprocess",
     tamper: bool = False,
 ) -> tuple[HarnessRun, LoadReport, dict[str, Session]]:
+    settings.services.session.max_sessions = 0  # as `ollm load` and `ollm soak` run
     runtime = create_runtime(settings, workspace, kind=kind)
     await runtime.start()
     try:

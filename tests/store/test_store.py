@@ -81,6 +81,45 @@ def test_records_are_journaled_at_once_and_saved_to_the_file_at_turn_end(
     assert "revision" not in (store.get_session(sid).model_extra or {})
 
 
+def test_turn_ends_in_quick_succession_share_one_rewrite(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sid = store.create_session("m", "p")
+    writes: list[str] = []
+    original = store._save
+
+    def counted(state: object) -> bool:
+        writes.append(sid)
+        return original(state)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "_save", counted)
+    for n in range(5):
+        store.record_message(sid, SessionMessage.user(f"turn {n}"))
+        store.save_session_soon(sid, 0.3)
+    assert _file(store, sid)["messages"] == []  # not yet: more turns may follow
+    assert len(store.get_session(sid).messages) == 5  # readers see the journal
+    deadline = time.monotonic() + 10
+    while not _file(store, sid)["messages"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [m["parts"][0]["text"] for m in _file(store, sid)["messages"]][-1] == "turn 4"
+    assert writes == [sid]  # five turn ends, one rewrite
+    store.save_session_soon(sid, 0)  # no delay: at once
+    assert writes == [sid, sid]
+
+
+def test_a_waiting_save_is_done_by_close(store: SessionStore) -> None:
+    sid = store.create_session("m", "p")
+    store.record_message(sid, SessionMessage.user("last words"))
+    store.save_session_soon(sid, 60)
+    store.close_session(sid)
+    assert [m["parts"][0]["text"] for m in _file(store, sid)["messages"]] == ["last words"]
+    other = store.create_session("m", "p")
+    store.record_message(other, SessionMessage.user("at exit"))
+    store.save_session_soon(other, 60)
+    store.close()
+    assert [m["parts"][0]["text"] for m in _file(store, other)["messages"]] == ["at exit"]
+
+
 def test_usage_token_count_and_compressions_are_kept_in_metadata(store: SessionStore) -> None:
     sid = store.create_session("m", "p")
     store.add_usage(sid, prompt_tokens=100, completion_tokens=20)

@@ -1,0 +1,64 @@
+"""The recording actor's turn end: autoSave and saveDelayMs."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from actors.recording import RecordingShell
+from config.settings import OllmSettings
+from pipeline.records import SessionMessage
+
+
+def _texts(folder: Path, sid: str) -> list[str]:
+    data = orjson.loads((folder / f"{sid}.json").read_bytes())
+    return [m["parts"][0]["text"] for m in data["messages"]]
+
+
+def _shell(tmp_path: Path, **session: object) -> RecordingShell:
+    settings = OllmSettings()
+    settings.services.session.data_dir = tmp_path / "sessions"
+    settings.snapshots.data_dir = tmp_path / "snapshots"
+    for key, value in session.items():
+        setattr(settings.services.session, key, value)
+    return RecordingShell(settings)
+
+
+def test_turn_end_saves_at_once_without_a_delay(tmp_path: Path) -> None:
+    shell = _shell(tmp_path, save_delay_ms=0)
+    sid = shell.create_session("m", "p")
+    shell.record_message(sid, SessionMessage.user("hello"))
+    shell.end_turn(sid, 42)
+    data = orjson.loads((tmp_path / "sessions" / f"{sid}.json").read_bytes())
+    assert data["metadata"]["tokenCount"] == 42
+    assert _texts(tmp_path / "sessions", sid) == ["hello"]
+    shell.close()
+
+
+def test_turn_end_saves_after_the_delay(tmp_path: Path) -> None:
+    shell = _shell(tmp_path, save_delay_ms=100)
+    sid = shell.create_session("m", "p")
+    shell.record_message(sid, SessionMessage.user("hello"))
+    shell.end_turn(sid, 42)
+    deadline = time.monotonic() + 10
+    while not _texts(tmp_path / "sessions", sid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _texts(tmp_path / "sessions", sid) == ["hello"]
+    shell.close()
+
+
+@pytest.mark.parametrize("delay", [0, 50])
+def test_without_auto_save_the_file_catches_up_when_closed(tmp_path: Path, delay: int) -> None:
+    shell = _shell(tmp_path, auto_save=False, save_delay_ms=delay)
+    sid = shell.create_session("m", "p")
+    shell.record_message(sid, SessionMessage.user("kept in the journal"))
+    shell.end_turn(sid, 7)
+    time.sleep(0.2)
+    assert _texts(tmp_path / "sessions", sid) == []
+    assert [m.text for m in shell.get_session(sid).messages] == ["kept in the journal"]
+    shell.close_session(sid)
+    assert _texts(tmp_path / "sessions", sid) == ["kept in the journal"]
+    shell.close()
