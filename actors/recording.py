@@ -64,8 +64,13 @@ class RecordingShell(ShellBase):
         *,
         prompt_tokens: int,
         completion_tokens: int,
+        turn_end_tokens: int | None = None,
     ) -> None:
-        """The model's answer and the usage the server reported: one call, one fsync."""
+        """The model's answer and the usage the server reported: one call, one fsync.
+
+        An answer that ends the turn carries the turn end too
+        (``turn_end_tokens``: the context's token count then, see :meth:`end_turn`).
+        """
         self.store.add_usage(
             session_id,
             prompt_tokens=prompt_tokens,
@@ -73,6 +78,8 @@ class RecordingShell(ShellBase):
             durable=False,
         )
         self.record_message(session_id, message)
+        if turn_end_tokens is not None:
+            self.end_turn(session_id, turn_end_tokens)
 
     def add_usage(self, session_id: str, *, prompt_tokens: int, completion_tokens: int) -> None:
         self.store.add_usage(

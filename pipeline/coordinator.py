@@ -123,6 +123,7 @@ class Conversation:
     background: set[asyncio.Task[Any]] = field(default_factory=set)
     key: str = field(default_factory=lambda: uuid.uuid4().hex)
     sent: tuple[int, list[SessionMessage]] | None = None
+    turn_end_recorded: bool = False
     """The version and messages of the last request the provider actor holds."""
 
 
@@ -367,8 +368,11 @@ class Coordinator:
             )
         )
 
-    async def _record_answer(self, conversation: Conversation, parts: list[Any]) -> None:
-        """The assistant's message and the usage the server reported, in one call."""
+    async def _record_answer(
+        self, conversation: Conversation, parts: list[Any], *, ends_turn: bool
+    ) -> None:
+        """The assistant's message and the usage the server reported, in one call;
+        an answer that ends the turn carries the turn end (see :meth:`_turn_end`)."""
         prompt, completion = conversation.usage
         conversation.usage = (0, 0)
         if not parts:
@@ -381,13 +385,19 @@ class Coordinator:
                 )
             return
         message = SessionMessage(role="assistant", parts=parts)
+        turn_end = None
+        if ends_turn:
+            context = conversation.context
+            turn_end = context.message_tokens(self.counter) + self.counter.count_message(message)
         await self.runtime.recording.call(
             "record_answer",
             conversation.session_id,
             message,
             prompt_tokens=prompt,
             completion_tokens=completion,
+            turn_end_tokens=turn_end,
         )
+        conversation.turn_end_recorded = turn_end is not None
         self._recorded(conversation, message)
 
     async def _schemas(self) -> list[dict[str, Any]]:
@@ -461,7 +471,7 @@ class Coordinator:
             self.runtime.loop_detection.call("output", sid, text)
             if text and not result.stopped
             else _none(),
-            self._record_answer(conversation, parts),
+            self._record_answer(conversation, parts, ends_turn=bool(result.stopped) or not calls),
         )
         if checked is not None:
             self._stopped_by(conversation, checked, result)
@@ -586,7 +596,9 @@ class Coordinator:
     def _turn_end(self, conversation: Conversation, result: TurnResult) -> None:
         tokens = conversation.context.message_tokens(self.counter)
         result.context_tokens = tokens
-        self._background(conversation, self._save(conversation.session_id, tokens))
+        if not conversation.turn_end_recorded:  # no answer carried it to recording
+            self._background(conversation, self._save(conversation.session_id, tokens))
+        conversation.turn_end_recorded = False
         if result.stopped != "cancelled":
             self._schedule_compression(conversation)
             if conversation.title_pending and result.answer:

@@ -516,15 +516,13 @@ class SessionStore:
         self._save(state)
 
     def save_session_soon(self, session_id: str, delay_s: float) -> None:
-        """Turn end, when turns may follow quickly: bring the file up to date in
-        ``delay_s`` seconds, one save for every turn end until then. Every record
-        is durable in the journal already; the file only catches up later."""
-        if delay_s <= 0:
-            self.save_session(session_id)
-            return
+        """Turn end, without keeping the caller: a background thread brings the
+        file up to date in ``delay_s`` seconds (0: at once), one save for every
+        turn end until then. Every record is durable in the journal already;
+        the file only catches up."""
         sid = self._known_id(session_id)
         if sid in self._open:
-            self._delayed.schedule(sid, delay_s)
+            self._delayed.schedule(sid, max(0.0, delay_s))
 
     def _save_if_open(self, sid: str) -> None:
         state = self._open.get(sid)

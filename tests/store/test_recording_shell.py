@@ -27,26 +27,34 @@ def _shell(tmp_path: Path, **session: object) -> RecordingShell:
     return RecordingShell(settings)
 
 
-def test_turn_end_saves_at_once_without_a_delay(tmp_path: Path) -> None:
-    shell = _shell(tmp_path, save_delay_ms=0)
+def _wait_for_file(folder: Path, sid: str) -> list[str]:
+    deadline = time.monotonic() + 10
+    while not _texts(folder, sid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return _texts(folder, sid)
+
+
+@pytest.mark.parametrize("delay", [0, 100])
+def test_turn_end_saves_after_the_delay(tmp_path: Path, delay: int) -> None:
+    shell = _shell(tmp_path, save_delay_ms=delay)
     sid = shell.create_session("m", "p")
     shell.record_message(sid, SessionMessage.user("hello"))
     shell.end_turn(sid, 42)
+    assert _wait_for_file(tmp_path / "sessions", sid) == ["hello"]
     data = orjson.loads((tmp_path / "sessions" / f"{sid}.json").read_bytes())
     assert data["metadata"]["tokenCount"] == 42
-    assert _texts(tmp_path / "sessions", sid) == ["hello"]
     shell.close()
 
 
-def test_turn_end_saves_after_the_delay(tmp_path: Path) -> None:
-    shell = _shell(tmp_path, save_delay_ms=100)
+def test_an_answer_can_carry_the_turn_end(tmp_path: Path) -> None:
+    shell = _shell(tmp_path, save_delay_ms=0)
     sid = shell.create_session("m", "p")
     shell.record_message(sid, SessionMessage.user("hello"))
-    shell.end_turn(sid, 42)
-    deadline = time.monotonic() + 10
-    while not _texts(tmp_path / "sessions", sid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert _texts(tmp_path / "sessions", sid) == ["hello"]
+    answer = SessionMessage.assistant("hi there")
+    shell.record_answer(sid, answer, prompt_tokens=5, completion_tokens=2, turn_end_tokens=9)
+    assert _wait_for_file(tmp_path / "sessions", sid) == ["hello", "hi there"]
+    metadata = shell.get_session(sid).metadata
+    assert (metadata.token_count, metadata.prompt_tokens, metadata.completion_tokens) == (9, 5, 2)
     shell.close()
 
 

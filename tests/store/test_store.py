@@ -103,8 +103,12 @@ def test_turn_ends_in_quick_succession_share_one_rewrite(
         time.sleep(0.05)
     assert [m["parts"][0]["text"] for m in _file(store, sid)["messages"]][-1] == "turn 4"
     assert writes == [sid]  # five turn ends, one rewrite
-    store.save_session_soon(sid, 0)  # no delay: at once
+    store.record_message(sid, SessionMessage.user("one more"))
+    store.save_session_soon(sid, 0)  # no delay: at once, in the background
+    while len(writes) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert writes == [sid, sid]
+    assert [m["parts"][0]["text"] for m in _file(store, sid)["messages"]][-1] == "one more"
 
 
 def test_a_waiting_save_is_done_by_close(store: SessionStore) -> None:
