@@ -19,7 +19,10 @@ class LoopDetectionShell(ShellBase):
     def _detector(self, session_id: str) -> LoopDetector:
         detector = self._detectors.get(session_id)
         if detector is None:
+            # a conversation met first (or again after a restart) is inside a
+            # request, at its first model turn: as after begin_request
             detector = self._detectors[session_id] = LoopDetector(self.settings)
+            detector.record_turn()
         return detector
 
     def user_message(self, session_id: str) -> None:
@@ -44,10 +47,17 @@ class LoopDetectionShell(ShellBase):
         """Feed the next piece of the streamed answer; report degenerate self-repetition."""
         return self._detector(session_id).check_stream(text)
 
-    def output(self, session_id: str, text: str) -> LoopEvent | None:
+    def output(self, session_id: str, text: str, *, next_request: bool = False) -> LoopEvent | None:
+        """Record a whole answer. ``next_request``: it ends the request, and the
+        next one begins now (as :meth:`begin_request` would when it comes), which
+        saves the coordinator a call at the start of the next turn."""
         detector = self._detector(session_id)
         detector.end_stream()
-        return detector.record_output(text)
+        event = detector.record_output(text)
+        if next_request:
+            detector.record_user_message()
+            detector.record_turn()  # never an event: the first turn is within any limit
+        return event
 
     def drop_session(self, session_id: str) -> None:
         self._detectors.pop(session_id, None)

@@ -10,6 +10,15 @@ answers without tools or a loop or limit stops it; the turn end lets
 recording bring the session file up to date and lets compression start in the
 background.
 
+What does not depend on a step's result overlaps it, so a turn costs few
+round trips: the model starts on the message while it is being recorded (no
+word of the answer is shown or recorded before the message is durable,
+unless hooks on messages must first add to the context); the additions are
+cached by :class:`~pipeline.context_client.ContextClient`; the loop detector
+begins the next request when it checks an answer that ends one; the final
+answer carries the turn end to recording; only new messages travel to the
+provider actor.
+
 The coordinator only talks to :class:`~pipeline.runtime.Service` handles, so
 the same code runs on Ray and in-process. Its own state per conversation (the
 active context sent to the model, token accounting) lives in
@@ -124,6 +133,8 @@ class Conversation:
     key: str = field(default_factory=lambda: uuid.uuid4().hex)
     sent: tuple[int, list[SessionMessage]] | None = None
     turn_end_recorded: bool = False
+    loop_begun: bool = False
+    """The loop detector began the next request when this one's answer was checked."""
     """The version and messages of the last request the provider actor holds."""
 
 
@@ -286,14 +297,25 @@ class Coordinator:
         result = TurnResult(
             session_id=session_id, answer="", context_window=conversation.info.context_window
         )
+        gate: asyncio.Future[None] | None = None
         try:
             user = SessionMessage.user(text)
-            # recording the message and starting the loop detector's count of this
-            # request are independent: one round trip for both
-            _, first = await asyncio.gather(
-                self._record(conversation, user),
-                self.runtime.loop_detection.call("begin_request", session_id),
+            # The loop detector's count of this request begins with it (or began
+            # when the previous answer was checked); its first turn is never over
+            # a limit, so nothing waits for that.
+            begun, conversation.loop_begun = conversation.loop_begun, False
+            begin = (
+                _none() if begun else self.runtime.loop_detection.call("begin_request", session_id)
             )
+            first = None
+            if self.hooks.listens_to("session:message"):
+                # hooks on this message add to this turn's context: record, let them run
+                _, first = await asyncio.gather(self._record(conversation, user), begin)
+            else:
+                # the message is recorded while the model starts on it; nothing of
+                # the answer is shown or recorded before the message is durable
+                conversation.context.messages.append(user)
+                gate = asyncio.ensure_future(self._record_first(conversation, user, begin))
             await self.hooks.settle(session_id)
             additions = await self.context.additions(session_id)
             schemas = await self._schemas()
@@ -308,7 +330,7 @@ class Coordinator:
                 if self._stopped_by(conversation, event, result):
                     break
                 answer, calls = await self._model_round(
-                    conversation, additions.text, schemas, result
+                    conversation, additions.text, schemas, result, gate
                 )
                 result.rounds += 1
                 if result.stopped:
@@ -331,8 +353,30 @@ class Coordinator:
             self._recovering = True
             raise
         finally:
+            if gate is not None and not gate.done():  # the model failed first
+                await asyncio.wait([gate])
+            if gate is not None and not gate.cancelled():
+                self._recovering |= isinstance(gate.exception(), ActorFailedError)
             self._turn_end(conversation, result)
         return result
+
+    async def _record_first(
+        self, conversation: Conversation, message: SessionMessage, begin: Awaitable[Any]
+    ) -> None:
+        """Record the user's message while the model already works on it (it is in
+        the active context already): announce it once durable, take it back out
+        of the context if recording it failed."""
+        try:
+            await asyncio.gather(
+                self.runtime.recording.call("record_message", conversation.session_id, message),
+                begin,
+            )
+        except BaseException:
+            live = conversation.context.messages
+            if live and live[-1] is message:
+                live.pop()
+            raise
+        self._announce(conversation, message)
 
     def _stopped_by(
         self, conversation: Conversation, event: LoopEvent | None, result: TurnResult
@@ -362,6 +406,9 @@ class Coordinator:
     def _recorded(self, conversation: Conversation, message: SessionMessage) -> None:
         """A message is durable: it joins the active context and subscribers hear of it."""
         conversation.context.messages.append(message)
+        self._announce(conversation, message)
+
+    def _announce(self, conversation: Conversation, message: SessionMessage) -> None:
         self.events.publish(
             MessageRecorded(
                 session_id=conversation.session_id, role=message.role, text=message.text
@@ -427,6 +474,7 @@ class Coordinator:
         additions: str,
         schemas: list[dict[str, Any]],
         result: TurnResult,
+        gate: Awaitable[None] | None = None,
     ) -> tuple[str, list[ToolCallPart]]:
         sid = conversation.session_id
         sent = self._fitting_context(conversation)
@@ -442,7 +490,7 @@ class Coordinator:
         calls: list[ToolCallPart] = []
         unchecked: list[str] = []
         unchecked_chars = 0
-        stream = self._answer(conversation, request)
+        stream = self._answer(conversation, request, gate)
         try:
             async for chunk in stream:
                 if chunk.text:
@@ -467,18 +515,20 @@ class Coordinator:
         parts: list[Any] = [TextPart(text=text)] if text else []
         parts.extend(calls if not result.stopped else [])
         # the answer is recorded whatever the loop detector says of it: both at once
+        ends_turn = bool(result.stopped) or not calls
         checked, _ = await asyncio.gather(
-            self.runtime.loop_detection.call("output", sid, text)
+            self.runtime.loop_detection.call("output", sid, text, next_request=ends_turn)
             if text and not result.stopped
             else _none(),
-            self._record_answer(conversation, parts, ends_turn=bool(result.stopped) or not calls),
+            self._record_answer(conversation, parts, ends_turn=ends_turn),
         )
+        conversation.loop_begun = ends_turn and bool(text) and not result.stopped
         if checked is not None:
             self._stopped_by(conversation, checked, result)
         return text, (calls if not result.stopped else [])
 
     async def _answer(
-        self, conversation: Conversation, request: ChatRequest
+        self, conversation: Conversation, request: ChatRequest, gate: Awaitable[None] | None
     ) -> AsyncGenerator[StreamChunk, None]:
         """The model's answer, batch by batch as the provider actor hands it out.
 
@@ -510,6 +560,8 @@ class Coordinator:
                 whole = opening.model_copy(update={"request": request, "base": 0})
                 batch = await provider.call("chat_begin", whole)
             conversation.sent = (version, messages)
+            if gate is not None:
+                await gate  # the user's message is durable before a word of the answer
             while True:
                 more = batch.more
                 if batch.chunk is not None:

@@ -57,6 +57,10 @@ class HookRunner:
         if kinds:
             bus.subscribe(self.on_event, kinds)
 
+    def listens_to(self, kind: str) -> bool:
+        """Whether a hook runs on events of ``kind`` (e.g. ``session:message``)."""
+        return any(hook.event == kind for hook in self.hooks)
+
     def on_event(self, event: PipelineEvent) -> None:
         """Start the hooks of ``event`` (in the background of the running loop)."""
         for index, hook in enumerate(self.hooks):

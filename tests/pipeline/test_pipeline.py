@@ -4,17 +4,19 @@ server speaking Ollama's wire format."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from actors.recording import RecordingShell
 from config.settings import HookSettings, OllmSettings
 from pipeline.coordinator import Coordinator, TurnResult
 from pipeline.errors import ActorFailedError
 from pipeline.events import EventBus, PipelineEvent
-from pipeline.records import Session, ToolCallPart, ToolResultPart
+from pipeline.records import Session, SessionMessage, ToolCallPart, ToolResultPart
 from pipeline.runtime import Runtime, create_runtime
 from tests.fake_ollama import FakeModel, FakeOllama, Reply
 
@@ -59,12 +61,13 @@ async def converse(
     kind: str = "inprocess",
     events: EventBus | None = None,
     between: Any = None,
+    title: str | None = None,
 ) -> tuple[str, list[TurnResult | BaseException], Session]:
     runtime = create_runtime(settings, workspace, kind=kind)  # type: ignore[arg-type]
     await runtime.start()
     try:
         coordinator = Coordinator(runtime, settings, workspace=workspace, events=events)
-        sid = await coordinator.start_session()
+        sid = await coordinator.start_session(title=title)  # a title: the model writes none
         results: list[TurnResult | BaseException] = []
         for index, text in enumerate(messages):
             if between is not None:
@@ -178,6 +181,115 @@ def test_turn_limit_stops_the_turn(server: FakeOllama, workspace: Path) -> None:
     _, results, _ = asyncio.run(converse(settings, workspace, ["go"]))
     result = results[0]
     assert isinstance(result, TurnResult) and result.stopped == "limit"
+
+
+@pytest.mark.parametrize("kind", ["inprocess", pytest.param("ray", marks=pytest.mark.ray)])
+def test_the_turn_limit_counts_each_request_from_its_start(
+    kind: str, server: FakeOllama, workspace: Path, request: pytest.FixtureRequest
+) -> None:
+    # a plain answer lets the loop detector begin the next request at once (no
+    # call when that request comes); the next request's limit is still exact
+    if kind == "ray":
+        request.getfixturevalue("ray_instance")
+    server.script(
+        Reply.text("Hello there."),
+        Reply.text("Fine, thanks."),
+        *[Reply.tool_call("read_file", {"path": f"f{i}.txt"}) for i in range(6)],
+    )
+    settings = make_settings(server)
+    settings.services.loop_detection.max_turns = 3
+    _, results, _ = asyncio.run(
+        converse(settings, workspace, ["hi", "how are you", "go"], kind=kind, title="t")
+    )
+    assert [r.stopped for r in results if isinstance(r, TurnResult)] == [None, None, "limit"]
+    last = results[-1]
+    assert isinstance(last, TurnResult) and last.rounds == 3 and last.tool_calls == 3
+    assert last.loop is not None and last.loop.count == 4
+
+
+def test_the_answer_waits_for_the_users_message_to_be_durable(
+    server: FakeOllama, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the model starts while the message is being recorded; nothing of its
+    # answer is shown or recorded before the message is durable
+    server.script(Reply.text("Quick answer."))
+    settings = make_settings(server)
+    durable: list[float] = []
+    original = RecordingShell.record_message
+
+    def slow_record(self: RecordingShell, session_id: str, message: SessionMessage) -> None:
+        if message.role == "user":
+            time.sleep(0.3)
+        original(self, session_id, message)
+        durable.append(time.monotonic())
+
+    monkeypatch.setattr(RecordingShell, "record_message", slow_record)
+    seen: list[tuple[str, str, float]] = []
+    events = EventBus()
+    events.subscribe(
+        lambda e: seen.append((e.kind, getattr(e, "role", ""), time.monotonic())),
+        {"session:message", "model:text"},
+    )
+    _, results, session = asyncio.run(
+        converse(settings, workspace, ["hello"], events=events, title="t")
+    )
+    assert isinstance(results[0], TurnResult) and results[0].answer == "Quick answer."
+    assert [(kind, role) for kind, role, _ in seen][:2] == [
+        ("session:message", "user"),
+        ("model:text", ""),
+    ]
+    assert seen[1][2] >= durable[0]  # the first words came after the message was durable
+    assert roles(session) == ["user", "assistant"]
+    assert server.chat_requests[0]["messages"][-1] == {"role": "user", "content": "hello"}
+
+
+def test_a_message_that_cannot_be_recorded_gets_no_answer(
+    server: FakeOllama, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.script(Reply.text("An answer nobody should see."), Reply.text("Second try works."))
+    settings = make_settings(server)
+    original = RecordingShell.record_message
+    failures = [1]
+
+    def failing_record(self: RecordingShell, session_id: str, message: SessionMessage) -> None:
+        if message.role == "user" and failures:
+            failures.pop()
+            time.sleep(0.1)
+            raise ActorFailedError("the recording service stopped", hint="send it again")
+        original(self, session_id, message)
+
+    monkeypatch.setattr(RecordingShell, "record_message", failing_record)
+    shown: list[str] = []
+    events = EventBus()
+    events.subscribe(lambda e: shown.append(getattr(e, "text", "")), {"model:text"})
+
+    async def scenario() -> tuple[list[str], list[str], list[TurnResult | BaseException]]:
+        runtime = create_runtime(settings, workspace, kind="inprocess")
+        await runtime.start()
+        try:
+            coordinator = Coordinator(runtime, settings, workspace=workspace, events=events)
+            sid = await coordinator.start_session(title="t")
+            results: list[TurnResult | BaseException] = []
+            for text in ["lost", "kept"]:
+                try:
+                    results.append(await coordinator.run_turn(sid, text))
+                except ActorFailedError as error:
+                    results.append(error)
+            live = [m.text for m in coordinator.conversations[sid].context.messages]
+            await coordinator.end_session(sid)
+            session: Session = await runtime.recording.call("get_session", sid)
+            return live, [m.text for m in session.messages], results
+        finally:
+            await runtime.shutdown()
+
+    live, recorded, results = asyncio.run(scenario())
+    assert isinstance(results[0], ActorFailedError)
+    assert isinstance(results[1], TurnResult)
+    assert "An answer nobody should see." not in "".join(shown)
+    assert recorded == ["kept", results[1].answer]
+    asked = [m["content"] for m in server.chat_requests[-1]["messages"] if m["role"] == "user"]
+    assert asked == ["kept"]  # the model was asked about it, and not about the lost one
+    assert live == recorded  # the failed message left the context too
 
 
 def test_hook_output_becomes_context(server: FakeOllama, workspace: Path) -> None:
