@@ -356,8 +356,19 @@ def test_a_restarted_provider_is_sent_the_whole_history_again(
     settings = make_settings(server)
 
     async def kill_before_third(index: int, runtime: Runtime) -> None:
-        if index == 2:
-            await runtime.provider.kill()
+        if index != 2:
+            return
+        before = await runtime.provider.call("ping")  # the actor's process id
+        await runtime.provider.kill()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # a kill takes effect a moment later
+            try:
+                if await runtime.provider.call("ping") != before:
+                    return
+            except ActorFailedError:
+                pass
+            await asyncio.sleep(0.05)
+        raise AssertionError("the provider actor was not restarted")
 
     _, results, session = asyncio.run(
         converse(
@@ -368,10 +379,15 @@ def test_a_restarted_provider_is_sent_the_whole_history_again(
             between=kill_before_third,
         )
     )
-    assert isinstance(results[-1], TurnResult) and results[-1].answer
-    sent = [m["content"] for m in server.chat_requests[-1]["messages"] if m["role"] == "user"]
+    assert all(isinstance(r, TurnResult) and r.answer for r in results)
     recorded = [m.text for m in session.messages if m.role == "user"]
-    assert sent == recorded and recorded[0] == "one" and recorded[-1] == "four"
+    assert recorded == ["one", "two", "three", "four"]
+    asked = [
+        [m["content"] for m in r["messages"] if m["role"] == "user"]
+        for r in server.chat_requests
+        if r["messages"][0]["role"] == "system"  # not the title's request
+    ]
+    assert asked[2:] == [recorded[:3], recorded]  # everything, also right after the restart
 
 
 def test_small_window_compresses_in_background_and_file_stays_complete(
