@@ -16,7 +16,8 @@ Stopping is cooperative: :meth:`BatchRunner.request_stop` lets the turns in
 flight finish and starts no new one, so every finished turn is recorded and
 the journal says exactly where to continue. :meth:`BatchRunner.cancel` (a
 second Ctrl-C) cancels the turns in flight; the interrupted turn's message is
-sent again on resume.
+sent again on resume (recorded once: the coordinator answers a message sent
+again after a turn that got no answer without recording it twice).
 
 Example::
 
@@ -48,7 +49,7 @@ from pipeline.batch_script import BatchConversation, BatchScript
 from pipeline.coordinator import Coordinator, TurnResult
 from pipeline.errors import ActorFailedError, OllmError, SessionError
 from pipeline.events import LoopDetectedEvent, PipelineEvent
-from pipeline.records import now_iso
+from pipeline.records import Session, SessionMessage, ToolCallPart, now_iso
 from pipeline.redaction import redact
 
 logger = logging.getLogger(__name__)
@@ -547,11 +548,26 @@ class BatchRunner:
                     system_prompt=conversation.system_prompt,
                 ),
             )
+            await self._catch_up(conversation, state, session_id)
         for item in conversation.context:
             await self.coordinator.context.add(
                 session_id, item.key, item.content, priority=item.priority
             )
         return session_id
+
+    async def _catch_up(
+        self, conversation: BatchConversation, state: ConversationState, session_id: str
+    ) -> None:
+        """Journal the turns the session finished after the journal last heard of
+        it (a turn cancelled after its answer was recorded), so they are not sent
+        again; the token counts of those turns are not known here."""
+        assert self._journal is not None
+        session: Session = await self.coordinator.runtime.recording.call("get_session", session_id)
+        for number, answer in answered_turns(session.messages, conversation.messages):
+            if number > state.turns_done:
+                entry = TurnEntry(id=conversation.id, turn=number, answer=answer)
+                state.apply(entry)
+                self._journal.append(entry)
 
     async def _turn(
         self,
@@ -700,3 +716,32 @@ def batch_failure(report: BatchReport) -> BatchFailedError | None:
             exit_code=5,
         )
     return None
+
+
+def answered_turns(messages: list[SessionMessage], script: list[str]) -> list[tuple[int, str]]:
+    """The turns of ``script`` a session has answered, as (number, final answer).
+
+    The session's n-th user message must be the script's n-th message, and the
+    last message before the next user message (or the end) an answer without
+    tool calls; the first turn that is not so ends the list.
+    """
+    answered: list[tuple[int, str]] = []
+    turn = 0  # the user message whose answer is being read
+    last: SessionMessage | None = None
+    end = SessionMessage.user("")
+    for message in [*messages, end]:
+        if message.role != "user":
+            last = message
+            continue
+        if turn:
+            if (
+                last is None
+                or last.role != "assistant"
+                or any(isinstance(part, ToolCallPart) for part in last.parts)
+            ):
+                break  # that turn got no final answer
+            answered.append((turn, last.text))
+        turn, last = turn + 1, None
+        if message is end or turn > len(script) or message.text != script[turn - 1]:
+            break
+    return answered

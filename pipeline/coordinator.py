@@ -308,7 +308,12 @@ class Coordinator:
                 _none() if begun else self.runtime.loop_detection.call("begin_request", session_id)
             )
             first = None
-            if self.hooks.listens_to("session:message"):
+            unanswered = self._unanswered(conversation, text)
+            if unanswered is not None:
+                # sent again after a turn that got no answer (an actor died, the
+                # model failed, a batch was cancelled): it is recorded already
+                user, first = unanswered, await begin
+            elif self.hooks.listens_to("session:message"):
                 # hooks on this message add to this turn's context: record, let them run
                 _, first = await asyncio.gather(self._record(conversation, user), begin)
             else:
@@ -359,6 +364,15 @@ class Coordinator:
                 self._recovering |= isinstance(gate.exception(), ActorFailedError)
             self._turn_end(conversation, result)
         return result
+
+    @staticmethod
+    def _unanswered(conversation: Conversation, text: str) -> SessionMessage | None:
+        """The conversation's last message when it is the user's ``text`` with no
+        answer after it (it is durable: the live context holds recorded messages)."""
+        live = conversation.context.messages
+        if live and live[-1].role == "user" and live[-1].text == text:
+            return live[-1]
+        return None
 
     async def _record_first(
         self, conversation: Conversation, message: SessionMessage, begin: Awaitable[Any]

@@ -17,13 +17,14 @@ from pipeline.batch_runner import (
     BatchStateError,
     ConversationResult,
     SessionEntry,
+    answered_turns,
     batch_failure,
     state_path_for,
 )
 from pipeline.batch_script import BatchScript, parse_yaml_script
 from pipeline.coordinator import Coordinator
 from pipeline.errors import OllmError
-from pipeline.records import Session
+from pipeline.records import Session, SessionMessage, TextPart, ToolCallPart, ToolResultPart
 from pipeline.runtime import create_runtime
 from tests.batch.conftest import expected_answer, run_batch, simulated_settings, stop_after
 from tests.fake_ollama import FakeOllama
@@ -184,9 +185,9 @@ def test_cancelled_turns_are_sent_again_on_resume(tmp_path: Path, workspace: Pat
         session = sessions[result.session_id or ""]
         users = [m.text for m in session.messages if m.role == "user"]
         wanted = [f"{result.name} turn {t}" for t in (1, 2, 3)]
-        # every message in order; a turn cancelled in flight may show its message twice
-        assert sorted(set(users)) == sorted(wanted)
-        assert [u for i, u in enumerate(users) if i == 0 or users[i - 1] != u] == wanted
+        # every message once, in order: a turn cancelled in flight after its message
+        # was recorded is answered on resume, its message not recorded again
+        assert users == wanted
         assert session.messages[-1].text == expected_answer(settings, wanted[-1])
         assert result.final_answer == session.messages[-1].text
 
@@ -351,3 +352,63 @@ def test_a_turn_hit_by_an_actor_death_is_retried(
         wanted = [f"{result.name} turn 1", f"{result.name} turn 2"]
         assert [u for i, u in enumerate(users) if i == 0 or users[i - 1] != u] == wanted
         assert result.final_answer == expected_answer(settings, wanted[-1])
+
+
+def _conversation(*pairs: tuple[str, object]) -> list[SessionMessage]:
+    made: list[SessionMessage] = []
+    for role, content in pairs:
+        if role == "call":
+            made.append(
+                SessionMessage(role="assistant", parts=[ToolCallPart(id="c", name="read_file")])
+            )
+        elif role == "tool":
+            made.append(
+                SessionMessage(
+                    role="tool",
+                    parts=[ToolResultPart(tool_call_id="c", name="read_file", content="x")],
+                )
+            )
+        else:
+            made.append(SessionMessage(role=role, parts=[TextPart(text=str(content))]))  # type: ignore[arg-type]
+    return made
+
+
+@pytest.mark.parametrize(
+    ("pairs", "expected"),
+    [
+        ([], []),
+        ([("user", "a")], []),  # asked, not answered
+        ([("user", "a"), ("assistant", "A")], [(1, "A")]),
+        ([("user", "a"), ("assistant", "A"), ("user", "b")], [(1, "A")]),
+        (
+            [
+                ("user", "a"),
+                ("call", ""),
+                ("tool", ""),
+                ("assistant", "A"),
+                ("user", "b"),
+                ("assistant", "B"),
+            ],
+            [(1, "A"), (2, "B")],
+        ),
+        ([("user", "a"), ("call", ""), ("tool", "")], []),  # stopped among its tools
+        ([("user", "a"), ("call", "")], []),
+        ([("user", "x"), ("assistant", "X")], []),  # not the script's conversation
+        ([("user", "a"), ("assistant", "A"), ("user", "a"), ("assistant", "A")], [(1, "A")]),
+        (
+            [
+                ("user", "a"),
+                ("assistant", "A"),
+                ("user", "b"),
+                ("assistant", "B"),
+                ("user", "c"),
+                ("assistant", "C"),
+            ],
+            [(1, "A"), (2, "B")],  # beyond the script
+        ),
+    ],
+)
+def test_answered_turns_reads_the_turns_a_session_finished(
+    pairs: list[tuple[str, object]], expected: list[tuple[int, str]]
+) -> None:
+    assert answered_turns(_conversation(*pairs), ["a", "b"]) == expected

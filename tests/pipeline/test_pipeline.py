@@ -14,7 +14,7 @@ import pytest
 from actors.recording import RecordingShell
 from config.settings import HookSettings, OllmSettings
 from pipeline.coordinator import Coordinator, TurnResult
-from pipeline.errors import ActorFailedError
+from pipeline.errors import ActorFailedError, ProviderError
 from pipeline.events import EventBus, PipelineEvent
 from pipeline.records import Session, SessionMessage, ToolCallPart, ToolResultPart
 from pipeline.runtime import Runtime, create_runtime
@@ -290,6 +290,42 @@ def test_a_message_that_cannot_be_recorded_gets_no_answer(
     asked = [m["content"] for m in server.chat_requests[-1]["messages"] if m["role"] == "user"]
     assert asked == ["kept"]  # the model was asked about it, and not about the lost one
     assert live == recorded  # the failed message left the context too
+
+
+def test_a_message_sent_again_after_a_failed_turn_is_recorded_once(
+    server: FakeOllama, workspace: Path
+) -> None:
+    # the model failed after the message was recorded; the user sends it again
+    # (as the error says to): it is answered, not recorded a second time
+    server.script(Reply.http_error(500, "model crashed"), Reply.text("Now it works."))
+    settings = make_settings(server)
+
+    async def scenario() -> tuple[list[str | BaseException], Session]:
+        runtime = create_runtime(settings, workspace, kind="inprocess")
+        await runtime.start()
+        try:
+            coordinator = Coordinator(runtime, settings, workspace=workspace)
+            sid = await coordinator.start_session(title="t")
+            outcomes: list[str | BaseException] = []
+            for text in ["what now?", "what now?", "what now?"]:
+                try:
+                    outcomes.append((await coordinator.run_turn(sid, text)).answer)
+                except ProviderError as error:
+                    outcomes.append(error)
+            await coordinator.end_session(sid)
+            return outcomes, await runtime.recording.call("get_session", sid)
+        finally:
+            await runtime.shutdown()
+
+    outcomes, session = asyncio.run(scenario())
+    assert isinstance(outcomes[0], ProviderError) and outcomes[1] == "Now it works."
+    # once answered, the same words are a new message
+    assert [(m.role, m.text) for m in session.messages][:3] == [
+        ("user", "what now?"),
+        ("assistant", "Now it works."),
+        ("user", "what now?"),
+    ]
+    assert len(session.messages) == 4
 
 
 def test_hook_output_becomes_context(server: FakeOllama, workspace: Path) -> None:
