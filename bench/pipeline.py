@@ -34,7 +34,7 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-async def measure(turns: int, home: Path) -> tuple[list[float], list[float]]:
+async def measure(turns: int, home: Path) -> tuple[list[float], list[float], float]:
     import ray
 
     settings = OllmSettings()
@@ -60,15 +60,17 @@ async def measure(turns: int, home: Path) -> tuple[list[float], list[float]]:
         for _ in range(5):  # warm up
             await coordinator.run_turn(sid, "warm up")
         plain = []
+        calls_before = sum(service.calls for service in runtime.services)
         for index in range(turns):
             start = time.perf_counter()
             await coordinator.run_turn(sid, f"question {index}")
             plain.append((time.perf_counter() - start) * 1000)
+        calls = (sum(service.calls for service in runtime.services) - calls_before) / turns
         await coordinator.end_session(sid)
         ray.kill(echo)
     finally:
         await runtime.shutdown()
-    return raw, plain
+    return raw, plain, calls
 
 
 def main() -> None:
@@ -76,7 +78,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=200)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as folder:
-        raw, plain = asyncio.run(measure(args.turns, Path(folder)))
+        raw, plain, calls = asyncio.run(measure(args.turns, Path(folder)))
     raw_p50, raw_p99 = statistics.median(raw), percentile(raw, 0.99)
     p50, p99 = statistics.median(plain), percentile(plain, 0.99)
     print(f"{'figure':<44}{'p50 ms':>10}{'p99 ms':>10}")
@@ -86,6 +88,7 @@ def main() -> None:
     verdict = "PASS" if ratio <= 10 else "FAIL"
     print(f"overhead of a turn = {ratio:.1f} round trips at p50 (target <= 10): {verdict}")
     print(f"p99: {p99 / raw_p99:.1f} round trips (p99 turn / p99 round trip)")
+    print(f"actor calls per turn (including background ones): {calls:.1f}")
 
 
 if __name__ == "__main__":
