@@ -369,7 +369,7 @@ def _conversation(*pairs: tuple[str, object]) -> list[SessionMessage]:
                 )
             )
         else:
-            made.append(SessionMessage(role=role, parts=[TextPart(text=str(content))]))  # type: ignore[arg-type]
+            made.append(SessionMessage(role=role, parts=[TextPart(text=str(content))]))
     return made
 
 

@@ -274,9 +274,12 @@ def test_approval_follows_the_config(settings: ToolSettings) -> None:
 
 def test_approval_allow_needs_no_question() -> None:
     asked: list[str] = []
-    policy = ApprovalPolicy(
-        ToolSettings(), interactive=True, ask=lambda c: asked.append(c.name) or False
-    )
+
+    def ask(call: ToolCallPart) -> bool:
+        asked.append(call.name)
+        return False
+
+    policy = ApprovalPolicy(ToolSettings(), interactive=True, ask=ask)
     outcome = policy.resolve(call("read_file", path="a"))
     assert outcome.approved and outcome.decision == "allow"
     assert asked == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -174,10 +175,10 @@ def test_grep_vanished_file_is_skipped(
     (workspace / "a.txt").write_text("needle\n")
     real_open = Path.open
 
-    def vanished(self: Path, *args: object, **kwargs: object) -> object:
+    def vanished(self: Path, *args: Any, **kwargs: Any) -> Any:
         if self.name == "a.txt":
             raise FileNotFoundError(2, "No such file or directory", str(self))
-        return real_open(self, *args, **kwargs)  # type: ignore[arg-type]
+        return real_open(self, *args, **kwargs)
 
     monkeypatch.setattr(Path, "open", vanished)
     out = GrepTool().run(GrepArgs(pattern="needle"), ctx)
