@@ -84,7 +84,7 @@ def _valid_ignore_pattern(pattern: str) -> bool:
     if not pattern.strip():
         return False
     try:
-        pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+        pathspec.GitIgnoreSpec.from_lines([pattern])
     except Exception:
         return False
     return True
