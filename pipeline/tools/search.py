@@ -14,11 +14,12 @@ Example::
 
 from __future__ import annotations
 
-import re
 import stat
+import time
 from pathlib import Path
 from typing import Annotated
 
+import regex
 from pydantic import Field
 
 from pipeline.errors import ToolError
@@ -175,12 +176,16 @@ class GrepTool(Tool[GrepArgs]):
 
     def run(self, args: GrepArgs, ctx: ToolContext) -> ToolOutput:
         try:
-            regex = re.compile(args.pattern, re.IGNORECASE if args.ignore_case else 0)
-        except re.error as error:
+            compiled = regex.compile(args.pattern, regex.IGNORECASE if args.ignore_case else 0)
+        except regex.error as error:
             raise ToolError(
                 f"invalid regular expression {args.pattern!r}: {error}",
                 hint="escape special characters such as ( [ . * with a backslash",
             ) from None
+        # a pattern that backtracks without end (``(a|aa)+$``) must not hold the
+        # worker: the whole search gets the sandbox's wall time
+        limit = ctx.sandbox.settings.wall_time_s
+        deadline = time.monotonic() + limit
         target = resolve_in_workspace(ctx.workspace, args.path)
         if target.is_file():
             files = [target]
@@ -193,7 +198,17 @@ class GrepTool(Tool[GrepArgs]):
         skipped = 0
         capped = False
         for path in sorted(files):
-            found, was_skipped = self._search(path, regex, args.max_results - len(matches), ctx)
+            try:
+                found, was_skipped = self._search(
+                    path, compiled, args.max_results - len(matches), ctx, deadline
+                )
+            except TimeoutError:
+                raise ToolError(
+                    f"grep {args.pattern!r} took longer than {limit:g} s "
+                    f"(tools.sandbox.wallTimeS) and was stopped",
+                    hint="simplify the pattern (overlapping repeats such as (a|aa)+ "
+                    "backtrack without end) or search a smaller path",
+                ) from None
             skipped += was_skipped
             matches.extend(found)
             if len(matches) >= args.max_results:
@@ -211,7 +226,7 @@ class GrepTool(Tool[GrepArgs]):
 
     @staticmethod
     def _search(
-        path: Path, regex: re.Pattern[str], room: int, ctx: ToolContext
+        path: Path, compiled: regex.Pattern[str], room: int, ctx: ToolContext, deadline: float
     ) -> tuple[list[str], int]:
         resolved = path.resolve()
         if not resolved.is_relative_to(ctx.workspace):
@@ -227,7 +242,7 @@ class GrepTool(Tool[GrepArgs]):
             found: list[str] = []
             with resolved.open(encoding="utf-8", errors="replace") as handle:
                 for number, line in enumerate(handle, start=1):
-                    if regex.search(line):
+                    if compiled.search(line, timeout=max(0.0, deadline - time.monotonic())):
                         text = line.rstrip("\n")
                         if len(text) > GREP_MAX_LINE_CHARS:
                             text = text[:GREP_MAX_LINE_CHARS] + "…"
@@ -235,5 +250,7 @@ class GrepTool(Tool[GrepArgs]):
                         if len(found) >= room:
                             break
             return found, 0
+        except TimeoutError:  # the pattern's time ran out (an OSError too): not a skip
+            raise
         except OSError:
             return [], 1

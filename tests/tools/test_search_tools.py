@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from config.settings import FileDiscoverySettings
+from config.settings import FileDiscoverySettings, SandboxSettings
 from pipeline.errors import ToolError
 from pipeline.file_discovery import FileDiscoveryService
+from pipeline.sandbox import Sandbox
 from pipeline.tools.base import ToolContext
 from pipeline.tools.search import (
     GREP_MAX_FILE_BYTES,
@@ -158,6 +160,23 @@ def test_grep_errors(ctx: ToolContext, project: Path) -> None:
         GrepTool().run(GrepArgs(pattern="x", path="missing"), ctx)
     with pytest.raises(ToolError, match="outside the workspace"):
         GrepTool().run(GrepArgs(pattern="root", path="/etc/passwd"), ctx)
+
+
+def test_a_pattern_that_backtracks_without_end_is_stopped(
+    workspace: Path, plain_env: dict[str, str]
+) -> None:
+    # (a|aa)+$ against a long run of a's and one b tries every way of cutting
+    # the run in ones and twos (exponential): the search gets the wall time
+    (workspace / "evil.txt").write_text("a" * 64 + "b\n")
+    limits = SandboxSettings(wall_time_s=0.5)
+    ctx = ToolContext(
+        workspace=workspace.resolve(), env=plain_env, sandbox=Sandbox(limits, workspace)
+    )
+    started = time.monotonic()
+    with pytest.raises(ToolError, match=r"took longer than 0.5 s \(tools.sandbox.wallTimeS\)"):
+        GrepTool().run(GrepArgs(pattern="(a|aa)+$"), ctx)
+    assert time.monotonic() - started < 30
+    assert GrepTool().run(GrepArgs(pattern="a+b$"), ctx).llm_content.startswith("evil.txt:1:")
 
 
 def test_grep_skips_a_fifo_instead_of_blocking(ctx: ToolContext, workspace: Path) -> None:
