@@ -33,9 +33,7 @@ class RecordingShell(ShellBase):
     def __init__(self, settings: OllmSettings) -> None:
         self.settings = settings.services.session
         self.store = SessionStore(self.settings, snapshots_dir=settings.snapshots.data_dir)
-        self.redactor: Redactor | None = (
-            Redactor() if settings.services.session.redact_secrets else None
-        )
+        self.redactor: Redactor | None = Redactor() if self.settings.redact_secrets else None
 
     def add_redaction_values(self, values: Mapping[str, str]) -> int:
         """Also redact these secret values (those the sanitizer removed), by name."""

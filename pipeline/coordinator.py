@@ -132,10 +132,11 @@ class Conversation:
     background: set[asyncio.Task[Any]] = field(default_factory=set)
     key: str = field(default_factory=lambda: uuid.uuid4().hex)
     sent: tuple[int, list[SessionMessage]] | None = None
+    """The version and messages of the last request the provider actor holds."""
     turn_end_recorded: bool = False
+    """The answer that ended the turn carried the turn end to recording."""
     loop_begun: bool = False
     """The loop detector began the next request when this one's answer was checked."""
-    """The version and messages of the last request the provider actor holds."""
 
 
 class Coordinator:

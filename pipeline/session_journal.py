@@ -260,6 +260,7 @@ class SessionJournal:
         self._work = threading.Condition(self._lock)
         self._done = threading.Condition(self._lock)
         self._queue: list[tuple[Ticket, JournalEntry]] = []
+        self._queued_sessions: set[str] = set()  # the sessions of the queued entries
         self._retry: list[tuple[Ticket, JournalEntry]] = []
         self._retry_at = 0.0
         self._retry_delay = _RETRY_FIRST_S
@@ -287,6 +288,7 @@ class SessionJournal:
             self._next_ticket += 1
             ticket = Ticket(self._next_ticket)
             self._queue.append((ticket, entry))
+            self._queued_sessions.add(entry.session_id)
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="ollm-session-journal", daemon=True
@@ -373,6 +375,7 @@ class SessionJournal:
                 self._gather()
                 batch = self._retry + self._queue
                 self._retry, self._queue = [], []
+                self._queued_sessions.clear()
                 rotate, self._rotate_next = self._rotate_next, False
                 closing = self._closing
             ok = self._write(batch, rotate)
@@ -412,7 +415,7 @@ class SessionJournal:
             return
         deadline = time.monotonic() + self._gather_s
         while not self._closing:
-            if len({entry.session_id for _, entry in self._queue}) >= self._last_writers:
+            if len(self._queued_sessions) >= self._last_writers:
                 return
             remaining = deadline - time.monotonic()
             if remaining <= 0:

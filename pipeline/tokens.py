@@ -141,7 +141,9 @@ class TokenCounter:
         self._by_identity: dict[int, tuple[SessionMessage, int]] = {}
         self._text_cache: dict[str, int] = {}
         # lists counted before, by identity: (the list, its length, first, last, total)
-        self._lists: dict[int, tuple[list[SessionMessage], int, Any, Any, int]] = {}
+        self._lists: dict[
+            int, tuple[list[SessionMessage], int, SessionMessage, SessionMessage, int]
+        ] = {}
         self._lock = threading.Lock()
         self._calibration = self._load() if persist else CalibrationFile()
 
@@ -201,7 +203,7 @@ class TokenCounter:
                 and messages[length - 1] is last
             ):
                 start, total = length, counted
-        if start == len(messages) and seen is not None:
+        if start == len(messages):  # nothing appended since (or an empty list)
             return total
         total += sum(self.count_message(message) for message in messages[start:])
         if messages:
