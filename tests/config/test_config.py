@@ -180,3 +180,14 @@ def test_readme_example_config_is_valid(tmp_path: Path) -> None:
     assert settings.provider.model == "llama3.2:3b"
     assert settings.tools.approval["shell"] == "ask"
     assert settings.hooks[0].event == "session:start"
+
+
+@pytest.mark.parametrize("value", ["-5", "90000", "soon"])
+def test_a_bad_save_delay_names_the_key(ollm_home: Path, tmp_path: Path, value: str) -> None:
+    bad = write(ollm_home / "config.yaml", f"services:\n  session:\n    saveDelayMs: {value}\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(tmp_path, {})
+    assert str(bad) in str(info.value) and "services.session.saveDelayMs" in str(info.value)
+    assert value in str(info.value)
+    loaded = load_settings(tmp_path, {"OLLM_SERVICES__SESSION__SAVE_DELAY_MS": "0"})
+    assert loaded.settings.services.session.save_delay_ms == 0
