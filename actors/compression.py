@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import threading
 
-from actors.shell import ShellBase
-from config.settings import OllmSettings
-from pipeline.compression import ActiveContext, ChatCompressionService, CompressionResult
-from pipeline.providers.base import ChatRequest, Provider
-from pipeline.providers.factory import create_provider
-from pipeline.records import SessionMessage
-from pipeline.snapshots import SnapshotInfo, SnapshotManager
-from pipeline.tokens import TokenCounter
+from ollm_cli.actors.shell import ShellBase
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.compression._service import (
+    ActiveContext,
+    ChatCompressionService,
+    CompressionResult,
+)
+from ollm_cli.pipeline.compression._snapshots import SnapshotInfo, SnapshotManager
+from ollm_cli.pipeline.compression._tokens import TokenCounter
+from ollm_cli.pipeline.providers._base import ChatRequest, Provider
+from ollm_cli.pipeline.providers._factory import create_provider
+from ollm_cli.pipeline.records import SessionMessage
 
 
 class CompressionShell(ShellBase):

@@ -14,12 +14,17 @@ from pathlib import Path
 import orjson
 from pydantic import TypeAdapter
 
-from actors.shell import ShellBase
-from config.paths import ensure_private_dir, ollm_home
-from config.settings import OllmSettings
-from pipeline.atomic_file import write_atomic
-from pipeline.context_manager import ContextAdditions, ContextEntry, ContextManager, ContextSource
-from pipeline.extensions import load_extensions
+from ollm_cli.actors.shell import ShellBase
+from ollm_cli.config.paths import ensure_private_dir, ollm_home
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.atomic_file import write_atomic
+from ollm_cli.pipeline.context._manager import (
+    ContextAdditions,
+    ContextEntry,
+    ContextManager,
+    ContextSource,
+)
+from ollm_cli.pipeline.extensions import load_extensions
 
 logger = logging.getLogger(__name__)
 _ENTRIES = TypeAdapter(list[ContextEntry])

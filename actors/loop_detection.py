@@ -1,12 +1,12 @@
-"""The loop-detection actor: one LoopDetector per conversation."""
+"""The loop-detection actor: one LoopDetectionService per conversation."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from actors.shell import ShellBase
-from config.settings import OllmSettings
-from pipeline.loop_detection import LoopDetector, LoopEvent
+from ollm_cli.actors.shell import ShellBase
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.loop_detection._service import LoopDetectionService, LoopEvent
 
 
 class LoopDetectionShell(ShellBase):
@@ -14,14 +14,14 @@ class LoopDetectionShell(ShellBase):
 
     def __init__(self, settings: OllmSettings) -> None:
         self.settings = settings.services.loop_detection
-        self._detectors: dict[str, LoopDetector] = {}
+        self._detectors: dict[str, LoopDetectionService] = {}
 
-    def _detector(self, session_id: str) -> LoopDetector:
+    def _detector(self, session_id: str) -> LoopDetectionService:
         detector = self._detectors.get(session_id)
         if detector is None:
             # a conversation met first (or again after a restart) is inside a
             # request, at its first model turn: as after begin_request
-            detector = self._detectors[session_id] = LoopDetector(self.settings)
+            detector = self._detectors[session_id] = LoopDetectionService(self.settings)
             detector.record_turn()
         return detector
 

@@ -7,7 +7,7 @@ trip on Ray, and a fast model's whole answer fits in the first batch, so its
 turn costs one call where a Ray streaming generator costs about two. The
 messages of a conversation travel once: the shell keeps each conversation's
 last request messages, and a new request sends only what follows them (see
-:class:`~pipeline.providers.base.ChatOpening`).
+:class:`~ollm_cli.pipeline.providers._base.ChatOpening`).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterator
 
-from actors.shell import ShellBase
-from config.settings import OllmSettings
-from pipeline.errors import ProviderError, StaleContextError
-from pipeline.providers.base import (
+from ollm_cli.actors.shell import ShellBase
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.errors import ProviderError, StaleContextError
+from ollm_cli.pipeline.providers._base import (
     ChatBatch,
     ChatOpening,
     ChatRequest,
@@ -30,8 +30,8 @@ from pipeline.providers.base import (
     Provider,
     StreamChunk,
 )
-from pipeline.providers.factory import create_provider
-from pipeline.records import SessionMessage
+from ollm_cli.pipeline.providers._factory import create_provider
+from ollm_cli.pipeline.records import SessionMessage
 
 logger = logging.getLogger(__name__)
 

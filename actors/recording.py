@@ -1,4 +1,4 @@
-"""The recording actor: the SessionStore, the only writer of session files.
+"""The recording actor: the ChatRecordingService, the only writer of session files.
 
 Calls arrive from many conversations at once on the actor's threads; the
 store's group commit turns them into few fsyncs. After a restart the store
@@ -12,27 +12,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from actors.shell import ShellBase
-from config.settings import OllmSettings
-from pipeline.record_redaction import redact_record
-from pipeline.records import (
+from ollm_cli.actors.shell import ShellBase
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.environment._redaction import Redactor
+from ollm_cli.pipeline.recording._index import SearchHit
+from ollm_cli.pipeline.recording._redaction import redact_record
+from ollm_cli.pipeline.recording._store import ChatRecordingService, StoreHealth
+from ollm_cli.pipeline.records import (
     CompressionEvent,
     Session,
     SessionMessage,
     SessionSummary,
     SessionToolCall,
 )
-from pipeline.redaction import Redactor
-from pipeline.session_index import SearchHit
-from pipeline.session_store import SessionStore, StoreHealth
 
 
 class RecordingShell(ShellBase):
-    """Gives the SessionStore an inbox."""
+    """Gives the ChatRecordingService an inbox."""
 
     def __init__(self, settings: OllmSettings) -> None:
         self.settings = settings.services.session
-        self.store = SessionStore(self.settings, snapshots_dir=settings.snapshots.data_dir)
+        self.store = ChatRecordingService(self.settings, snapshots_dir=settings.snapshots.data_dir)
         self.redactor: Redactor | None = Redactor() if self.settings.redact_secrets else None
 
     def add_redaction_values(self, values: Mapping[str, str]) -> int:

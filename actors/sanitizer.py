@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from actors.shell import ShellBase
-from config.settings import OllmSettings
-from pipeline.env_sanitizer import EnvDecision, EnvironmentSanitizer
+from ollm_cli.actors.shell import ShellBase
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.environment._sanitizer import EnvDecision, EnvironmentSanitizationService
 
 
 class SanitizerShell(ShellBase):
     """Sanitizes environments for tool executions (Requirement 7.8)."""
 
     def __init__(self, settings: OllmSettings) -> None:
-        self.sanitizer = EnvironmentSanitizer(settings.services.environment)
+        self.sanitizer = EnvironmentSanitizationService(settings.services.environment)
 
     def sanitize(self, env: Mapping[str, str]) -> dict[str, str]:
         return self.sanitizer.sanitize(env)

@@ -12,13 +12,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from actors.shell import ShellBase
-from config.settings import OllmSettings
-from pipeline.errors import ToolError
-from pipeline.extensions import load_extensions
-from pipeline.records import SessionToolCall, ToolCallPart
-from pipeline.tools.executor import ToolExecutor
-from pipeline.tools.registry import ToolRegistry
+from ollm_cli.actors.shell import ShellBase
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.errors import ToolError
+from ollm_cli.pipeline.extensions import load_extensions
+from ollm_cli.pipeline.records import SessionToolCall, ToolCallPart
+from ollm_cli.pipeline.tools._executor import ToolExecutor
+from ollm_cli.pipeline.tools._registry import ToolRegistry
 
 logger = logging.getLogger(__name__)
 

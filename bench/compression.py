@@ -33,10 +33,10 @@ from collections.abc import Callable
 
 import tiktoken
 
-from config.settings import CompressionSettings
-from pipeline.compression import ActiveContext, ChatCompressionService, Strategy
-from pipeline.records import SessionMessage, ToolCallPart, ToolResultPart
-from pipeline.tokens import ConversationTokens, TokenCounter, encoding
+from ollm_cli.config.settings import CompressionSettings
+from ollm_cli.pipeline.compression._service import ActiveContext, ChatCompressionService, Strategy
+from ollm_cli.pipeline.compression._tokens import ConversationTokens, TokenCounter, encoding
+from ollm_cli.pipeline.records import SessionMessage, ToolCallPart, ToolResultPart
 
 _VOCABULARY = (
     "the parser returns an error when the value is missing so the build fails and "
@@ -192,9 +192,9 @@ async def _turn_latencies(turns: int, *, compress: bool) -> tuple[list[float], i
     import tempfile
     from pathlib import Path
 
-    from config.settings import OllmSettings
-    from pipeline.coordinator import Coordinator
-    from pipeline.runtime import LocalService, create_runtime
+    from ollm_cli.config.settings import OllmSettings
+    from ollm_cli.pipeline.coordinator import Coordinator
+    from ollm_cli.pipeline.runtime import LocalService, create_runtime
 
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as folder:
         home = Path(folder)
@@ -279,7 +279,9 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2000)
     args = parser.parse_args()
     encoding().encode_ordinary("warm up")
-    logging.getLogger("pipeline.compression").setLevel(logging.ERROR)  # cut-at-once warnings
+    logging.getLogger("ollm_cli.pipeline.compression._service").setLevel(
+        logging.ERROR
+    )  # cut-at-once warnings
     token_counting_figure(args.messages, args.reps)
     print()
     compression_figure(args.reps)

@@ -42,8 +42,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from config.settings import DEFAULT_BUILTIN_IGNORES, SandboxSettings
-from pipeline.file_discovery import DiscoveryOptions, FileDiscoveryService
+from ollm_cli.config.settings import DEFAULT_BUILTIN_IGNORES, SandboxSettings
+from ollm_cli.pipeline.discovery._service import DiscoveryOptions, FileDiscoveryService
 
 FD = shutil.which("fdfind") or shutil.which("fd")
 DEPTH = 64
@@ -189,12 +189,12 @@ def bench_sandbox(runs: int) -> None:
     sandbox = None
     with tempfile.TemporaryDirectory() as workspace:
         try:
-            from pipeline.sandbox import Sandbox
+            from ollm_cli.pipeline.tools._sandbox import Sandbox
 
             sandbox = Sandbox(SandboxSettings(), workspace=Path(workspace))
             sandbox.check()
         except Exception as error:  # the sandbox may be unavailable here: say so
-            print(f"pipeline.sandbox not measured: {type(error).__name__}: {error}")
+            print(f"ollm_cli.pipeline.tools._sandbox not measured: {type(error).__name__}: {error}")
             sandbox = None
         env = {"PATH": "/usr/bin:/bin"}
         for _ in range(runs):
@@ -230,7 +230,7 @@ def bench_sandbox(runs: int) -> None:
         )
     if api:
         print(
-            f"{'pipeline.sandbox.Sandbox.run':<34} {median_ms(api):>10.2f} "
+            f"{'ollm_cli.pipeline.tools._sandbox.Sandbox.run':<34} {median_ms(api):>10.2f} "
             f"{median_ms(api) / base:>8.1f}"
         )
 

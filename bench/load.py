@@ -30,10 +30,10 @@ from pathlib import Path
 
 import orjson
 
-from config.settings import SimulatedSettings
-from pipeline.load_harness import percentile
-from pipeline.providers import ChatRequest, SimulatedProvider
-from pipeline.records import SessionMessage
+from ollm_cli.config.settings import SimulatedSettings
+from ollm_cli.pipeline.harness._load import percentile
+from ollm_cli.pipeline.providers import ChatRequest, SimulatedProvider
+from ollm_cli.pipeline.records import SessionMessage
 
 REPO = Path(__file__).resolve().parents[1]
 LATENCY_MS = 50.0
@@ -41,7 +41,7 @@ CONCURRENCIES = (1, 16, 128)
 LADDER = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 QUICK_LADDER = (1, 4, 16, 64, 128)
 RUNTIMES = ("inprocess", "ray")
-OLLM = "from cli.app import main; main()"
+OLLM = "from ollm_cli.cli.app import main; main()"
 
 
 @dataclass

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from config.settings import OllmSettings
-from pipeline.coordinator import Coordinator
-from pipeline.runtime import create_runtime
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.coordinator import Coordinator
+from ollm_cli.pipeline.runtime import create_runtime
 
 
 class _Echo:

@@ -2,19 +2,19 @@
 
 Run with ``python -m bench.safety [--events N] [--repeats R]``. Prints:
 
-- **LoopDetector**: microseconds per recorded event for each operation
+- **LoopDetectionService**: microseconds per recorded event for each operation
   (``record_tool_call`` on varied calls and on a poll whose result changes,
   ``record_tool_result``, ``record_output``, ``check_stream`` per chunk,
   ``record_turn``), next to two baselines on the same data: a dict insert, and
   ``hash()`` of the canonical JSON of the same arguments (orjson, sorted keys).
   The target is under 100 µs per event; memory stays bounded (the sizes of the
   windows after all events are printed).
-- **EnvironmentSanitizer**: microseconds per environment of 80 variables for
+- **EnvironmentSanitizationService**: microseconds per environment of 80 variables for
   ``sanitize``, against a dict copy and a naive ``fnmatch`` filter.
 - **Redactor**: megabytes per second of ``redact`` on 1 MB of ordinary text
   and on the same text with a secret every 2 KB, against one ``re.sub`` of a
   single token pattern and a ``str.replace`` pass; and the cost per log record
-  of the :class:`~pipeline.redaction.RedactingFilter`.
+  of the :class:`~ollm_cli.pipeline.environment._redaction.RedactingFilter`.
 - **ContextManager**: microseconds per ``build_additions`` with 20 entries.
 
 Each figure is the median of ``R`` repeats.
@@ -36,11 +36,11 @@ from typing import Any
 
 import orjson
 
-from config.settings import DEFAULT_DENY_PATTERNS, ContextSettings, LoopDetectionSettings
-from pipeline.context_manager import ContextManager
-from pipeline.env_sanitizer import EnvironmentSanitizer
-from pipeline.loop_detection import LoopDetector
-from pipeline.redaction import RedactingFilter, Redactor
+from ollm_cli.config.settings import DEFAULT_DENY_PATTERNS, ContextSettings, LoopDetectionSettings
+from ollm_cli.pipeline.context._manager import ContextManager
+from ollm_cli.pipeline.environment._redaction import RedactingFilter, Redactor
+from ollm_cli.pipeline.environment._sanitizer import EnvironmentSanitizationService
+from ollm_cli.pipeline.loop_detection._service import LoopDetectionService
 
 TARGET_US = 100.0
 WORDS: tuple[str, ...] = (
@@ -113,7 +113,7 @@ def bench_loop_detector(events: int, repeats: int) -> None:
     stream_text = _prose(rng, events)
     chunks = [stream_text[i : i + 4] for i in range(0, len(stream_text), 4)][:events]
 
-    print("LoopDetector (per event; target < 100 µs)")
+    print("LoopDetectionService (per event; target < 100 µs)")
     table: dict[str, int] = {}
 
     def dict_insert() -> None:
@@ -131,39 +131,39 @@ def bench_loop_detector(events: int, repeats: int) -> None:
     _row("baseline: hash(canonical orjson args)", hash_us)
 
     def varied_calls() -> None:
-        detector = LoopDetector()
+        detector = LoopDetectionService()
         for name, args in calls:
             detector.record_tool_call(name, args)
 
     def polling() -> None:
-        detector = LoopDetector(LoopDetectionSettings(max_cycle_period=10))
+        detector = LoopDetectionService(LoopDetectionSettings(max_cycle_period=10))
         args = {"id": "build-42"}
         for i in range(events // 2):
             detector.record_tool_call("build_status", args)
             detector.record_tool_result("build_status", args, f"running {i}")
 
     def turns() -> None:
-        detector = LoopDetector(LoopDetectionSettings(max_turns=events + 1))
+        detector = LoopDetectionService(LoopDetectionSettings(max_turns=events + 1))
         for _ in range(events):
             detector.record_turn()
 
     def varied_outputs() -> None:
-        detector = LoopDetector()
+        detector = LoopDetectionService()
         for text in outputs:
             detector.record_output(text)
 
     def long_varied_outputs() -> None:
-        detector = LoopDetector()
+        detector = LoopDetectionService()
         for text in long_outputs:
             detector.record_output(text)
 
     def near_outputs() -> None:
-        detector = LoopDetector(LoopDetectionSettings(output_similarity=1.0))
+        detector = LoopDetectionService(LoopDetectionSettings(output_similarity=1.0))
         for text in near:
             detector.record_output(text)
 
     def stream() -> None:
-        detector = LoopDetector()
+        detector = LoopDetectionService()
         for chunk in chunks:
             detector.check_stream(chunk)
 
@@ -191,7 +191,7 @@ def bench_loop_detector(events: int, repeats: int) -> None:
     )
     _row("check_stream, 4-char chunks of prose", _median_us(stream, len(chunks), repeats), dict_us)
 
-    detector = LoopDetector()
+    detector = LoopDetectionService()
     for (name, args), chunk in zip(calls, chunks, strict=False):
         detector.record_tool_call(name, args)
         detector.check_stream(chunk)
@@ -225,9 +225,9 @@ def _environment(rng: random.Random) -> dict[str, str]:
 
 def bench_sanitizer(repeats: int) -> None:
     env = _environment(random.Random(11))
-    sanitizer = EnvironmentSanitizer()
+    sanitizer = EnvironmentSanitizationService()
     rounds = 200
-    print(f"EnvironmentSanitizer (per environment of {len(env)} variables)")
+    print(f"EnvironmentSanitizationService (per environment of {len(env)} variables)")
 
     def copy() -> None:
         for _ in range(rounds):

@@ -6,7 +6,7 @@ alike:
 
 - ``plain``: ``subprocess.run(["true"])``, the raw baseline;
 - ``bwrap``: bubblewrap with the sandbox's namespaces and mounts, nothing else;
-- ``sandbox``: :meth:`pipeline.sandbox.Sandbox.run` (bubblewrap, limits,
+- ``sandbox``: :meth:`ollm_cli.pipeline.tools._sandbox.Sandbox.run` (bubblewrap, limits,
   hardened environment, the pids cgroup where there is one, output capture),
 
 and the overhead ratio of each against the baseline.
@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from config.settings import SandboxSettings
-from pipeline.sandbox import Sandbox
+from ollm_cli.config.settings import SandboxSettings
+from ollm_cli.pipeline.tools._sandbox import Sandbox
 
 
 def _percentile(samples: list[float], fraction: float) -> float:

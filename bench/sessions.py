@@ -1,4 +1,4 @@
-"""How fast the SessionStore records, resumes, lists and searches, against raw baselines.
+"""How fast the ChatRecordingService records, resumes, lists and searches, against raw baselines.
 
 Run with ``python -m bench.sessions [--quick]``. Every figure is measured
 against a baseline taken in the same run, on the same disk:
@@ -34,8 +34,10 @@ from pathlib import Path
 
 import orjson
 
-from config.settings import SessionSettings
-from pipeline.records import (
+from ollm_cli.config.settings import SessionSettings
+from ollm_cli.pipeline.recording._document import SessionDocument, new_epoch
+from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.records import (
     SessionMessage,
     SessionMetadata,
     SessionToolCall,
@@ -45,8 +47,6 @@ from pipeline.records import (
     ToolResultPart,
     now_iso,
 )
-from pipeline.session_document import SessionDocument, new_epoch
-from pipeline.session_store import SessionStore
 
 REPO = Path(__file__).resolve().parent.parent
 RARE_WORD = "zyxomatic"
@@ -130,7 +130,7 @@ def raw_appends(folder: Path, payload: bytes, count: int) -> list[float]:
 
 def concurrent_recording(folder: Path, sessions: int, per_session: int, text: str) -> float:
     """Durable messages per second with ``sessions`` threads recording at once."""
-    store = SessionStore(SessionSettings(data_dir=folder / "concurrent", max_sessions=0))
+    store = ChatRecordingService(SessionSettings(data_dir=folder / "concurrent", max_sessions=0))
     ids = [store.create_session("bench", "bench") for _ in range(sessions)]
     barrier = threading.Barrier(sessions + 1)
 
@@ -157,7 +157,7 @@ def concurrent_recording(folder: Path, sessions: int, per_session: int, text: st
 def single_recording(folder: Path, count: int, text: str) -> tuple[list[float], list[float]]:
     """Seconds of each ``record_message`` on one session, one after the other, and of a
     raw append+fdatasync taken between each two (so that both see the same disk load)."""
-    store = SessionStore(SessionSettings(data_dir=folder / "single", max_sessions=0))
+    store = ChatRecordingService(SessionSettings(data_dir=folder / "single", max_sessions=0))
     sid = store.create_session("bench", "bench")
     for _ in range(20):
         store.record_message(sid, SessionMessage.user(text))
@@ -230,7 +230,7 @@ def big_session(words: Words, messages: int, message_chars: int) -> SessionDocum
 def _document(
     messages: list[dict[str, object]], calls: list[dict[str, object]], **meta: object
 ) -> SessionDocument:
-    from pipeline.session_ids import new_session_id
+    from ollm_cli.pipeline.recording._ids import new_session_id
 
     now = now_iso()
     data = {
@@ -257,7 +257,7 @@ def resume(folder: Path, doc: SessionDocument, runs: int) -> tuple[float, float,
     opened: list[float] = []
     loads: list[float] = []
     for _ in range(runs):
-        store = SessionStore(settings)
+        store = ChatRecordingService(settings)
         started = time.perf_counter()
         session = store.open_session(doc.session_id)
         opened.append((time.perf_counter() - started) * 1000)
@@ -306,7 +306,7 @@ def listing_and_search(
 ) -> dict[str, float]:
     """Index, list and search ``count`` sessions; measure against ``rg -l``."""
     rare = many_sessions(folder, words, count, messages, chars, rare_every=100)
-    store = SessionStore(SessionSettings(data_dir=folder, max_sessions=0))
+    store = ChatRecordingService(SessionSettings(data_dir=folder, max_sessions=0))
     started = time.perf_counter()
     store.reindex()
     index_s = time.perf_counter() - started
@@ -319,7 +319,7 @@ def listing_and_search(
     page_ms = _median_ms(lambda: store.list_sessions(limit=20), runs)
 
     def cold_list() -> None:  # what one `ollm sessions list` pays: open a store, list
-        with SessionStore(SessionSettings(data_dir=folder, max_sessions=0)) as fresh:
+        with ChatRecordingService(SessionSettings(data_dir=folder, max_sessions=0)) as fresh:
             fresh.list_sessions()
 
     cold_ms = _median_ms(cold_list, max(3, runs // 3))

@@ -3,7 +3,7 @@
 Each group of subcommands lives in its own module (``cli/sessions_cmd.py``,
 ``cli/config_cmd.py``, ...) and is registered here. ``main`` is the console
 entry point: it configures logging with secret redaction and maps every
-:class:`~pipeline.errors.OllmError` to its documented exit code.
+:class:`~ollm_cli.pipeline.errors.OllmError` to its documented exit code.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 
 import typer
 
-from cli import (
+from ollm_cli.cli import (
     batch_cmd,
     config_cmd,
     env_cmd,
@@ -23,9 +23,9 @@ from cli import (
     sessions_cmd,
     snapshots_cmd,
 )
-from cli.exit_codes import EXIT_CODES_HELP, exit_code_for
-from cli.output import print_error
-from pipeline.errors import OllmError
+from ollm_cli.cli.exit_codes import EXIT_CODES_HELP, exit_code_for
+from ollm_cli.cli.output import print_error
+from ollm_cli.pipeline.errors import OllmError
 
 app = typer.Typer(
     name="ollm",
@@ -52,7 +52,7 @@ app.add_typer(extensions_cmd.app, name="extensions")
 
 def main() -> None:
     """Console entry point of ``ollm``."""
-    from pipeline.redaction import configure_logging
+    from ollm_cli.pipeline.environment._redaction import configure_logging
 
     configure_logging()
     try:

@@ -24,21 +24,26 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cli.exit_codes import EXIT_CODES_HELP
-from cli.output import console, err_console, print_json
-from cli.overrides import (
+from ollm_cli.cli.exit_codes import EXIT_CODES_HELP
+from ollm_cli.cli.output import console, err_console, print_json
+from ollm_cli.cli.overrides import (
     NoLoopDetectionOption,
     ProviderChoice,
     RayAddressOption,
     RuntimeOption,
     apply_overrides,
 )
-from cli.state import loaded_settings
-from config.settings import OllmSettings
-from pipeline.batch_runner import BatchProgress, BatchReport, BatchRunner, batch_failure
-from pipeline.batch_script import BatchScript, BatchScriptError, load_batch_script
-from pipeline.coordinator import Coordinator
-from pipeline.runtime import Runtime, create_runtime
+from ollm_cli.cli.state import loaded_settings
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.coordinator import Coordinator
+from ollm_cli.pipeline.harness._batch_runner import (
+    BatchProgress,
+    BatchReport,
+    BatchRunner,
+    batch_failure,
+)
+from ollm_cli.pipeline.harness._batch_script import BatchScript, BatchScriptError, load_batch_script
+from ollm_cli.pipeline.runtime import Runtime, create_runtime
 
 logger = logging.getLogger(__name__)
 

@@ -16,10 +16,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli.loop_thread import LoopThread
-from pipeline.coordinator import Coordinator
-from pipeline.errors import OllmError
-from pipeline.events import (
+from ollm_cli.cli.loop_thread import LoopThread
+from ollm_cli.pipeline.coordinator import Coordinator
+from ollm_cli.pipeline.errors import OllmError
+from ollm_cli.pipeline.events import (
     CompressionFinished,
     CompressionStarted,
     LoopDetectedEvent,
@@ -28,7 +28,7 @@ from pipeline.events import (
     TextDelta,
     ToolCallEvent,
 )
-from pipeline.records import ToolCallPart
+from ollm_cli.pipeline.records import ToolCallPart
 
 HELP = """\
 /help                          this list

@@ -9,10 +9,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cli.output import console, print_json
-from cli.state import loaded_settings
-from config.loader import effective_items
-from config.paths import ollm_home
+from ollm_cli.cli.output import console, print_json
+from ollm_cli.cli.state import loaded_settings
+from ollm_cli.config.loader import effective_items
+from ollm_cli.config.paths import ollm_home
 
 app = typer.Typer(
     help=(

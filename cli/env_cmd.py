@@ -13,9 +13,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cli.output import console, print_json
-from cli.state import loaded_settings
-from pipeline.env_sanitizer import EnvironmentSanitizer
+from ollm_cli.cli.output import console, print_json
+from ollm_cli.cli.state import loaded_settings
+from ollm_cli.pipeline.environment._sanitizer import EnvironmentSanitizationService
 
 app = typer.Typer(
     help=(
@@ -49,7 +49,7 @@ def check(
     Values are never printed. Example: `ollm env check --only-removed`
     """
     settings = loaded_settings().settings.services.environment
-    sanitizer = EnvironmentSanitizer(settings)
+    sanitizer = EnvironmentSanitizationService(settings)
     decisions = sanitizer.explain(os.environ)
     removed = sum(1 for d in decisions if not d.kept)
     shown = decisions if show_kept else [d for d in decisions if not d.kept]

@@ -18,7 +18,7 @@ code   meaning
 
 from __future__ import annotations
 
-from pipeline.errors import OllmError
+from ollm_cli.pipeline.errors import OllmError
 
 OK = 0
 UNEXPECTED = 1

@@ -8,8 +8,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cli.output import console, print_json
-from pipeline.extensions import load_extensions
+from ollm_cli.cli.output import console, print_json
+from ollm_cli.pipeline.extensions import load_extensions
 
 app = typer.Typer(
     help=(

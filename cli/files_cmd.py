@@ -11,9 +11,13 @@ from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
-from cli.output import console, err_console, print_json
-from cli.state import loaded_settings
-from pipeline.file_discovery import DiscoveryOptions, DiscoveryResult, FileDiscoveryService
+from ollm_cli.cli.output import console, err_console, print_json
+from ollm_cli.cli.state import loaded_settings
+from ollm_cli.pipeline.discovery._service import (
+    DiscoveryOptions,
+    DiscoveryResult,
+    FileDiscoveryService,
+)
 
 
 class _OneCommand(TyperGroup):

@@ -30,22 +30,22 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cli.batch_cmd import stop_runtime
-from cli.exit_codes import EXIT_CODES_HELP
-from cli.output import console, err_console, print_json
-from cli.overrides import (
+from ollm_cli.cli.batch_cmd import stop_runtime
+from ollm_cli.cli.exit_codes import EXIT_CODES_HELP
+from ollm_cli.cli.output import console, err_console, print_json
+from ollm_cli.cli.overrides import (
     ProviderChoice,
     RayAddressOption,
     RuntimeChoice,
     RuntimeOption,
     apply_overrides,
 )
-from cli.state import loaded_settings
-from config.paths import ollm_home
-from config.settings import OllmSettings
-from pipeline.coordinator import Coordinator
-from pipeline.errors import OllmError
-from pipeline.load_harness import (
+from ollm_cli.cli.state import loaded_settings
+from ollm_cli.config.paths import ollm_home
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.coordinator import Coordinator
+from ollm_cli.pipeline.errors import OllmError
+from ollm_cli.pipeline.harness._load import (
     LATENCY_GROWTH_THRESHOLD,
     MEMORY_GROWTH_THRESHOLD,
     HarnessOptions,
@@ -58,7 +58,7 @@ from pipeline.load_harness import (
     verify,
     write_samples_csv,
 )
-from pipeline.runtime import create_runtime
+from ollm_cli.pipeline.runtime import create_runtime
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}

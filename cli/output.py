@@ -14,14 +14,14 @@ import orjson
 from rich.console import Console
 from rich.markup import escape
 
-from pipeline.errors import OllmError
+from ollm_cli.pipeline.errors import OllmError
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
 
 def _redact(text: str) -> str:
-    from pipeline.redaction import redact
+    from ollm_cli.pipeline.environment._redaction import redact
 
     return redact(text)
 

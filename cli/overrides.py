@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from config.settings import OllmSettings
+from ollm_cli.config.settings import OllmSettings
 
 
 class ProviderChoice(StrEnum):

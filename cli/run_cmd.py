@@ -14,22 +14,22 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from cli.chat_repl import ChatRepl
-from cli.exit_codes import EXIT_CODES_HELP
-from cli.loop_thread import LoopThread
-from cli.output import console, err_console, print_json
-from cli.overrides import (
+from ollm_cli.cli.chat_repl import ChatRepl
+from ollm_cli.cli.exit_codes import EXIT_CODES_HELP
+from ollm_cli.cli.loop_thread import LoopThread
+from ollm_cli.cli.output import console, err_console, print_json
+from ollm_cli.cli.overrides import (
     NoLoopDetectionOption,
     ProviderChoice,
     RayAddressOption,
     RuntimeOption,
     apply_overrides,
 )
-from cli.state import loaded_settings
-from pipeline.coordinator import Coordinator, raise_if_stopped
-from pipeline.errors import SessionNotFoundError, UsageError
-from pipeline.events import EventBus, LoopDetectedEvent, PipelineEvent
-from pipeline.runtime import create_runtime
+from ollm_cli.cli.state import loaded_settings
+from ollm_cli.pipeline.coordinator import Coordinator, raise_if_stopped
+from ollm_cli.pipeline.errors import SessionNotFoundError, UsageError
+from ollm_cli.pipeline.events import EventBus, LoopDetectedEvent, PipelineEvent
+from ollm_cli.pipeline.runtime import create_runtime
 
 
 def run(

@@ -1,9 +1,9 @@
 """``ollm sessions``: list, read, search, export, organise and delete recorded sessions.
 
-Every command opens the :class:`~pipeline.session_store.SessionStore` of the
+Every command opens the :class:`~ollm_cli.pipeline.recording._store.ChatRecordingService` of the
 effective settings, does its work and closes it. Errors from the store
 (unknown id, ambiguous prefix, an identifier that is not one) propagate as
-:class:`~pipeline.errors.OllmError`; ``ollm``'s ``main`` prints them and exits
+:class:`~ollm_cli.pipeline.errors.OllmError`; ``ollm``'s ``main`` prints them and exits
 with the documented code. Commands that delete ask first; without a terminal
 to ask on they refuse unless ``--yes`` is given.
 """
@@ -32,12 +32,16 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from cli.exit_codes import EXIT_CODES_HELP, USAGE
-from cli.output import console, err_console, print_error, print_json
-from cli.state import loaded_settings
-from pipeline.errors import OllmError, SessionError, SessionLockedError, SessionNotFoundError
-from pipeline.records import Session, SessionSummary, parse_iso
-from pipeline.session_export import (
+from ollm_cli.cli.exit_codes import EXIT_CODES_HELP, USAGE
+from ollm_cli.cli.output import console, err_console, print_error, print_json
+from ollm_cli.cli.state import loaded_settings
+from ollm_cli.pipeline.errors import (
+    OllmError,
+    SessionError,
+    SessionLockedError,
+    SessionNotFoundError,
+)
+from ollm_cli.pipeline.recording._export import (
     ExportFormat,
     NoteBlock,
     TextBlock,
@@ -49,8 +53,9 @@ from pipeline.session_export import (
     session_heading,
     transcript,
 )
-from pipeline.session_index import MARK_END, MARK_START, SearchHit
-from pipeline.session_store import SessionStore
+from ollm_cli.pipeline.recording._index import MARK_END, MARK_START, SearchHit
+from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.records import Session, SessionSummary, parse_iso
 
 logger = logging.getLogger(__name__)
 
@@ -105,10 +110,12 @@ def usage_error(message: str, *, hint: str, json_output: bool = False) -> NoRetu
 
 
 @contextmanager
-def open_store() -> Iterator[SessionStore]:
+def open_store() -> Iterator[ChatRecordingService]:
     """The session store of the effective settings, closed on the way out."""
     settings = loaded_settings().settings
-    store = SessionStore(settings.services.session, snapshots_dir=settings.snapshots.data_dir)
+    store = ChatRecordingService(
+        settings.services.session, snapshots_dir=settings.snapshots.data_dir
+    )
     try:
         yield store
     finally:
@@ -500,7 +507,9 @@ def delete(session_id: SessionArg, yes: YesOption = False, json_output: JsonOpti
     say(f"Deleted session {session.session_id}.")
 
 
-def delete_many(store: SessionStore, ids: list[str], *, quiet: bool) -> tuple[list[str], list[str]]:
+def delete_many(
+    store: ChatRecordingService, ids: list[str], *, quiet: bool
+) -> tuple[list[str], list[str]]:
     """Delete ``ids`` with a progress bar; returns (deleted, in use elsewhere and kept).
 
     A session another process is writing is left alone; one that vanished meanwhile
@@ -741,7 +750,7 @@ def read_session_file(path: Path) -> Session:
         ) from None
 
 
-def _existing_ids(store: SessionStore, sessions: list[Session]) -> list[str]:
+def _existing_ids(store: ChatRecordingService, sessions: list[Session]) -> list[str]:
     existing = []
     for session in sessions:
         try:

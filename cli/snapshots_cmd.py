@@ -17,11 +17,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cli.exit_codes import EXIT_CODES_HELP, USAGE
-from cli.output import console, err_console, print_json
-from cli.state import loaded_settings
-from pipeline.snapshots import SnapshotManager
-from pipeline.tokens import TokenCounter
+from ollm_cli.cli.exit_codes import EXIT_CODES_HELP, USAGE
+from ollm_cli.cli.output import console, err_console, print_json
+from ollm_cli.cli.state import loaded_settings
+from ollm_cli.pipeline.compression._snapshots import SnapshotManager
+from ollm_cli.pipeline.compression._tokens import TokenCounter
 
 app = typer.Typer(
     help=(
@@ -56,10 +56,12 @@ def _manager() -> SnapshotManager:
 
 def resolve_session(text: str) -> str:
     """The full id of the session named by ``text`` (an id or a unique prefix)."""
-    from pipeline.session_store import SessionStore
+    from ollm_cli.pipeline.recording._store import ChatRecordingService
 
     settings = loaded_settings().settings
-    store = SessionStore(settings.services.session, snapshots_dir=settings.snapshots.data_dir)
+    store = ChatRecordingService(
+        settings.services.session, snapshots_dir=settings.snapshots.data_dir
+    )
     try:
         return store.resolve_id(text)
     finally:

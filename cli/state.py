@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from config.loader import LoadedSettings, load_settings
+from ollm_cli.config.loader import LoadedSettings, load_settings
 
 
 @lru_cache(maxsize=8)

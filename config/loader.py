@@ -28,9 +28,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from config.paths import user_config_path, workspace_config_path
-from config.settings import OllmSettings
-from pipeline.errors import ConfigError
+from ollm_cli.config.paths import user_config_path, workspace_config_path
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class LoadedSettings:
 
 
 def _redact(text: str) -> str:
-    from pipeline.redaction import redact
+    from ollm_cli.pipeline.environment._redaction import redact
 
     return redact(text)
 

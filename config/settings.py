@@ -23,7 +23,7 @@ import pathspec
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
-from config.paths import ollm_home
+from ollm_cli.config.paths import ollm_home
 
 logger = logging.getLogger(__name__)
 

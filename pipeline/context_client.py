@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import time
 
-from pipeline.context_manager import ContextAdditions, ContextEntry, ContextSource
-from pipeline.runtime import Runtime, Service
+from ollm_cli.pipeline.context._manager import ContextAdditions, ContextEntry, ContextSource
+from ollm_cli.pipeline.runtime import Runtime, Service
 
 
 class ContextClient:

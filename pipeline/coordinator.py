@@ -14,12 +14,12 @@ What does not depend on a step's result overlaps it, so a turn costs few
 round trips: the model starts on the message while it is being recorded (no
 word of the answer is shown or recorded before the message is durable,
 unless hooks on messages must first add to the context); the additions are
-cached by :class:`~pipeline.context_client.ContextClient`; the loop detector
+cached by :class:`~ollm_cli.pipeline.context_client.ContextClient`; the loop detector
 begins the next request when it checks an answer that ends one; the final
 answer carries the turn end to recording; only new messages travel to the
 provider actor.
 
-The coordinator only talks to :class:`~pipeline.runtime.Service` handles, so
+The coordinator only talks to :class:`~ollm_cli.pipeline.runtime.Service` handles, so
 the same code runs on Ray and in-process. Its own state per conversation (the
 active context sent to the model, token accounting) lives in
 :class:`Conversation`; everything durable lives in the recording actor.
@@ -46,11 +46,22 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel
 
-from config.settings import OllmSettings
-from pipeline.compression import ActiveContext, ChatCompressionService, CompressionResult
-from pipeline.context_client import ContextClient
-from pipeline.errors import ActorFailedError, LoopDetectedError, OllmError, StaleContextError
-from pipeline.events import (
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.compression._service import (
+    ActiveContext,
+    ChatCompressionService,
+    CompressionResult,
+)
+from ollm_cli.pipeline.compression._snapshots import SnapshotInfo
+from ollm_cli.pipeline.compression._tokens import TokenCounter
+from ollm_cli.pipeline.context_client import ContextClient
+from ollm_cli.pipeline.errors import (
+    ActorFailedError,
+    LoopDetectedError,
+    OllmError,
+    StaleContextError,
+)
+from ollm_cli.pipeline.events import (
     CompressionFinished,
     CompressionStarted,
     EventBus,
@@ -62,11 +73,17 @@ from pipeline.events import (
     TextDelta,
     ToolCallEvent,
 )
-from pipeline.extensions import load_extensions
-from pipeline.hooks import HookRunner
-from pipeline.loop_detection import LoopEvent
-from pipeline.providers.base import ChatBatch, ChatOpening, ChatRequest, ModelInfo, StreamChunk
-from pipeline.records import (
+from ollm_cli.pipeline.extensions import load_extensions
+from ollm_cli.pipeline.hooks import HookRunner
+from ollm_cli.pipeline.loop_detection._service import LoopEvent
+from ollm_cli.pipeline.providers._base import (
+    ChatBatch,
+    ChatOpening,
+    ChatRequest,
+    ModelInfo,
+    StreamChunk,
+)
+from ollm_cli.pipeline.records import (
     CompressionEvent,
     Session,
     SessionMessage,
@@ -75,10 +92,8 @@ from pipeline.records import (
     ToolCallPart,
     ToolResultPart,
 )
-from pipeline.runtime import Runtime
-from pipeline.snapshots import SnapshotInfo
-from pipeline.tokens import TokenCounter
-from pipeline.tools.approval import ApprovalPolicy
+from ollm_cli.pipeline.runtime import Runtime
+from ollm_cli.pipeline.tools._approval import ApprovalPolicy
 
 logger = logging.getLogger(__name__)
 

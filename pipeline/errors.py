@@ -2,8 +2,8 @@
 
 Every error a user can meet is an :class:`OllmError` whose message says what
 happened and what to do about it. The CLI maps each class to an exit code in
-one place (``cli.exit_codes``). No message ever carries a secret value: code
-that builds one passes it through :func:`pipeline.redaction.redact` first.
+one place (``ollm_cli.cli.exit_codes``). No message ever carries a secret value: code
+that builds one passes it through :func:`ollm_cli.pipeline.environment._redaction.redact` first.
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from config.settings import HookEvent
-from pipeline.records import now_iso
+from ollm_cli.config.settings import HookEvent
+from ollm_cli.pipeline.records import now_iso
 
 logger = logging.getLogger(__name__)
 

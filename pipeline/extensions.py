@@ -25,8 +25,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from config.settings import HookSettings
-from pipeline.redaction import redact
+from ollm_cli.config.settings import HookSettings
+from ollm_cli.pipeline.environment._redaction import redact
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class ExtensionAPI:
         )
 
     def add_tool(self, tool: Any) -> None:
-        """Offer a tool to the model (an object following ``pipeline.tools.base.Tool``)."""
+        """Offer a tool to the model (an object following ``pipeline.tools.Tool``)."""
         for attribute in ("name", "json_schema", "run"):
             if not hasattr(tool, attribute):
                 raise TypeError(f"a tool needs `{attribute}`")

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import orjson
 
-from config.settings import HookSettings
-from pipeline.context_client import ContextClient
-from pipeline.events import EventBus, PipelineEvent
+from ollm_cli.config.settings import HookSettings
+from ollm_cli.pipeline.context_client import ContextClient
+from ollm_cli.pipeline.events import EventBus, PipelineEvent
 
 logger = logging.getLogger(__name__)
 MAX_HOOK_OUTPUT = 16 * 1024

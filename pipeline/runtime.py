@@ -33,15 +33,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
-from actors.compression import CompressionShell
-from actors.context import ContextShell
-from actors.loop_detection import LoopDetectionShell
-from actors.provider import ProviderShell
-from actors.recording import RecordingShell
-from actors.sanitizer import SanitizerShell
-from actors.tool_worker import ToolWorkerShell
-from config.settings import OllmSettings
-from pipeline.errors import ActorFailedError, OllmError
+from ollm_cli.actors.compression import CompressionShell
+from ollm_cli.actors.context import ContextShell
+from ollm_cli.actors.loop_detection import LoopDetectionShell
+from ollm_cli.actors.provider import ProviderShell
+from ollm_cli.actors.recording import RecordingShell
+from ollm_cli.actors.sanitizer import SanitizerShell
+from ollm_cli.actors.tool_worker import ToolWorkerShell
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.errors import ActorFailedError, OllmError
 
 logger = logging.getLogger(__name__)
 

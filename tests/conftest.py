@@ -33,7 +33,7 @@ def ollm_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
         if name.startswith("OLLM_"):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OLLM_HOME", str(home))
-    from cli import state
+    from ollm_cli.cli import state
 
     state.reset()
     yield home

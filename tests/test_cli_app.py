@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli.app import main
+from ollm_cli.cli.app import main
 
 COMMANDS = [
     [],

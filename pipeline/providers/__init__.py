@@ -2,7 +2,7 @@
 
 Example::
 
-    from pipeline.providers import ChatRequest, create_provider
+    from ollm_cli.pipeline.providers import ChatRequest, create_provider
 
     provider = create_provider(settings.provider)
     text = provider.complete(ChatRequest(model=provider.default_model(), messages=messages))
@@ -10,7 +10,7 @@ Example::
 
 from __future__ import annotations
 
-from pipeline.providers.base import (
+from ollm_cli.pipeline.providers._base import (
     ChatRequest,
     ContextSource,
     ModelInfo,
@@ -18,7 +18,7 @@ from pipeline.providers.base import (
     StreamChunk,
     new_tool_call_id,
 )
-from pipeline.providers.embedded import (
+from ollm_cli.pipeline.providers._embedded import (
     BUNDLED_SHA256,
     EmbeddedProvider,
     ToolCallTextParser,
@@ -26,10 +26,10 @@ from pipeline.providers.embedded import (
     embedded_model_available,
     verify_sha256,
 )
-from pipeline.providers.factory import PROBE_TIMEOUT_S, create_provider
-from pipeline.providers.gguf_metadata import GgufMetadata, read_gguf_metadata
-from pipeline.providers.ollama import OllamaProvider, display_host, ollama_answers
-from pipeline.providers.simulated import SimulatedProvider
+from ollm_cli.pipeline.providers._factory import PROBE_TIMEOUT_S, create_provider
+from ollm_cli.pipeline.providers._gguf_metadata import GgufMetadata, read_gguf_metadata
+from ollm_cli.pipeline.providers._ollama import OllamaProvider, display_host, ollama_answers
+from ollm_cli.pipeline.providers._simulated import SimulatedProvider
 
 __all__ = [
     "BUNDLED_SHA256",

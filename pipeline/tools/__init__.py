@@ -10,10 +10,10 @@ Example::
     record.success, record.result.llm_content
 """
 
-from pipeline.tools.approval import ApprovalOutcome, ApprovalPolicy
-from pipeline.tools.base import Tool, ToolContext, ToolOutput
-from pipeline.tools.executor import ToolExecutor
-from pipeline.tools.registry import ToolRegistry
+from ollm_cli.pipeline.tools._approval import ApprovalOutcome, ApprovalPolicy
+from ollm_cli.pipeline.tools._base import Tool, ToolContext, ToolOutput
+from ollm_cli.pipeline.tools._executor import ToolExecutor
+from ollm_cli.pipeline.tools._registry import ToolRegistry
 
 __all__ = [
     "ApprovalOutcome",

@@ -11,18 +11,18 @@ from typing import Any
 
 import pytest
 
-from config.settings import OllmSettings
-from pipeline.batch_runner import BatchProgress, BatchReport, BatchRunner
-from pipeline.batch_script import BatchScript
-from pipeline.coordinator import Coordinator
-from pipeline.providers import ChatRequest, SimulatedProvider
-from pipeline.records import Session, SessionMessage
-from pipeline.runtime import RuntimeKind, create_runtime
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.coordinator import Coordinator
+from ollm_cli.pipeline.harness._batch_runner import BatchProgress, BatchReport, BatchRunner
+from ollm_cli.pipeline.harness._batch_script import BatchScript
+from ollm_cli.pipeline.providers import ChatRequest, SimulatedProvider
+from ollm_cli.pipeline.records import Session, SessionMessage
+from ollm_cli.pipeline.runtime import RuntimeKind, create_runtime
 
 REPO = Path(__file__).resolve().parents[2]
 
 # The `ollm` command as users run it.
-OLLM_MAIN = "from cli.app import main; main()"
+OLLM_MAIN = "from ollm_cli.cli.app import main; main()"
 
 
 @pytest.fixture

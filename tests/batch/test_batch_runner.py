@@ -9,8 +9,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from config.settings import OllmSettings
-from pipeline.batch_runner import (
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.coordinator import Coordinator
+from ollm_cli.pipeline.errors import OllmError
+from ollm_cli.pipeline.harness._batch_runner import (
     BatchJournal,
     BatchReport,
     BatchRunner,
@@ -21,11 +23,15 @@ from pipeline.batch_runner import (
     batch_failure,
     state_path_for,
 )
-from pipeline.batch_script import BatchScript, parse_yaml_script
-from pipeline.coordinator import Coordinator
-from pipeline.errors import OllmError
-from pipeline.records import Session, SessionMessage, TextPart, ToolCallPart, ToolResultPart
-from pipeline.runtime import create_runtime
+from ollm_cli.pipeline.harness._batch_script import BatchScript, parse_yaml_script
+from ollm_cli.pipeline.records import (
+    Session,
+    SessionMessage,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from ollm_cli.pipeline.runtime import create_runtime
 from tests.batch.conftest import expected_answer, run_batch, simulated_settings, stop_after
 from tests.fake_ollama import FakeOllama
 

@@ -12,7 +12,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.batch_script import (
+from ollm_cli.pipeline.harness._batch_script import (
     MAX_CONVERSATIONS,
     BatchScriptError,
     _node_line,

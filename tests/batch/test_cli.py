@@ -1,5 +1,5 @@
 """``ollm batch``, ``ollm load`` and ``ollm soak`` as commands: through CliRunner on
-a Typer app of their own, and end to end through ``cli.app.main`` in a subprocess
+a Typer app of their own, and end to end through ``ollm_cli.cli.app.main`` in a subprocess
 (Ctrl-C included)."""
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from cli import batch_cmd, load_cmd
-from cli.batch_cmd import stop_runtime
-from cli.exit_codes import exit_code_for
-from cli.load_cmd import parse_duration
-from config.settings import OllmSettings
-from pipeline.errors import OllmError
-from pipeline.load_harness import LoadFailedError
-from pipeline.runtime import create_runtime
-from pipeline.session_store import SessionStore
+from ollm_cli.cli import batch_cmd, load_cmd
+from ollm_cli.cli.batch_cmd import stop_runtime
+from ollm_cli.cli.exit_codes import exit_code_for
+from ollm_cli.cli.load_cmd import parse_duration
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.errors import OllmError
+from ollm_cli.pipeline.harness._load import LoadFailedError
+from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.runtime import create_runtime
 from tests.batch.conftest import OLLM_MAIN, REPO, expected_answer, ollm
 from tests.fake_ollama import FakeOllama
 
@@ -66,7 +66,7 @@ def invoke(*args: str) -> tuple[int, str, str, BaseException | None]:
 
 
 def recorded(tag: str) -> dict[str, list[tuple[str, str]]]:
-    store = SessionStore(OllmSettings().services.session)
+    store = ChatRecordingService(OllmSettings().services.session)
     try:
         return {
             s.title or "": [(m.role, m.text) for m in store.get_session(s.session_id).messages]

@@ -26,8 +26,8 @@ import orjson
 import psutil
 import pytest
 
-from config.settings import OllmSettings
-from pipeline.session_store import SessionStore
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.recording._store import ChatRecordingService
 from tests.batch.conftest import REPO, expected_answer, ollm
 
 CONFIG = """\
@@ -171,7 +171,7 @@ def test_batch_runs_through_a_two_node_cluster(
 
     settings = OllmSettings()
     settings.provider.simulated.output_tokens = 12
-    store = SessionStore(settings.services.session)
+    store = ChatRecordingService(settings.services.session)
     try:
         summaries = store.list_sessions(tag="on-cluster")
         assert len(summaries) == 6

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from config.settings import OllmSettings
+from ollm_cli.config.settings import OllmSettings
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 

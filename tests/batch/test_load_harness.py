@@ -14,10 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from config.settings import OllmSettings
-from pipeline.coordinator import Coordinator
-from pipeline.errors import OllmError
-from pipeline.load_harness import (
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.coordinator import Coordinator
+from ollm_cli.pipeline.errors import OllmError
+from ollm_cli.pipeline.harness._load import (
     MIN_TREND_SAMPLES,
     HarnessOptions,
     HarnessRun,
@@ -39,8 +39,8 @@ from pipeline.load_harness import (
     verify_with,
     write_samples_csv,
 )
-from pipeline.records import Session
-from pipeline.runtime import RuntimeKind, create_runtime
+from ollm_cli.pipeline.records import Session
+from ollm_cli.pipeline.runtime import RuntimeKind, create_runtime
 from tests.batch.conftest import expected_answer, simulated_settings
 
 FINITE = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
@@ -378,7 +378,7 @@ def test_short_soak_with_an_injected_actor_kill_loses_nothing(
 
 
 def test_failures_are_described_by_type_and_never_show_a_secret() -> None:
-    from pipeline.load_harness import _describe
+    from ollm_cli.pipeline.harness._load import _describe
 
     assert _describe(OllmError("the provider stopped", hint="restart it")) == (
         "the provider stopped"

@@ -1,7 +1,7 @@
 """Running ``ollm sessions`` in tests: in-process through ``CliRunner``, or as a real process.
 
-``invoke`` maps an escaping :class:`~pipeline.errors.OllmError` the way
-``cli.app.main`` does (its exit code, its message on stderr), so tests assert
+``invoke`` maps an escaping :class:`~ollm_cli.pipeline.errors.OllmError` the way
+``ollm_cli.cli.app.main`` does (its exit code, its message on stderr), so tests assert
 on what a user sees. ``run_ollm`` starts a real ``python`` that mounts the
 sessions group on the real ``ollm`` app and runs its ``main``.
 """
@@ -18,19 +18,19 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.exit_codes import exit_code_for
-from cli.sessions_cmd import app
-from cli.state import loaded_settings
-from pipeline.errors import OllmError
-from pipeline.records import Session
-from pipeline.session_store import SessionStore
+from ollm_cli.cli.exit_codes import exit_code_for
+from ollm_cli.cli.sessions_cmd import app
+from ollm_cli.cli.state import loaded_settings
+from ollm_cli.pipeline.errors import OllmError
+from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.records import Session
 
 REPO = Path(__file__).resolve().parents[2]
 
 # Mounts the sessions group on the real `ollm` app (unless cli/app.py already does) and
 # runs the console entry point, so exit codes and error output are the real ones.
 OLLM_SCRIPT = (
-    "from cli.app import app, main\n"
+    "from ollm_cli.cli.app import app, main\n"
     "from cli import sessions_cmd\n"
     "if not any(g.typer_instance is sessions_cmd.app for g in app.registered_groups):\n"
     "    app.add_typer(sessions_cmd.app, name='sessions')\n"
@@ -76,18 +76,20 @@ def run_ollm(
 
 
 @pytest.fixture
-def open_test_store() -> Callable[[], SessionStore]:
+def open_test_store() -> Callable[[], ChatRecordingService]:
     """A function opening the store the commands use (close it before invoking them)."""
 
-    def opener() -> SessionStore:
+    def opener() -> ChatRecordingService:
         settings = loaded_settings().settings
-        return SessionStore(settings.services.session, snapshots_dir=settings.snapshots.data_dir)
+        return ChatRecordingService(
+            settings.services.session, snapshots_dir=settings.snapshots.data_dir
+        )
 
     return opener
 
 
 @pytest.fixture
-def seed(open_test_store: Callable[[], SessionStore]) -> Callable[..., list[str]]:
+def seed(open_test_store: Callable[[], ChatRecordingService]) -> Callable[..., list[str]]:
     """Record ``sessions`` in the store (through ``import_session``) and return their ids."""
 
     def seeder(*sessions: Session) -> list[str]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from pipeline.records import (
+from ollm_cli.pipeline.records import (
     Session,
     SessionMessage,
     SessionMetadata,

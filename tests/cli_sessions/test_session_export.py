@@ -1,4 +1,4 @@
-"""The renderers of ``pipeline.session_export``: JSON, Markdown, self-contained HTML."""
+"""The renderers of ``ollm_cli.pipeline.recording._export``: JSON, Markdown, self-contained HTML."""
 
 from __future__ import annotations
 
@@ -9,18 +9,7 @@ import orjson
 from hypothesis import given
 from markdown_it import MarkdownIt
 
-from pipeline.records import (
-    ImagePart,
-    Session,
-    SessionMessage,
-    SessionToolCall,
-    TextPart,
-    ToolCallPart,
-    ToolResult,
-    ToolResultPart,
-    UnknownPart,
-)
-from pipeline.session_export import (
+from ollm_cli.pipeline.recording._export import (
     ExportFormat,
     NoteBlock,
     TextBlock,
@@ -34,6 +23,17 @@ from pipeline.session_export import (
     to_json,
     to_markdown,
     transcript,
+)
+from ollm_cli.pipeline.records import (
+    ImagePart,
+    Session,
+    SessionMessage,
+    SessionToolCall,
+    TextPart,
+    ToolCallPart,
+    ToolResult,
+    ToolResultPart,
+    UnknownPart,
 )
 from tests.cli_sessions.session_strategies import iso, make_session, sessions
 

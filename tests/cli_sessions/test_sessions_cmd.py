@@ -1,4 +1,4 @@
-"""``ollm sessions``: every command against the real SessionStore in a private OLLM_HOME."""
+"""``ollm sessions``: every command against the real ChatRecordingService in a private OLLM_HOME."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import typer
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cli import sessions_cmd, state
-from cli.sessions_cmd import (
+from ollm_cli.cli import sessions_cmd, state
+from ollm_cli.cli.sessions_cmd import (
     SortKey,
     highlighted,
     parse_since,
@@ -22,13 +22,15 @@ from cli.sessions_cmd import (
     time_ago,
     validation_problems,
 )
-from pipeline.errors import (
+from ollm_cli.pipeline.errors import (
     AmbiguousSessionIdError,
     InvalidSessionIdError,
     SessionError,
     SessionNotFoundError,
 )
-from pipeline.records import (
+from ollm_cli.pipeline.recording._index import MARK_END, MARK_START, SORT_COLUMNS
+from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.records import (
     ImagePart,
     Session,
     SessionMessage,
@@ -38,8 +40,6 @@ from pipeline.records import (
     ToolResult,
     ToolResultPart,
 )
-from pipeline.session_index import MARK_END, MARK_START, SORT_COLUMNS
-from pipeline.session_store import SessionStore
 from tests.cli_sessions.conftest import invoke
 from tests.cli_sessions.session_strategies import iso, make_session, sessions
 
@@ -433,7 +433,7 @@ def test_clear_needs_all_and_confirmation(seed: Seed) -> None:
 
 
 def test_clear_leaves_a_session_another_process_is_writing(
-    seed: Seed, open_test_store: Callable[[], SessionStore]
+    seed: Seed, open_test_store: Callable[[], ChatRecordingService]
 ) -> None:
     seed(_chat(ID_C, "c", "y"))
     writer = open_test_store()
@@ -486,7 +486,7 @@ def test_cleanup_json_reports_what_it_deleted(seed: Seed) -> None:
 
 
 def test_delete_many_counts_a_session_that_vanished_as_deleted(
-    seed: Seed, open_test_store: Callable[[], SessionStore]
+    seed: Seed, open_test_store: Callable[[], ChatRecordingService]
 ) -> None:
     seed(_chat(ID_A, "a", "x"))
     store = open_test_store()

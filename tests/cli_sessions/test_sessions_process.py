@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pexpect
 
-from pipeline.records import Session
+from ollm_cli.pipeline.records import Session
 from tests.cli_sessions.conftest import OLLM_SCRIPT, REPO, run_ollm
 from tests.cli_sessions.session_strategies import make_session
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
-from pipeline.records import SessionMessage, ToolCallPart, ToolResultPart
-from pipeline.tokens import TokenCounter
+from ollm_cli.pipeline.compression._tokens import TokenCounter
+from ollm_cli.pipeline.records import SessionMessage, ToolCallPart, ToolResultPart
 
 _VOCABULARY = (
     "the file config parser returns error when value missing test passes build fails "

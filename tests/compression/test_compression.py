@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from config.settings import CompressionSettings, SnapshotSettings
-from pipeline.compression import (
+from ollm_cli.config.settings import CompressionSettings, SnapshotSettings
+from ollm_cli.pipeline.compression._service import (
     SUMMARY_MARKER,
     ActiveContext,
     Budget,
@@ -25,7 +25,9 @@ from pipeline.compression import (
     is_checkpoint,
     summary_problem,
 )
-from pipeline.records import (
+from ollm_cli.pipeline.compression._snapshots import SnapshotManager
+from ollm_cli.pipeline.compression._tokens import TokenCounter
+from ollm_cli.pipeline.records import (
     Session,
     SessionMessage,
     TextPart,
@@ -33,8 +35,6 @@ from pipeline.records import (
     ToolResultPart,
     now_iso,
 )
-from pipeline.snapshots import SnapshotManager
-from pipeline.tokens import TokenCounter
 from tests.compression.conversations import (
     SYSTEM_PROMPT,
     conversations,
@@ -297,7 +297,7 @@ def test_bad_summary_falls_back_to_truncate_and_is_logged(
 ) -> None:
     messages = long_conversation(20)
     service = make_service(counter, RecordingSummarizer(answer))
-    with caplog.at_level(logging.WARNING, logger="pipeline.compression"):
+    with caplog.at_level(logging.WARNING, logger="ollm_cli.pipeline.compression._service"):
         result = service.compress(context_of(messages), window=WINDOW, session_id=SID)
     assert result.strategy == "truncate"
     assert result.requested_strategy == "hybrid"
@@ -356,7 +356,7 @@ def test_repeated_failures_pause_summarizing_until_compress_is_forced(
     summarizer = RecordingSummarizer("", "", "", GOOD_SUMMARY)
     service = make_service(counter, summarizer, max_failures=3)
     context = context_of(long_conversation(20))
-    with caplog.at_level(logging.WARNING, logger="pipeline.compression"):
+    with caplog.at_level(logging.WARNING, logger="ollm_cli.pipeline.compression._service"):
         for _ in range(3):
             result = service.compress(context, window=WINDOW, session_id=SID)
             context = result.context.model_copy(
@@ -503,7 +503,7 @@ def test_emergency_truncate_fits_the_window_at_once(
     messages = long_conversation(40)
     service = make_service(counter, RecordingSummarizer(RuntimeError("must not be called")))
     context = context_of(messages)
-    with caplog.at_level(logging.WARNING, logger="pipeline.compression"):
+    with caplog.at_level(logging.WARNING, logger="ollm_cli.pipeline.compression._service"):
         cut = service.emergency_truncate(context, window=WINDOW, extra_tokens=300)
     assert cut is not None
     budget = service.context_budget(context, window=WINDOW, extra_tokens=300)
@@ -653,7 +653,7 @@ def test_a_failing_snapshot_does_not_stop_compression(
     service = ChatCompressionService(
         CompressionSettings(preserve_recent=256), counter, fake_summarizer, snapshots=snapshots
     )
-    with caplog.at_level(logging.WARNING, logger="pipeline.compression"):
+    with caplog.at_level(logging.WARNING, logger="ollm_cli.pipeline.compression._service"):
         result = service.compress(context_of(long_conversation(20)), window=WINDOW, session_id=SID)
     assert result.reduced
     assert any("snapshot before compression" in r.getMessage() for r in caplog.records)

@@ -13,12 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import CompressionSettings, EmbeddedSettings, SessionSettings
-from pipeline.compression import ActiveContext, ChatCompressionService, Strategy, checkpoint_text
-from pipeline.providers import ChatRequest, EmbeddedProvider, embedded_model_available
-from pipeline.records import SessionMessage
-from pipeline.session_store import SessionStore
-from pipeline.tokens import TokenCounter
+from ollm_cli.config.settings import CompressionSettings, EmbeddedSettings, SessionSettings
+from ollm_cli.pipeline.compression._service import (
+    ActiveContext,
+    ChatCompressionService,
+    Strategy,
+    checkpoint_text,
+)
+from ollm_cli.pipeline.compression._tokens import TokenCounter
+from ollm_cli.pipeline.providers import ChatRequest, EmbeddedProvider, embedded_model_available
+from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.records import SessionMessage
 from tests.compression.conversations import SYSTEM_PROMPT, long_conversation
 
 SETTINGS = EmbeddedSettings(max_tokens=64, threads=2, context_window=2048)
@@ -40,9 +45,9 @@ def provider() -> Iterator[EmbeddedProvider]:
 
 
 @pytest.fixture
-def session_file(tmp_path: Path) -> Iterator[tuple[SessionStore, str, Path]]:
+def session_file(tmp_path: Path) -> Iterator[tuple[ChatRecordingService, str, Path]]:
     settings = SessionSettings(data_dir=tmp_path / "sessions", group_commit_ms=0)
-    with SessionStore(settings, snapshots_dir=tmp_path / "snapshots") as store:
+    with ChatRecordingService(settings, snapshots_dir=tmp_path / "snapshots") as store:
         sid = store.create_session("smollm2", "embedded")
         for message in long_conversation(4, result_words=80):
             store.record_message(sid, message)
@@ -53,7 +58,7 @@ def session_file(tmp_path: Path) -> Iterator[tuple[SessionStore, str, Path]]:
 @pytest.mark.parametrize("strategy", ["hybrid", "summarize"])
 def test_real_model_summary_is_accepted_smaller_or_a_logged_fallback(
     provider: EmbeddedProvider,
-    session_file: tuple[SessionStore, str, Path],
+    session_file: tuple[ChatRecordingService, str, Path],
     caplog: pytest.LogCaptureFixture,
     strategy: Strategy,
 ) -> None:
@@ -81,7 +86,7 @@ def test_real_model_summary_is_accepted_smaller_or_a_logged_fallback(
     window = 1024
     assert window < provider.context_window
     assert service.should_compress(context, window=window)
-    with caplog.at_level(logging.WARNING, logger="pipeline.compression"):
+    with caplog.at_level(logging.WARNING, logger="ollm_cli.pipeline.compression._service"):
         result = service.compress(context, window=window, session_id=sid)
 
     assert result.reduced

@@ -9,17 +9,17 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from config.settings import CompressionSettings, SessionSettings
-from pipeline.compression import (
+from ollm_cli.config.settings import CompressionSettings, SessionSettings
+from ollm_cli.pipeline.compression._service import (
     ActiveContext,
     ChatCompressionService,
     CompressionResult,
     Strategy,
     apply_compression_to_metadata,
 )
-from pipeline.records import CompressionEvent
-from pipeline.session_store import SessionStore
-from pipeline.tokens import MESSAGE_OVERHEAD, TokenCounter
+from ollm_cli.pipeline.compression._tokens import MESSAGE_OVERHEAD, TokenCounter
+from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.records import CompressionEvent
 from tests.compression.conversations import (
     SYSTEM_PROMPT,
     conversations,
@@ -162,9 +162,9 @@ def window_passed_by(tokens: int, share: float) -> int:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SessionStore]:
+def store(tmp_path: Path) -> Iterator[ChatRecordingService]:
     settings = SessionSettings(data_dir=tmp_path / "sessions", max_sessions=0, group_commit_ms=0)
-    with SessionStore(settings, snapshots_dir=tmp_path / "snapshots") as opened:
+    with ChatRecordingService(settings, snapshots_dir=tmp_path / "snapshots") as opened:
         yield opened
 
 
@@ -175,7 +175,7 @@ def store(tmp_path: Path) -> Iterator[SessionStore]:
     window=st.integers(1024, 4096),
 )
 def test_property_13_compression_count_increments(
-    store: SessionStore, messages: list, strategy: Strategy, earlier: int, window: int
+    store: ChatRecordingService, messages: list, strategy: Strategy, earlier: int, window: int
 ) -> None:
     """Each compression recorded on a session raises compressionCount by exactly 1
     and appends its entry to compressionHistory; the messages stay as recorded."""

@@ -11,12 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from config.settings import SessionSettings, SnapshotSettings
-from pipeline.compression import ActiveContext, checkpoint_message
-from pipeline.errors import InvalidSessionIdError, SessionError
-from pipeline.records import SessionMessage
-from pipeline.session_store import SessionStore
-from pipeline.snapshots import (
+from ollm_cli.config.settings import SessionSettings, SnapshotSettings
+from ollm_cli.pipeline.compression._service import ActiveContext, checkpoint_message
+from ollm_cli.pipeline.compression._snapshots import (
     INDEX_FILE,
     MAP_FILE,
     OVERRIDE_FILE,
@@ -28,6 +25,9 @@ from pipeline.snapshots import (
     SnapshotNotFoundError,
     normalize_snapshot_id,
 )
+from ollm_cli.pipeline.errors import InvalidSessionIdError, SessionError
+from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.records import SessionMessage
 from tests.compression.conversations import SYSTEM_PROMPT, conversations, long_conversation
 
 SID = "550e8400-e29b-41d4-a716-446655440000"
@@ -214,7 +214,7 @@ def test_deleting_a_session_in_the_store_deletes_its_snapshots(
     manager: SnapshotManager, settings: SnapshotSettings, tmp_path: Path
 ) -> None:
     store_settings = SessionSettings(data_dir=tmp_path / "sessions", group_commit_ms=0)
-    with SessionStore(store_settings, snapshots_dir=settings.data_dir) as store:
+    with ChatRecordingService(store_settings, snapshots_dir=settings.data_dir) as store:
         sid = store.create_session("m", "p")
         snapshot_id = snap(manager, context_of(long_conversation(1)), sid)
         kept = snap(manager, context_of(long_conversation(1)), OTHER)

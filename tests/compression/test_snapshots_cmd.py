@@ -9,13 +9,13 @@ import orjson
 import pytest
 from typer.testing import CliRunner, Result
 
-from cli.exit_codes import exit_code_for
-from cli.snapshots_cmd import app
-from cli.state import loaded_settings
-from pipeline.compression import ActiveContext, checkpoint_message
-from pipeline.errors import OllmError
-from pipeline.session_store import SessionStore
-from pipeline.snapshots import SnapshotManager
+from ollm_cli.cli.exit_codes import exit_code_for
+from ollm_cli.cli.snapshots_cmd import app
+from ollm_cli.cli.state import loaded_settings
+from ollm_cli.pipeline.compression._service import ActiveContext, checkpoint_message
+from ollm_cli.pipeline.compression._snapshots import SnapshotManager
+from ollm_cli.pipeline.errors import OllmError
+from ollm_cli.pipeline.recording._store import ChatRecordingService
 from tests.compression.conversations import SYSTEM_PROMPT, long_conversation
 
 
@@ -39,7 +39,9 @@ def invoke(*args: str, input: str | None = None) -> Outcome:
 @pytest.fixture
 def session_id() -> Iterator[str]:
     settings = loaded_settings().settings
-    store = SessionStore(settings.services.session, snapshots_dir=settings.snapshots.data_dir)
+    store = ChatRecordingService(
+        settings.services.session, snapshots_dir=settings.snapshots.data_dir
+    )
     sid = store.create_session("smollm2", "embedded")
     for message in long_conversation(2):
         store.record_message(sid, message)
@@ -143,7 +145,7 @@ def test_delete_asks_on_a_terminal(
     session_id: str, manager: SnapshotManager, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     info = manager.create_snapshot(session_id, context(), token_count=1, summary="", reason="auto")
-    monkeypatch.setattr("cli.snapshots_cmd._stdin_is_terminal", lambda: True)
+    monkeypatch.setattr("ollm_cli.cli.snapshots_cmd._stdin_is_terminal", lambda: True)
     declined = invoke("delete", info.id, input="n\n")
     assert declined.exit_code == 1
     assert [i.id for i in manager.list_snapshots(session_id)] == [info.id]

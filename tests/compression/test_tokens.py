@@ -13,21 +13,21 @@ import tiktoken
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.records import (
-    ImagePart,
-    SessionMessage,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    UnknownPart,
-)
-from pipeline.tokens import (
+from ollm_cli.pipeline.compression._tokens import (
     CALIBRATION_FILE,
     IMAGE_TOKENS,
     MESSAGE_OVERHEAD,
     ConversationTokens,
     TokenCounter,
     default_calibration_path,
+)
+from ollm_cli.pipeline.records import (
+    ImagePart,
+    SessionMessage,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    UnknownPart,
 )
 from tests.compression.conversations import conversations, user_texts
 
@@ -247,7 +247,7 @@ def test_reports_that_say_nothing_about_the_tokenizer_are_ignored(
     counter: TokenCounter, caplog: pytest.LogCaptureFixture
 ) -> None:
     counter.calibrate("m", 1000, 1100)
-    with caplog.at_level(logging.INFO, logger="pipeline.tokens"):
+    with caplog.at_level(logging.INFO, logger="ollm_cli.pipeline.compression._tokens"):
         # The server cut the prompt to its window: the count is the window's.
         assert counter.calibrate("m", 9000, 4096, window=4096) == pytest.approx(1.1)
         assert counter.calibrate("m", 1000, 50) == pytest.approx(1.1)  # implausible
@@ -277,7 +277,7 @@ def test_a_damaged_calibration_file_starts_uncalibrated(
 ) -> None:
     path = tmp_path / "calibration.json"
     path.write_text("{not json")
-    with caplog.at_level(logging.WARNING, logger="pipeline.tokens"):
+    with caplog.at_level(logging.WARNING, logger="ollm_cli.pipeline.compression._tokens"):
         counter = TokenCounter(calibration_path=path)
     assert counter.ratio("m") == 1.0
     assert any("not a valid calibration file" in r.getMessage() for r in caplog.records)
@@ -290,7 +290,7 @@ def test_an_unreadable_or_unwritable_calibration_file_is_only_a_warning(
 ) -> None:
     folder = tmp_path / "is-a-folder"
     folder.mkdir()
-    with caplog.at_level(logging.WARNING, logger="pipeline.tokens"):
+    with caplog.at_level(logging.WARNING, logger="ollm_cli.pipeline.compression._tokens"):
         counter = TokenCounter(calibration_path=folder)
         assert counter.calibrate("m", 100, 120) == pytest.approx(1.2)
     text = " ".join(r.getMessage() for r in caplog.records)

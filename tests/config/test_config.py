@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli import config_cmd
-from config.loader import effective_items, load_settings
-from config.settings import DEFAULT_DENY_PATTERNS, OllmSettings
-from pipeline.errors import ConfigError
+from ollm_cli.cli import config_cmd
+from ollm_cli.config.loader import effective_items, load_settings
+from ollm_cli.config.settings import DEFAULT_DENY_PATTERNS, OllmSettings
+from ollm_cli.pipeline.errors import ConfigError
 
 
 def write(path: Path, text: str) -> Path:

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from config.settings import DEFAULT_BUILTIN_IGNORES
-from pipeline.file_discovery import ChangeEvent, DiscoveryOptions, FileDiscoveryService
+from ollm_cli.config.settings import DEFAULT_BUILTIN_IGNORES
+from ollm_cli.pipeline.discovery._service import ChangeEvent, DiscoveryOptions, FileDiscoveryService
 from tests.discovery.trees import (
     DIR_NAMES,
     FILE_NAMES,

@@ -13,13 +13,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from config.settings import FileDiscoverySettings
-from pipeline.errors import ToolError
-from pipeline.file_discovery import (
+from ollm_cli.config.settings import FileDiscoverySettings
+from ollm_cli.pipeline.discovery._ignore_rules import IgnoreTree
+from ollm_cli.pipeline.discovery._service import (
     DiscoveryOptions,
     FileDiscoveryService,
 )
-from pipeline.ignore_rules import IgnoreTree
+from ollm_cli.pipeline.errors import ToolError
 from tests.discovery.test_discovery_properties import Recorder
 from tests.discovery.trees import age, build, git_init
 
@@ -256,7 +256,7 @@ def test_unreadable_directory_is_skipped_with_a_note(tmp_path: Path) -> None:
         script = (
             "import orjson, sys\n"
             "from pathlib import Path\n"
-            "from pipeline.file_discovery import DiscoveryOptions, FileDiscoveryService\n"
+            "from ollm_cli.pipeline.discovery import DiscoveryOptions, FileDiscoveryService\n"
             "r = FileDiscoveryService().scan(DiscoveryOptions(root=Path(sys.argv[1])))\n"
             "sys.stdout.buffer.write(orjson.dumps({'files': r.files,"
             " 'notes': [n.model_dump() for n in r.notes]}))\n"

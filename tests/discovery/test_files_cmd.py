@@ -8,8 +8,8 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from cli.files_cmd import app
-from pipeline.errors import ToolError
+from ollm_cli.cli.files_cmd import app
+from ollm_cli.pipeline.errors import ToolError
 from tests.discovery.trees import build
 
 runner = CliRunner()

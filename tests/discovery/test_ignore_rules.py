@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.ignore_rules import (
+from ollm_cli.pipeline.discovery._ignore_rules import (
     IgnoreStack,
     NeverMatchesError,
     RuleSet,

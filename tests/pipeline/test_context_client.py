@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from actors.context import ContextShell
-from config.settings import OllmSettings
-from pipeline.context_client import ContextClient
-from pipeline.context_manager import ContextAdditions
-from pipeline.runtime import InProcessRuntime, LocalService
+from ollm_cli.actors.context import ContextShell
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.context._manager import ContextAdditions
+from ollm_cli.pipeline.context_client import ContextClient
+from ollm_cli.pipeline.runtime import InProcessRuntime, LocalService
 
 SID = "0b4a6f64-6f6c-4d6d-8000-000000000001"
 

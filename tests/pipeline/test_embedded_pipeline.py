@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import OllmSettings
-from pipeline.coordinator import Coordinator, TurnResult
-from pipeline.records import Session
-from pipeline.runtime import create_runtime
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.coordinator import Coordinator, TurnResult
+from ollm_cli.pipeline.records import Session
+from ollm_cli.pipeline.runtime import create_runtime
 
 pytestmark = pytest.mark.model
 

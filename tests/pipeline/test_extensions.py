@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli import extensions_cmd
-from pipeline.extensions import load_extensions
+from ollm_cli.cli import extensions_cmd
+from ollm_cli.pipeline.extensions import load_extensions
 
 GOOD = """
 def register(api):

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from actors.recording import RecordingShell
-from config.settings import HookSettings, OllmSettings
-from pipeline.coordinator import Coordinator, TurnResult
-from pipeline.errors import ActorFailedError, ProviderError
-from pipeline.events import EventBus, PipelineEvent
-from pipeline.records import Session, SessionMessage, ToolCallPart, ToolResultPart
-from pipeline.runtime import Runtime, create_runtime
+from ollm_cli.actors.recording import RecordingShell
+from ollm_cli.config.settings import HookSettings, OllmSettings
+from ollm_cli.pipeline.coordinator import Coordinator, TurnResult
+from ollm_cli.pipeline.errors import ActorFailedError, ProviderError
+from ollm_cli.pipeline.events import EventBus, PipelineEvent
+from ollm_cli.pipeline.records import Session, SessionMessage, ToolCallPart, ToolResultPart
+from ollm_cli.pipeline.runtime import Runtime, create_runtime
 from tests.fake_ollama import FakeModel, FakeOllama, Reply
 
 MODEL = "llama3.2:latest"

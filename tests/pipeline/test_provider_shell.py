@@ -8,10 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from actors.provider import ProviderShell
-from config.settings import OllmSettings
-from pipeline.errors import ProviderError, StaleContextError
-from pipeline.providers.base import (
+from ollm_cli.actors.provider import ProviderShell
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.errors import ProviderError, StaleContextError
+from ollm_cli.pipeline.providers._base import (
     ChatBatch,
     ChatOpening,
     ChatRequest,
@@ -19,7 +19,7 @@ from pipeline.providers.base import (
     Provider,
     StreamChunk,
 )
-from pipeline.records import SessionMessage
+from ollm_cli.pipeline.records import SessionMessage
 
 
 class ScriptedProvider(Provider):
@@ -185,7 +185,7 @@ def test_a_failing_model_raises_its_error_to_the_poller() -> None:
 
 
 def test_streams_nobody_polls_are_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
-    import actors.provider as module
+    from ollm_cli.actors import provider as module
 
     provider = ScriptedProvider([f"w{i}" for i in range(50)], gap=0.1)
     shell = make_shell(provider)

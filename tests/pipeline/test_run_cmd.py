@@ -15,18 +15,18 @@ import orjson
 import pexpect
 import pytest
 
-from cli.chat_repl import ChatRepl
-from cli.loop_thread import LoopThread
-from cli.output import console, err_console
-from config.settings import OllmSettings
-from pipeline.coordinator import Coordinator
-from pipeline.records import ToolCallPart
-from pipeline.runtime import create_runtime
-from pipeline.session_store import SessionStore
+from ollm_cli.cli.chat_repl import ChatRepl
+from ollm_cli.cli.loop_thread import LoopThread
+from ollm_cli.cli.output import console, err_console
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.coordinator import Coordinator
+from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.records import ToolCallPart
+from ollm_cli.pipeline.runtime import create_runtime
 from tests.fake_ollama import FakeOllama, Reply
 
 MODEL = "llama3.2:latest"
-OLLM = [sys.executable, "-c", "from cli.app import main; main()"]
+OLLM = [sys.executable, "-c", "from ollm_cli.cli.app import main; main()"]
 
 
 @pytest.fixture
@@ -53,9 +53,11 @@ def env(server: FakeOllama, ollm_home: Path) -> dict[str, str]:
     return values
 
 
-def sessions(ollm_home: Path) -> SessionStore:
+def sessions(ollm_home: Path) -> ChatRecordingService:
     settings = OllmSettings()
-    return SessionStore(settings.services.session, snapshots_dir=settings.snapshots.data_dir)
+    return ChatRecordingService(
+        settings.services.session, snapshots_dir=settings.snapshots.data_dir
+    )
 
 
 def test_prompt_prints_the_answer_and_records_it(

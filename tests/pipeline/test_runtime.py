@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import OllmSettings
-from pipeline.errors import OllmError
-from pipeline.runtime import InProcessRuntime
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.errors import OllmError
+from ollm_cli.pipeline.runtime import InProcessRuntime
 
 
 def test_shutdown_of_a_runtime_that_never_started(tmp_path: Path) -> None:

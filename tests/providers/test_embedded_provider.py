@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from config.settings import EmbeddedSettings
-from pipeline.errors import ProviderError
-from pipeline.providers import (
+from ollm_cli.config.settings import EmbeddedSettings
+from ollm_cli.pipeline.errors import ProviderError
+from ollm_cli.pipeline.providers import (
     BUNDLED_SHA256,
     ChatRequest,
     EmbeddedProvider,
@@ -27,14 +27,14 @@ from pipeline.providers import (
     embedded_model_available,
     verify_sha256,
 )
-from pipeline.providers.embedded import (
+from ollm_cli.pipeline.providers._embedded import (
     BUNDLED_MODEL,
     completion_chunks,
     file_sha256,
     parse_tool_call,
     to_chat_messages,
 )
-from pipeline.records import (
+from ollm_cli.pipeline.records import (
     ImagePart,
     SessionMessage,
     TextPart,

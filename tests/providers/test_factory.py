@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import (
+from ollm_cli.config.settings import (
     EmbeddedSettings,
     OllamaSettings,
     ProviderSettings,
     SimulatedSettings,
 )
-from pipeline.errors import ProviderError
-from pipeline.providers import (
+from ollm_cli.pipeline.errors import ProviderError
+from ollm_cli.pipeline.providers import (
     PROBE_TIMEOUT_S,
     EmbeddedProvider,
     OllamaProvider,

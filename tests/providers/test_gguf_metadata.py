@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.errors import ProviderError
-from pipeline.providers import bundled_model_path, read_gguf_metadata
+from ollm_cli.pipeline.errors import ProviderError
+from ollm_cli.pipeline.providers import bundled_model_path, read_gguf_metadata
 
 # A tiny GGUF writer, independent of the reader: (type id, struct format) per kind.
 _UINT32, _INT32, _FLOAT32, _BOOL, _STRING, _ARRAY, _UINT64, _INT64 = 4, 5, 6, 7, 8, 9, 10, 11

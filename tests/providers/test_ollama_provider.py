@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from config.settings import OllamaSettings
-from pipeline.errors import ProviderError
-from pipeline.providers import ChatRequest, OllamaProvider, StreamChunk, display_host
-from pipeline.providers.ollama import to_ollama_messages
-from pipeline.records import (
+from ollm_cli.config.settings import OllamaSettings
+from ollm_cli.pipeline.errors import ProviderError
+from ollm_cli.pipeline.providers import ChatRequest, OllamaProvider, StreamChunk, display_host
+from ollm_cli.pipeline.providers._ollama import to_ollama_messages
+from ollm_cli.pipeline.records import (
     ImagePart,
     SessionMessage,
     TextPart,

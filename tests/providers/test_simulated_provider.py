@@ -8,10 +8,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from config.settings import SimulatedSettings
-from pipeline.providers import ChatRequest, SimulatedProvider
-from pipeline.providers.simulated import example_arguments
-from pipeline.records import SessionMessage, ToolCallPart, ToolResultPart
+from ollm_cli.config.settings import SimulatedSettings
+from ollm_cli.pipeline.providers import ChatRequest, SimulatedProvider
+from ollm_cli.pipeline.providers._simulated import example_arguments
+from ollm_cli.pipeline.records import SessionMessage, ToolCallPart, ToolResultPart
 
 READ_FILE = {
     "type": "function",

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from config.settings import ContextSettings
-from pipeline.context_manager import (
+from ollm_cli.config.settings import ContextSettings
+from ollm_cli.pipeline.context._manager import (
     MAX_PROJECT_FILE_BYTES,
     USER_FILE_KEY,
     WORKSPACE_FILE_KEY,
@@ -21,7 +21,7 @@ from pipeline.context_manager import (
     count_tokens_cl100k,
     format_section,
 )
-from pipeline.errors import OllmError
+from ollm_cli.pipeline.errors import OllmError
 
 KEY = st.text(alphabet=string.ascii_lowercase + string.digits + "-", min_size=1, max_size=12)
 CONTENT = st.text(min_size=0, max_size=80)

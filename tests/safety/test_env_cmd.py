@@ -8,7 +8,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from cli.env_cmd import app
+from ollm_cli.cli.env_cmd import app
 
 GH = "ghp_" + "Zq7Lm2Xp9Rt4Vb8Nc1Kd6Hf3Jg5Ws0Ye2Ua4"
 DB_PASSWORD = "correct-horse-battery-staple"

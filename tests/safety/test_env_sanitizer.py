@@ -9,15 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from config.settings import DEFAULT_ALLOW_LIST, DEFAULT_DENY_PATTERNS, EnvironmentSettings
-from pipeline.env_sanitizer import (
+from ollm_cli.config.settings import DEFAULT_ALLOW_LIST, DEFAULT_DENY_PATTERNS, EnvironmentSettings
+from ollm_cli.pipeline.environment._redaction import find_secrets
+from ollm_cli.pipeline.environment._sanitizer import (
     EXECUTION_VARIABLES,
     EnvDecision,
     EnvironmentSanitizationService,
-    EnvironmentSanitizer,
     compile_name_pattern,
 )
-from pipeline.redaction import find_secrets
 
 GH = "ghp_" + "Zq7Lm2Xp9Rt4Vb8Nc1Kd6Hf3Jg5Ws0Ye2Ua4"
 OPENAI = "sk-proj-" + "T3BlbkFJx7Q2mZ9rL4vK8pW1nY6sD3fG5hJ0"
@@ -134,7 +133,7 @@ CASES: list[tuple[str, str, bool]] = [
     ids=[f"{n}-{'kept' if k else 'removed'}-{i}" for i, (n, _, k) in enumerate(CASES)],
 )
 def test_sanitizer_case_table(name: str, value: str, kept: bool) -> None:
-    sanitizer = EnvironmentSanitizer()
+    sanitizer = EnvironmentSanitizationService()
     result = sanitizer.sanitize({name: value})
     assert (name in result) is kept
     if kept:
@@ -192,7 +191,7 @@ def test_invalid_custom_deny_pattern_warns_and_keeps_the_defaults(
         mode="default", allow_list=["PATH"], deny_patterns=["*_KEY", "[broken"]
     )
     with caplog.at_level(logging.WARNING):
-        sanitizer = EnvironmentSanitizer(settings)
+        sanitizer = EnvironmentSanitizationService(settings)
     assert sanitizer.deny_patterns == DEFAULT_DENY_PATTERNS
     assert sanitizer.allow_list == ("PATH",)
     assert "'[broken'" in caplog.text
@@ -206,7 +205,7 @@ def test_non_text_patterns_warn_and_keep_the_defaults(caplog: pytest.LogCaptureF
         deny_patterns=[42],  # type: ignore[list-item]
     )
     with caplog.at_level(logging.WARNING):
-        sanitizer = EnvironmentSanitizer(settings)
+        sanitizer = EnvironmentSanitizationService(settings)
     assert sanitizer.allow_list == DEFAULT_ALLOW_LIST
     assert sanitizer.deny_patterns == DEFAULT_DENY_PATTERNS
     assert "allowList is not a list" in caplog.text
@@ -225,7 +224,7 @@ def test_non_text_patterns_warn_and_keep_the_defaults(caplog: pytest.LogCaptureF
 def test_broken_configuration_allows_only_the_core_variables(
     broken: object, caplog: pytest.LogCaptureFixture
 ) -> None:
-    sanitizer = EnvironmentSanitizer()
+    sanitizer = EnvironmentSanitizationService()
     with caplog.at_level(logging.WARNING):
         sanitizer.configure(broken)  # type: ignore[arg-type]
     assert sanitizer.mode == "allowOnly"
@@ -243,7 +242,7 @@ def test_configure_accepts_the_camel_case_mapping() -> None:
 
 
 def test_allow_only_mode_keeps_nothing_but_the_allow_list() -> None:
-    sanitizer = EnvironmentSanitizer(
+    sanitizer = EnvironmentSanitizationService(
         EnvironmentSettings(mode="allowOnly", allow_list=["PATH", "HOME", "LC_*", "EDITOR"])
     )
     env = {"PATH": "/bin", "HOME": "/h", "LC_ALL": "C", "EDITOR": "vim", "PAGER": "less"}
@@ -254,7 +253,7 @@ def test_allow_only_mode_keeps_nothing_but_the_allow_list() -> None:
 
 
 def test_explain_gives_reasons_never_values() -> None:
-    sanitizer = EnvironmentSanitizer()
+    sanitizer = EnvironmentSanitizationService()
     env = {
         "OPENAI_API_KEY": OPENAI,
         "NOTES": GH,
@@ -277,7 +276,9 @@ def test_explain_gives_reasons_never_values() -> None:
 
 
 def test_execution_variables_are_removed_even_when_allowed() -> None:
-    sanitizer = EnvironmentSanitizer(EnvironmentSettings(allow_list=["PATH", "GIT_SSH_COMMAND"]))
+    sanitizer = EnvironmentSanitizationService(
+        EnvironmentSettings(allow_list=["PATH", "GIT_SSH_COMMAND"])
+    )
     assert sanitizer.is_allowed("GIT_SSH_COMMAND")
     assert sanitizer.is_denied("GIT_SSH_COMMAND")
     assert sanitizer.sanitize({"GIT_SSH_COMMAND": "ssh"}) == {}
@@ -285,7 +286,7 @@ def test_execution_variables_are_removed_even_when_allowed() -> None:
 
 
 def test_removed_secret_values_feed_the_redactor() -> None:
-    sanitizer = EnvironmentSanitizer()
+    sanitizer = EnvironmentSanitizationService()
     env = {
         "OPENAI_API_KEY": OPENAI,
         "DB_PASSWORD": "correct-horse-battery",
@@ -308,15 +309,15 @@ def test_removed_secret_values_feed_the_redactor() -> None:
 
 def test_sanitize_does_not_change_its_input() -> None:
     env = {"PATH": "/bin", "GITHUB_TOKEN": GH}
-    EnvironmentSanitizer().sanitize(env)
+    EnvironmentSanitizationService().sanitize(env)
     assert env == {"PATH": "/bin", "GITHUB_TOKEN": GH}
 
 
 def test_removed_names_are_logged_at_debug_without_values(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.DEBUG, logger="pipeline.env_sanitizer"):
-        EnvironmentSanitizer().sanitize({"GITHUB_TOKEN": GH, "PATH": "/bin"})
+    with caplog.at_level(logging.DEBUG, logger="ollm_cli.pipeline.environment._sanitizer"):
+        EnvironmentSanitizationService().sanitize({"GITHUB_TOKEN": GH, "PATH": "/bin"})
     assert "GITHUB_TOKEN" in caplog.text
     assert GH not in caplog.text
 
@@ -368,7 +369,7 @@ def environment(draw: st.DrawFn, patterns: list[str]) -> dict[str, str]:
 @given(st.data(), st.lists(PATTERN, min_size=1, max_size=5))
 def test_property_25_deny_pattern_filtering(data: st.DataObject, patterns: list[str]) -> None:
     """Every variable matching a deny pattern (and not allowed) is removed."""
-    sanitizer = EnvironmentSanitizer(
+    sanitizer = EnvironmentSanitizationService(
         EnvironmentSettings(allow_list=["PATH"], deny_patterns=patterns)
     )
     env = data.draw(environment(patterns))
@@ -400,7 +401,7 @@ def test_property_26_allow_list_preservation(
     allowed: dict[str, str], others: dict[str, str], mode: str
 ) -> None:
     """Variables on the allow list pass unchanged, even when a deny pattern matches them."""
-    sanitizer = EnvironmentSanitizer(
+    sanitizer = EnvironmentSanitizationService(
         EnvironmentSettings(
             mode=mode,
             allow_list=[*DEFAULT_ALLOW_LIST, "ALLOWED_*"],
@@ -422,7 +423,7 @@ def test_property_26_allow_list_preservation(
 )
 def test_property_27_sanitization_completeness(env: dict[str, str], extra: list[str]) -> None:
     """The result holds only allowed or non-denied variables, unchanged, with no secret value."""
-    sanitizer = EnvironmentSanitizer(
+    sanitizer = EnvironmentSanitizationService(
         EnvironmentSettings(deny_patterns=[*DEFAULT_DENY_PATTERNS, *extra])
     )
     result = sanitizer.sanitize(env)

@@ -10,11 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from config.settings import LoopDetectionSettings
-from pipeline.loop_detection import (
+from ollm_cli.config.settings import LoopDetectionSettings
+from ollm_cli.pipeline.loop_detection._service import (
     STREAM_MIN_SPAN,
     LoopDetectionService,
-    LoopDetector,
     LoopEvent,
     canonical_call,
     similarity,
@@ -31,8 +30,8 @@ THRESHOLD = st.integers(min_value=2, max_value=6)
 OUTPUT = st.text(min_size=1, max_size=200).filter(lambda t: t.strip() != "")
 
 
-def detector(**settings: Any) -> LoopDetector:
-    return LoopDetector(LoopDetectionSettings(**settings))
+def detector(**settings: Any) -> LoopDetectionService:
+    return LoopDetectionService(LoopDetectionSettings(**settings))
 
 
 def _reordered(args: dict[str, Any], seed: int) -> dict[str, Any] | str:
@@ -102,7 +101,7 @@ def test_property_16_turn_limit_detection(max_turns: int, extra: int) -> None:
 # -- property 17 ------------------------------------------------------------------------
 
 
-def _trigger(loop: LoopDetector, kind: str, threshold: int) -> list[LoopEvent | None]:
+def _trigger(loop: LoopDetectionService, kind: str, threshold: int) -> list[LoopEvent | None]:
     if kind == "repeated-tool":
         return [loop.record_tool_call("read_file", {"path": "a.py"}) for _ in range(threshold)]
     if kind == "tool-cycle":

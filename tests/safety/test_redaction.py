@@ -10,10 +10,9 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import given
 
-from cli.output import print_error
-from pipeline import redaction
-from pipeline.errors import ConfigError, OllmError, ToolError
-from pipeline.redaction import (
+from ollm_cli.cli.output import print_error
+from ollm_cli.pipeline.environment import _redaction as redaction
+from ollm_cli.pipeline.environment._redaction import (
     MIN_VALUE_LENGTH,
     TOKEN_KINDS,
     RedactingFilter,
@@ -23,6 +22,7 @@ from pipeline.redaction import (
     find_secrets,
     redact,
 )
+from ollm_cli.pipeline.errors import ConfigError, OllmError, ToolError
 from tests.safety.secret_strategies import filler, text_with_secret
 
 GITHUB = "ghp_" + "a1B2" * 9

@@ -1,4 +1,4 @@
-"""Fixtures of the SessionStore tests: a store on a private folder, and mounts.
+"""Fixtures of the ChatRecordingService tests: a store on a private folder, and mounts.
 
 ``small_tmpfs`` and ``read_only_bind`` need the right to mount (we run as
 root); where it is missing the test that asks for them is skipped.
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import SessionSettings
-from pipeline.session_store import SessionStore
+from ollm_cli.config.settings import SessionSettings
+from ollm_cli.pipeline.recording._store import ChatRecordingService
 
 
 def _fast_tmp() -> str | None:
@@ -52,9 +52,9 @@ def snapshots_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(sessions_dir: Path, snapshots_dir: Path) -> Iterator[SessionStore]:
-    """A SessionStore on a fresh folder, closed after the test."""
-    opened = SessionStore(make_settings(sessions_dir), snapshots_dir=snapshots_dir)
+def store(sessions_dir: Path, snapshots_dir: Path) -> Iterator[ChatRecordingService]:
+    """A ChatRecordingService on a fresh folder, closed after the test."""
+    opened = ChatRecordingService(make_settings(sessions_dir), snapshots_dir=snapshots_dir)
     yield opened
     opened.close()
 

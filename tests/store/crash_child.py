@@ -13,14 +13,14 @@ import threading
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from config.settings import SessionSettings
-from pipeline.records import SessionMessage, SessionToolCall, ToolResult
-from pipeline.session_store import SessionStore
+from ollm_cli.config.settings import SessionSettings
+from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.records import SessionMessage, SessionToolCall, ToolResult
 
 
-def _store(data_dir: str) -> SessionStore:
+def _store(data_dir: str) -> ChatRecordingService:
     settings = SessionSettings(data_dir=Path(data_dir), max_sessions=0, group_commit_ms=1.0)
-    return SessionStore(settings)
+    return ChatRecordingService(settings)
 
 
 def record_forever(data_dir: str, sessions: dict[str, int], acks: Connection) -> None:

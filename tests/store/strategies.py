@@ -7,7 +7,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from pipeline.records import (
+from ollm_cli.pipeline.records import (
     SessionMessage,
     SessionToolCall,
     TextPart,

@@ -24,9 +24,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pipeline.errors import SessionLockedError
-from pipeline.records import Session, SessionMessage
-from pipeline.session_store import SessionStore
+from ollm_cli.pipeline.errors import SessionLockedError
+from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.records import Session, SessionMessage
 from tests.store import crash_child
 from tests.store.conftest import make_settings
 
@@ -61,7 +61,7 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_record(
     sessions_dir: Path, forkserver: ForkServerContext
 ) -> None:
     settings = make_settings(sessions_dir)
-    with SessionStore(settings) as setup:
+    with ChatRecordingService(settings) as setup:
         ids = {name: setup.create_session("m", "p") for name in "ab"}
     acked: dict[str, set[int]] = {"a": set(), "b": set()}
     acked_tools: dict[str, set[int]] = {"a": set(), "b": set()}
@@ -96,7 +96,7 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_record(
 
         for path in sessions_dir.glob("*.json"):  # every file parses, whenever the kill came
             Session.from_json(path.read_bytes())
-        with SessionStore(settings) as reader_store:  # a reader: no lock, journal folded in
+        with ChatRecordingService(settings) as reader_store:  # a reader: no lock, journal folded in
             for name in "ab":
                 messages, tools = _numbers(reader_store.get_session(ids[name]), name)
                 assert acked[name] <= set(messages)
@@ -105,7 +105,7 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_record(
                 assert messages == sorted(messages)
                 following[name] = (max(messages) + 1) if messages else 0
     assert all(len(acked[name]) > KILLS for name in "ab")
-    with SessionStore(settings) as final:
+    with ChatRecordingService(settings) as final:
         for name in "ab":
             resumed = final.open_session(ids[name])
             assert acked[name] <= set(_numbers(resumed, name)[0])
@@ -116,7 +116,7 @@ def test_a_second_writer_is_refused_naming_the_process(
     sessions_dir: Path, forkserver: ForkServerContext
 ) -> None:
     settings = make_settings(sessions_dir)
-    with SessionStore(settings) as setup:
+    with ChatRecordingService(settings) as setup:
         sid = setup.create_session("m", "p")
         setup.record_message(sid, SessionMessage.user("before the child"))
     parent_end, child_end = forkserver.Pipe()
@@ -128,7 +128,7 @@ def test_a_second_writer_is_refused_naming_the_process(
         assert parent_end.poll(30)
         state, pid = parent_end.recv()
         assert (state, pid) == ("held", child.pid)
-        with SessionStore(settings) as second:
+        with ChatRecordingService(settings) as second:
             with pytest.raises(SessionLockedError, match=rf"process {pid}\b"):
                 second.open_session(sid)
             with pytest.raises(SessionLockedError, match=str(pid)):
@@ -143,7 +143,7 @@ def test_a_second_writer_is_refused_naming_the_process(
             assert [s.session_id for s in second.list_sessions()] == [sid]
         parent_end.send("stop")
         assert parent_end.poll(30) and parent_end.recv() == "closed"
-        with SessionStore(settings) as after:
+        with ChatRecordingService(settings) as after:
             assert len(after.open_session(sid).messages) == 2
     finally:
         child.join(30)
@@ -151,7 +151,9 @@ def test_a_second_writer_is_refused_naming_the_process(
             child.kill()
 
 
-def test_many_sessions_recorded_in_parallel_lose_and_mix_nothing(store: SessionStore) -> None:
+def test_many_sessions_recorded_in_parallel_lose_and_mix_nothing(
+    store: ChatRecordingService,
+) -> None:
     writers, per_writer = 24, 30
     ids = [store.create_session("m", "p") for _ in range(writers)]
     shared = store.create_session("m", "p")
@@ -175,7 +177,7 @@ def test_many_sessions_recorded_in_parallel_lose_and_mix_nothing(store: SessionS
     assert not errors
     assert store.health().ok
     store.close()
-    with SessionStore(store.settings) as reader:
+    with ChatRecordingService(store.settings) as reader:
         for n, sid in enumerate(ids):
             texts = [m.text for m in reader.get_session(sid).messages]
             assert texts == [f"w{n} #{i}" for i in range(per_writer)]

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.records import Session, SessionMessage, SessionToolCall, now_iso
-from pipeline.session_document import DocumentError, SessionDocument, gc_paused
+from ollm_cli.pipeline.recording._document import DocumentError, SessionDocument, gc_paused
+from ollm_cli.pipeline.records import Session, SessionMessage, SessionToolCall, now_iso
 from tests.store.strategies import messages, tool_calls
 
 

@@ -17,16 +17,16 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pipeline.errors import (
+from ollm_cli.pipeline.errors import (
     InvalidSessionIdError,
     SessionCorruptError,
     SessionError,
     SessionNotFoundError,
     StorageError,
 )
-from pipeline.records import Session, SessionMessage
-from pipeline.session_journal import encode_frame, log_files
-from pipeline.session_store import SessionStore
+from ollm_cli.pipeline.recording._journal import encode_frame, log_files
+from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.records import Session, SessionMessage
 from tests.store.conftest import make_settings, mounted_tmpfs, read_only
 
 
@@ -46,7 +46,7 @@ def _fill(path: Path) -> None:
         os.close(fd)
 
 
-def _saved_session(store: SessionStore, texts: list[str]) -> str:
+def _saved_session(store: ChatRecordingService, texts: list[str]) -> str:
     sid = store.create_session("m", "p")
     for text in texts:
         store.record_message(sid, SessionMessage.user(text))
@@ -58,7 +58,7 @@ def _saved_session(store: SessionStore, texts: list[str]) -> str:
 
 
 def test_a_corrupt_file_is_moved_aside_with_a_clear_error_and_listing_goes_on(
-    store: SessionStore, sessions_dir: Path, caplog: pytest.LogCaptureFixture
+    store: ChatRecordingService, sessions_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     good = _saved_session(store, ["keep me"])
     bad = _saved_session(store, ["lost"])
@@ -67,7 +67,7 @@ def test_a_corrupt_file_is_moved_aside_with_a_clear_error_and_listing_goes_on(
     store.close()
     path = sessions_dir / f"{bad}.json"
     path.write_bytes(b'{"sessionId": "' + bad.encode() + b'", "messages": [tru')
-    with SessionStore(make_settings(sessions_dir)) as reader:
+    with ChatRecordingService(make_settings(sessions_dir)) as reader:
         with pytest.raises(SessionCorruptError) as raised:
             reader.get_session(bad)
         message = str(raised.value)
@@ -86,13 +86,13 @@ def test_a_corrupt_file_is_moved_aside_with_a_clear_error_and_listing_goes_on(
 
 
 def test_a_corrupt_file_found_while_listing_never_breaks_the_listing(
-    store: SessionStore, sessions_dir: Path
+    store: ChatRecordingService, sessions_dir: Path
 ) -> None:
     ids = [_saved_session(store, [f"session {n}"]) for n in range(3)]
     store.close()
     (sessions_dir / f"{ids[1]}.json").write_text("not json at all")
     (sessions_dir / f"{ids[2]}.json").write_bytes(orjson.dumps({"sessionId": ids[2]}))
-    with SessionStore(make_settings(sessions_dir)) as reader:
+    with ChatRecordingService(make_settings(sessions_dir)) as reader:
         assert [s.session_id for s in reader.list_sessions()] == [ids[0]]
         assert len(list(sessions_dir.glob("*.corrupt-*"))) == 2
         with pytest.raises(SessionNotFoundError):
@@ -100,14 +100,14 @@ def test_a_corrupt_file_found_while_listing_never_breaks_the_listing(
 
 
 def test_a_corrupt_file_is_rebuilt_from_the_journal_when_it_holds_the_whole_session(
-    store: SessionStore, sessions_dir: Path
+    store: ChatRecordingService, sessions_dir: Path
 ) -> None:
     sid = store.create_session("m", "p", title="from the journal")
     for n in range(5):
         store.record_message(sid, SessionMessage.user(f"message {n}"))
     # the writer is still running: its journal holds every record since the creation
     (sessions_dir / f"{sid}.json").write_bytes(b"\x00garbage")
-    with SessionStore(make_settings(sessions_dir)) as reader:
+    with ChatRecordingService(make_settings(sessions_dir)) as reader:
         recovered = reader.get_session(sid)
         assert _texts(recovered) == [f"message {n}" for n in range(5)]
         assert recovered.metadata.title == "from the journal"
@@ -120,7 +120,7 @@ def test_a_corrupt_file_is_rebuilt_from_the_journal_when_it_holds_the_whole_sess
 
 
 def test_a_file_with_an_invalid_message_is_treated_as_corrupt(
-    store: SessionStore, sessions_dir: Path
+    store: ChatRecordingService, sessions_dir: Path
 ) -> None:
     sid = _saved_session(store, ["fine"])
     store.close()
@@ -128,7 +128,7 @@ def test_a_file_with_an_invalid_message_is_treated_as_corrupt(
     data = orjson.loads(path.read_bytes())
     data["messages"][0]["role"] = "wizard"
     path.write_bytes(orjson.dumps(data))
-    with SessionStore(make_settings(sessions_dir)) as reader:
+    with ChatRecordingService(make_settings(sessions_dir)) as reader:
         with pytest.raises(SessionCorruptError, match=r"wizard|role"):
             reader.open_session(sid)
         assert list(sessions_dir.glob(f"{sid}.json.corrupt-*"))
@@ -138,7 +138,7 @@ def test_a_file_with_an_invalid_message_is_treated_as_corrupt(
 
 
 def test_a_torn_journal_tail_is_dropped_and_reported_and_the_rest_recovered(
-    store: SessionStore, sessions_dir: Path, tmp_path: Path
+    store: ChatRecordingService, sessions_dir: Path, tmp_path: Path
 ) -> None:
     sid = store.create_session("m", "p")
     for n in range(10):
@@ -149,11 +149,11 @@ def test_a_torn_journal_tail_is_dropped_and_reported_and_the_rest_recovered(
     shutil.copytree(sessions_dir, crashed, ignore=shutil.ignore_patterns(".locks"))
     [log] = log_files(crashed / ".journal")
     whole = log.read_bytes()
-    from pipeline.session_journal import JournalEntry
+    from ollm_cli.pipeline.recording._journal import JournalEntry
 
     torn = encode_frame(JournalEntry(sid, 1, 999, orjson.dumps({"m": {"role": "user"}})))
     log.write_bytes(whole + torn[: len(torn) // 2])
-    with SessionStore(make_settings(crashed)) as after:
+    with ChatRecordingService(make_settings(crashed)) as after:
         assert _texts(after.get_session(sid)) == [f"message {n}" for n in range(10)]
         report = " ".join(after.recovery_report)
         assert "dropped" in report and "incomplete record" in report
@@ -163,7 +163,7 @@ def test_a_torn_journal_tail_is_dropped_and_reported_and_the_rest_recovered(
 
 
 def test_a_damaged_record_in_the_middle_stops_the_replay_there(
-    store: SessionStore, sessions_dir: Path, tmp_path: Path
+    store: ChatRecordingService, sessions_dir: Path, tmp_path: Path
 ) -> None:
     sid = store.create_session("m", "p")
     for n in range(6):
@@ -174,7 +174,7 @@ def test_a_damaged_record_in_the_middle_stops_the_replay_there(
     data = bytearray(log.read_bytes())
     data[-5] ^= 0xFF  # flip a bit in the last record: its checksum fails
     log.write_bytes(bytes(data))
-    with SessionStore(make_settings(crashed)) as after:
+    with ChatRecordingService(make_settings(crashed)) as after:
         assert _texts(after.get_session(sid)) == [f"message {n}" for n in range(5)]
 
 
@@ -184,7 +184,7 @@ def test_a_damaged_record_in_the_middle_stops_the_replay_there(
 def test_a_full_disk_never_raises_into_the_chat_and_loses_nothing(tmp_path: Path) -> None:
     with mounted_tmpfs(tmp_path / "small", "256k") as disk:
         folder = disk / "sessions"
-        store = SessionStore(make_settings(folder))
+        store = ChatRecordingService(make_settings(folder))
         sid = store.create_session("m", "p")
         store.record_message(sid, SessionMessage.user("before the disk filled up"))
         store.save_session(sid)
@@ -203,7 +203,7 @@ def test_a_full_disk_never_raises_into_the_chat_and_loses_nothing(tmp_path: Path
         store.record_message(sid, SessionMessage.user("after space came back"))
         assert store.pending_writes == 0
         store.close()
-        with SessionStore(make_settings(folder)) as after:
+        with ChatRecordingService(make_settings(folder)) as after:
             assert _texts(after.get_session(sid)) == [
                 "before the disk filled up",
                 *texts,
@@ -214,7 +214,7 @@ def test_a_full_disk_never_raises_into_the_chat_and_loses_nothing(tmp_path: Path
 def test_creating_a_session_on_a_full_disk_is_a_clear_storage_error(tmp_path: Path) -> None:
     with (
         mounted_tmpfs(tmp_path / "tiny", "256k") as disk,
-        SessionStore(make_settings(disk / "sessions")) as store,
+        ChatRecordingService(make_settings(disk / "sessions")) as store,
     ):
         old = store.create_session("m", "p")
         _fill(disk / "filler")
@@ -225,7 +225,7 @@ def test_creating_a_session_on_a_full_disk_is_a_clear_storage_error(tmp_path: Pa
 
 
 def test_failing_writes_are_logged_kept_and_retried(
-    store: SessionStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    store: ChatRecordingService, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     sid = store.create_session("m", "p")
     real_fdatasync = os.fdatasync
@@ -247,12 +247,12 @@ def test_failing_writes_are_logged_kept_and_retried(
         store.record_message(sid, SessionMessage.user(f"next {n}"))
     assert store.pending_writes == 0 and store.health().ok
     store.close()
-    with SessionStore(store.settings) as after:
+    with ChatRecordingService(store.settings) as after:
         assert _texts(after.get_session(sid)) == [secret_text, "next 0", "next 1", "next 2"]
 
 
 def test_a_failed_save_is_retried_at_the_next_turn_end(
-    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+    store: ChatRecordingService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sid = store.create_session("m", "p")
     store.record_message(sid, SessionMessage.user("one"))
@@ -277,7 +277,7 @@ def test_a_failed_save_is_retried_at_the_next_turn_end(
 
 
 def test_a_read_only_folder_still_lists_and_reads_and_writes_catch_up_later(
-    store: SessionStore, sessions_dir: Path
+    store: ChatRecordingService, sessions_dir: Path
 ) -> None:
     closed = _saved_session(store, ["saved before"])
     live = store.create_session("m", "p")
@@ -286,7 +286,7 @@ def test_a_read_only_folder_still_lists_and_reads_and_writes_catch_up_later(
     # a second writer holds a session but has not written its journal yet: under the
     # read-only folder it cannot create it
     other = _saved_session(store, ["other before"])
-    late = SessionStore(make_settings(sessions_dir))
+    late = ChatRecordingService(make_settings(sessions_dir))
     late.open_session(other)
     with read_only(sessions_dir):
         store.record_message(live, SessionMessage.user("while read-only"))  # no exception
@@ -296,7 +296,7 @@ def test_a_read_only_folder_still_lists_and_reads_and_writes_catch_up_later(
         assert "Read-only file system" in (health.last_error or "")
         late.record_message(other, SessionMessage.user("other while read-only"))
         assert late.pending_writes == 1 and "Read-only" in (late.health().last_error or "")
-        with SessionStore(make_settings(sessions_dir)) as reader:
+        with ChatRecordingService(make_settings(sessions_dir)) as reader:
             assert {s.session_id for s in reader.list_sessions()} == {closed, live, other}
             assert _texts(reader.get_session(closed)) == ["saved before"]
             assert reader.search("saved")[0].session_id == closed
@@ -311,7 +311,7 @@ def test_a_read_only_folder_still_lists_and_reads_and_writes_catch_up_later(
     assert store.pending_writes == 0 and late.pending_writes == 0
     late.close()
     store.close()
-    with SessionStore(make_settings(sessions_dir)) as after:
+    with ChatRecordingService(make_settings(sessions_dir)) as after:
         assert _texts(after.get_session(live)) == [
             "live before",
             "while read-only",
@@ -326,7 +326,7 @@ def test_a_read_only_folder_still_lists_and_reads_and_writes_catch_up_later(
 
 
 def test_an_unreadable_session_file_is_a_clear_error(
-    store: SessionStore, sessions_dir: Path, monkeypatch: pytest.MonkeyPatch
+    store: ChatRecordingService, sessions_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sid = _saved_session(store, ["x"])
     real_open = open
@@ -360,7 +360,7 @@ def test_an_unreadable_session_file_is_a_clear_error(
     ],
 )
 def test_identifiers_that_are_not_session_ids_are_refused_before_any_path(
-    store: SessionStore, bad: str, tmp_path: Path
+    store: ChatRecordingService, bad: str, tmp_path: Path
 ) -> None:
     sid = _saved_session(store, ["safe"])
     before = sorted(p.name for p in tmp_path.rglob("*"))
@@ -382,7 +382,7 @@ def test_identifiers_that_are_not_session_ids_are_refused_before_any_path(
     assert _texts(store.get_session(sid)) == ["safe"]
 
 
-def test_an_unknown_id_says_how_to_find_the_right_one(store: SessionStore) -> None:
+def test_an_unknown_id_says_how_to_find_the_right_one(store: ChatRecordingService) -> None:
     with pytest.raises(SessionNotFoundError) as raised:
         store.get_session("00000000-0000-4000-8000-000000000000")
     assert "ollm sessions list" in (raised.value.hint or "")

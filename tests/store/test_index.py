@@ -10,9 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pipeline.records import SessionMessage, now_iso
-from pipeline.session_document import SessionDocument, new_epoch
-from pipeline.session_index import (
+from ollm_cli.pipeline.recording._document import SessionDocument, new_epoch
+from ollm_cli.pipeline.recording._index import (
     SessionIndex,
     SessionView,
     file_sig,
@@ -20,6 +19,7 @@ from pipeline.session_index import (
     message_text,
     tool_call_text,
 )
+from ollm_cli.pipeline.records import SessionMessage, now_iso
 
 
 def _write(folder: Path, texts: list[str], **fields: object) -> str:

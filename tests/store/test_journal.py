@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.session_journal import (
+from ollm_cli.pipeline.recording._journal import (
     HEADER,
     JournalEntry,
     SessionJournal,

@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.errors import InvalidSessionIdError, SessionLockedError, StorageError
-from pipeline.session_ids import (
+from ollm_cli.pipeline.errors import InvalidSessionIdError, SessionLockedError, StorageError
+from ollm_cli.pipeline.recording._ids import (
     canonical_id,
     check_prefix,
     matches_prefix,
     new_session_id,
     session_id_of_file,
 )
-from pipeline.session_lock import SessionLock, describe_process, lock_holder
-from pipeline.session_title import clean_title, shorten, title_from_text
+from ollm_cli.pipeline.recording._lock import SessionLock, describe_process, lock_holder
+from ollm_cli.pipeline.recording._title import clean_title, shorten, title_from_text
 
 
 @given(st.text(max_size=60))

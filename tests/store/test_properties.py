@@ -20,8 +20,8 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.records import Session, SessionMessage, SessionToolCall, parse_iso
-from pipeline.session_store import SessionStore
+from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.records import Session, SessionMessage, SessionToolCall, parse_iso
 from tests.store.conftest import FAST_TMP, make_settings
 from tests.store.strategies import MODELS, PROVIDERS, messages, records, tool_calls
 
@@ -38,10 +38,10 @@ REQUIRED_SESSION_FIELDS = {
 
 
 @contextmanager
-def fresh_store(**overrides: object) -> Iterator[SessionStore]:
+def fresh_store(**overrides: object) -> Iterator[ChatRecordingService]:
     """A store on a folder of its own, for one hypothesis example."""
     with tempfile.TemporaryDirectory(prefix="ollm-prop-", dir=FAST_TMP) as folder:
-        store = SessionStore(
+        store = ChatRecordingService(
             make_settings(Path(folder) / "sessions", **overrides),
             snapshots_dir=Path(folder) / "snapshots",
         )
@@ -52,7 +52,7 @@ def fresh_store(**overrides: object) -> Iterator[SessionStore]:
 
 
 def record_all(
-    store: SessionStore, sid: str, items: list[SessionMessage | SessionToolCall]
+    store: ChatRecordingService, sid: str, items: list[SessionMessage | SessionToolCall]
 ) -> None:
     for item in items:
         if isinstance(item, SessionMessage):
@@ -87,7 +87,7 @@ def test_property_1_session_persistence_round_trip(
         record_all(store, sid, items)
         store.save_session(sid)
         store.close_session(sid)
-        with SessionStore(store.settings) as other:
+        with ChatRecordingService(store.settings) as other:
             loaded = other.open_session(sid)
         messages, calls = split(items)
         assert [m.to_dict() for m in loaded.messages] == messages
@@ -125,7 +125,7 @@ def test_property_2_session_file_format_completeness(
 def test_property_3_timestamp_format_validity(
     items: list[SessionMessage | SessionToolCall], compressions: int
 ) -> None:
-    from pipeline.records import CompressionEvent
+    from ollm_cli.pipeline.records import CompressionEvent
 
     with fresh_store() as store:
         sid = store.create_session("llama3.1:8b", "ollama")
@@ -183,7 +183,7 @@ def test_property_5_session_listing_completeness(
                 store.close_session(sid)
             else:
                 store.save_session(sid)
-        with SessionStore(store.settings) as reader:
+        with ChatRecordingService(store.settings) as reader:
             listed = {
                 s.session_id: (s.model, s.message_count, s.tool_call_count, s.token_count)
                 for s in reader.list_sessions()
@@ -229,7 +229,7 @@ def test_property_7_session_auto_save_durability(
                 store.save_session(sid)  # a turn end part way
         copy = Path(crash) / "sessions"
         shutil.copytree(store.data_dir, copy, ignore=shutil.ignore_patterns(".locks"))
-        with SessionStore(make_settings(copy)) as after_crash:
+        with ChatRecordingService(make_settings(copy)) as after_crash:
             recovered = after_crash.open_session(sid)
         messages, calls = split(items)
         assert [m.to_dict() for m in recovered.messages] == messages

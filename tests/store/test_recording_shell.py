@@ -8,9 +8,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from actors.recording import RecordingShell
-from config.settings import OllmSettings
-from pipeline.records import SessionMessage
+from ollm_cli.actors.recording import RecordingShell
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.records import SessionMessage
 
 
 def _texts(folder: Path, sid: str) -> list[str]:

@@ -14,13 +14,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pipeline.records import Session, SessionMessage
-from pipeline.session_journal import JournalEntry, encode_frame, log_files
-from pipeline.session_store import SessionStore
+from ollm_cli.pipeline.recording._journal import JournalEntry, encode_frame, log_files
+from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.records import Session, SessionMessage
 from tests.store.conftest import make_settings
 
 
-def _crash_copy(store: SessionStore, where: Path) -> Path:
+def _crash_copy(store: ChatRecordingService, where: Path) -> Path:
     shutil.copytree(store.data_dir, where, ignore=shutil.ignore_patterns(".locks"))
     return where
 
@@ -30,45 +30,45 @@ def _texts(session: Session) -> list[str]:
 
 
 def test_a_dead_journal_waits_for_a_session_another_process_holds(
-    store: SessionStore, tmp_path: Path
+    store: ChatRecordingService, tmp_path: Path
 ) -> None:
     sid = store.create_session("m", "p")
     store.record_message(sid, SessionMessage.user("journaled only"))
     crashed = _crash_copy(store, tmp_path / "crashed")
     shutil.move(crashed / ".journal", tmp_path / "journal")
-    holder = SessionStore(make_settings(crashed))  # holds the session (and writes nothing)
+    holder = ChatRecordingService(make_settings(crashed))  # holds the session (and writes nothing)
     holder.open_session(sid)
     shutil.move(tmp_path / "journal", crashed / ".journal")
-    with SessionStore(make_settings(crashed)) as other:
+    with ChatRecordingService(make_settings(crashed)) as other:
         assert len(log_files(crashed / ".journal")) == 1  # kept: its session is held
         assert _texts(other.get_session(sid)) == ["journaled only"]
     holder.close()
-    with SessionStore(make_settings(crashed)) as later:
+    with ChatRecordingService(make_settings(crashed)) as later:
         assert _texts(later.get_session(sid)) == ["journaled only"]
     assert log_files(crashed / ".journal") == []
     assert _texts(Session.from_json((crashed / f"{sid}.json").read_bytes())) == ["journaled only"]
 
 
 def test_a_dead_journal_of_a_deleted_session_brings_nothing_back(
-    store: SessionStore, tmp_path: Path
+    store: ChatRecordingService, tmp_path: Path
 ) -> None:
     sid = store.create_session("m", "p")
     store.record_message(sid, SessionMessage.user("to be deleted"))
     crashed = _crash_copy(store, tmp_path / "crashed")
     (crashed / f"{sid}.json").unlink()
-    with SessionStore(make_settings(crashed)) as after:
+    with ChatRecordingService(make_settings(crashed)) as after:
         assert after.list_sessions() == []
     assert log_files(crashed / ".journal") == []
 
 
 def test_a_session_whose_file_was_moved_aside_is_rebuilt_from_a_dead_journal(
-    store: SessionStore, tmp_path: Path
+    store: ChatRecordingService, tmp_path: Path
 ) -> None:
     sid = store.create_session("m", "p", title="rebuilt")
     store.record_message(sid, SessionMessage.user("only in the journal"))
     crashed = _crash_copy(store, tmp_path / "crashed")
     (crashed / f"{sid}.json").rename(crashed / f"{sid}.json.corrupt-20240101T000000Z")
-    with SessionStore(make_settings(crashed)) as after:
+    with ChatRecordingService(make_settings(crashed)) as after:
         session = after.get_session(sid)
         assert _texts(session) == ["only in the journal"]
         assert session.metadata.title == "rebuilt"
@@ -77,13 +77,13 @@ def test_a_session_whose_file_was_moved_aside_is_rebuilt_from_a_dead_journal(
 
 
 def test_a_corrupt_file_met_while_listing_without_a_journal_is_left_out(
-    store: SessionStore, tmp_path: Path
+    store: ChatRecordingService, tmp_path: Path
 ) -> None:
     sid = store.create_session("m", "p")
     store.record_message(sid, SessionMessage.user("kept in the journal"))
     store.save_session(sid)
     crashed = _crash_copy(store, tmp_path / "crashed")
-    with SessionStore(make_settings(crashed)) as after:  # folds the dead journal in
+    with ChatRecordingService(make_settings(crashed)) as after:  # folds the dead journal in
         assert log_files(crashed / ".journal") == []
         (crashed / f"{sid}.json").write_text("{ damaged")
         after.reindex()
@@ -92,7 +92,7 @@ def test_a_corrupt_file_met_while_listing_without_a_journal_is_left_out(
 
 
 def test_a_corrupt_file_met_while_listing_is_rewritten_by_its_open_writer(
-    store: SessionStore, sessions_dir: Path
+    store: ChatRecordingService, sessions_dir: Path
 ) -> None:
     sid = store.create_session("m", "p")
     store.record_message(sid, SessionMessage.user("in memory"))
@@ -105,7 +105,7 @@ def test_a_corrupt_file_met_while_listing_is_rewritten_by_its_open_writer(
 
 
 def test_a_corrupt_file_met_while_listing_is_rebuilt_when_nobody_holds_it(
-    store: SessionStore, sessions_dir: Path, tmp_path: Path
+    store: ChatRecordingService, sessions_dir: Path, tmp_path: Path
 ) -> None:
     sid = store.create_session("m", "p")
     store.record_message(sid, SessionMessage.user("from a live journal"))
@@ -114,7 +114,7 @@ def test_a_corrupt_file_met_while_listing_is_rebuilt_when_nobody_holds_it(
     journal = crashed / ".journal"
     kept = tmp_path / "kept-journal"
     shutil.move(journal, kept)  # hide the journal while the store starts...
-    with SessionStore(make_settings(crashed)) as after:
+    with ChatRecordingService(make_settings(crashed)) as after:
         shutil.move(kept, journal)  # ...so that the listing is the first to meet the file
         after.reindex()  # moves the file aside, rebuilds it from the journal, writes it
         after.reindex()
@@ -125,7 +125,7 @@ def test_a_corrupt_file_met_while_listing_is_rebuilt_when_nobody_holds_it(
 def test_replay_stops_at_a_missing_record(
     sessions_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with SessionStore(make_settings(sessions_dir)) as store:
+    with ChatRecordingService(make_settings(sessions_dir)) as store:
         sid = store.create_session("m", "p")
     data = orjson.loads((sessions_dir / f"{sid}.json").read_bytes())
     epoch = data["revision"]["epoch"]
@@ -135,7 +135,10 @@ def test_replay_stops_at_a_missing_record(
     ]
     (sessions_dir / ".journal").mkdir(exist_ok=True)
     (sessions_dir / ".journal" / "00-dead.wal").write_bytes(b"".join(map(encode_frame, frames)))
-    with caplog.at_level(logging.WARNING), SessionStore(make_settings(sessions_dir)) as after:
+    with (
+        caplog.at_level(logging.WARNING),
+        ChatRecordingService(make_settings(sessions_dir)) as after,
+    ):
         assert _texts(after.get_session(sid)) == ["1", "2"]
     assert "journal record 3 missing" in caplog.text
 
@@ -147,31 +150,31 @@ def test_a_journal_without_a_usable_creation_record_cannot_rebuild(sessions_dir:
     (sessions_dir / ".journal").mkdir()
     bad_header = encode_frame(JournalEntry(sid, 9, 0, orjson.dumps({"n": 5})))
     (sessions_dir / ".journal" / "00-dead.wal").write_bytes(bad_header)
-    with SessionStore(make_settings(sessions_dir)) as store:
+    with ChatRecordingService(make_settings(sessions_dir)) as store:
         assert store.list_sessions() == []
     assert not (sessions_dir / f"{sid}.json").exists()
     (sessions_dir / ".journal" / "01-dead.wal").write_bytes(
         encode_frame(JournalEntry(sid, 9, 0, orjson.dumps({"n": {"model": 1}})))
     )
-    with SessionStore(make_settings(sessions_dir)) as store:
+    with ChatRecordingService(make_settings(sessions_dir)) as store:
         assert store.list_sessions() == []
 
 
-def test_cleanup_skips_sessions_other_processes_hold(store: SessionStore) -> None:
+def test_cleanup_skips_sessions_other_processes_hold(store: ChatRecordingService) -> None:
     ids = []
     for n in range(3):
         sid = store.create_session("m", "p")
         store.record_message(sid, SessionMessage.user(str(n)))
         store.close_session(sid)
         ids.append(sid)
-    with SessionStore(store.settings) as other:
+    with ChatRecordingService(store.settings) as other:
         other.open_session(ids[0])
         assert store.delete_oldest_sessions(2, dry_run=True) == [ids[1]]
         assert store.delete_oldest_sessions(2) == [ids[1]]
     assert {s.session_id for s in store.list_sessions()} == {ids[0], ids[2]}
 
 
-def test_saving_a_session_that_is_not_open_here_does_nothing(store: SessionStore) -> None:
+def test_saving_a_session_that_is_not_open_here_does_nothing(store: ChatRecordingService) -> None:
     sid = store.create_session("m", "p")
     store.close_session(sid)
     before = (store.data_dir / f"{sid}.json").stat().st_mtime_ns
@@ -180,7 +183,7 @@ def test_saving_a_session_that_is_not_open_here_does_nothing(store: SessionStore
 
 
 def test_last_activity_in_another_format_still_never_goes_back(
-    store: SessionStore, sessions_dir: Path
+    store: ChatRecordingService, sessions_dir: Path
 ) -> None:
     sid = store.create_session("m", "p")
     store.close_session(sid)

@@ -1,4 +1,4 @@
-"""The SessionStore API: lifecycle, metadata, listing, search, deletion, import."""
+"""The ChatRecordingService API: lifecycle, metadata, listing, search, deletion, import."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pipeline.errors import (
+from ollm_cli.pipeline.errors import (
     AmbiguousSessionIdError,
     SessionError,
     SessionNotFoundError,
 )
-from pipeline.records import (
+from ollm_cli.pipeline.recording._index import MARK_END, MARK_START
+from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.records import (
     CompressionEvent,
     Session,
     SessionMessage,
@@ -25,21 +27,19 @@ from pipeline.records import (
     ToolResult,
     now_iso,
 )
-from pipeline.session_index import MARK_END, MARK_START
-from pipeline.session_store import ChatRecordingService, SessionStore
 from tests.store.conftest import make_settings
 
 
-def _file(store: SessionStore, sid: str) -> dict:
+def _file(store: ChatRecordingService, sid: str) -> dict:
     return orjson.loads((store.data_dir / f"{sid}.json").read_bytes())
 
 
 def test_chat_recording_service_is_the_spec_name_of_the_store() -> None:
-    assert ChatRecordingService is SessionStore
+    assert ChatRecordingService is ChatRecordingService
 
 
 def test_create_writes_a_private_file_at_once_and_holds_the_writer_lock(
-    store: SessionStore, sessions_dir: Path
+    store: ChatRecordingService, sessions_dir: Path
 ) -> None:
     sid = store.create_session("llama3.2:3b", "ollama", working_dir="/w", tags=["a", " a ", "b"])
     data = _file(store, sid)
@@ -63,7 +63,7 @@ def test_create_writes_a_private_file_at_once_and_holds_the_writer_lock(
 
 
 def test_records_are_journaled_at_once_and_saved_to_the_file_at_turn_end(
-    store: SessionStore,
+    store: ChatRecordingService,
 ) -> None:
     sid = store.create_session("m", "p")
     store.record_message(sid, SessionMessage.user("hello"))
@@ -82,7 +82,7 @@ def test_records_are_journaled_at_once_and_saved_to_the_file_at_turn_end(
 
 
 def test_turn_ends_in_quick_succession_share_one_rewrite(
-    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+    store: ChatRecordingService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sid = store.create_session("m", "p")
     writes: list[str] = []
@@ -111,7 +111,7 @@ def test_turn_ends_in_quick_succession_share_one_rewrite(
     assert [m["parts"][0]["text"] for m in _file(store, sid)["messages"]][-1] == "one more"
 
 
-def test_a_waiting_save_is_done_by_close(store: SessionStore) -> None:
+def test_a_waiting_save_is_done_by_close(store: ChatRecordingService) -> None:
     sid = store.create_session("m", "p")
     store.record_message(sid, SessionMessage.user("last words"))
     store.save_session_soon(sid, 60)
@@ -124,7 +124,9 @@ def test_a_waiting_save_is_done_by_close(store: SessionStore) -> None:
     assert [m["parts"][0]["text"] for m in _file(store, other)["messages"]] == ["at exit"]
 
 
-def test_usage_token_count_and_compressions_are_kept_in_metadata(store: SessionStore) -> None:
+def test_usage_token_count_and_compressions_are_kept_in_metadata(
+    store: ChatRecordingService,
+) -> None:
     sid = store.create_session("m", "p")
     store.add_usage(sid, prompt_tokens=100, completion_tokens=20)
     store.add_usage(sid, prompt_tokens=50, completion_tokens=5)
@@ -147,7 +149,7 @@ def test_usage_token_count_and_compressions_are_kept_in_metadata(store: SessionS
 
 
 def test_the_title_comes_from_the_first_user_message_until_set_by_hand(
-    store: SessionStore,
+    store: ChatRecordingService,
 ) -> None:
     sid = store.create_session("m", "p")
     store.record_message(sid, SessionMessage.system("You are helpful."))
@@ -173,7 +175,7 @@ def test_the_title_comes_from_the_first_user_message_until_set_by_hand(
     assert store.get_session(manual).metadata.title == "Given"
 
 
-def test_metadata_of_open_and_closed_sessions(store: SessionStore) -> None:
+def test_metadata_of_open_and_closed_sessions(store: ChatRecordingService) -> None:
     sid = store.create_session("m", "p")
     store.update_metadata(sid, title="by the model", title_source="model", custom={"k": 1})
     store.add_tags(sid, ["work", "docker", "work"])
@@ -201,23 +203,23 @@ def test_metadata_of_open_and_closed_sessions(store: SessionStore) -> None:
         store.update_metadata(store.create_session("m", "p"), tags=7)
 
 
-def test_resume_returns_everything_and_keeps_recording(store: SessionStore) -> None:
+def test_resume_returns_everything_and_keeps_recording(store: ChatRecordingService) -> None:
     sid = store.create_session("m", "p")
     message = SessionMessage(
         role="assistant", parts=[ToolCallPart(id="t1", name="shell", args={"cmd": "ls"})]
     )
     store.record_message(sid, message)
     store.close()
-    with SessionStore(store.settings) as again:
+    with ChatRecordingService(store.settings) as again:
         resumed = again.open_session(sid[:8])
         assert resumed.messages == [message]
         assert again.open_session(sid) == resumed  # already open: the same content
         again.record_message(sid, SessionMessage.user("more"))
-    with SessionStore(store.settings) as third:
+    with ChatRecordingService(store.settings) as third:
         assert [m.text for m in third.get_session(sid).messages] == ["", "more"]
 
 
-def test_recording_into_a_closed_session_opens_it_again(store: SessionStore) -> None:
+def test_recording_into_a_closed_session_opens_it_again(store: ChatRecordingService) -> None:
     sid = store.create_session("m", "p")
     store.close_session(sid)
     store.record_message(sid, SessionMessage.user("reopened"))
@@ -225,7 +227,7 @@ def test_recording_into_a_closed_session_opens_it_again(store: SessionStore) -> 
     assert [m.text for m in store.get_session(sid).messages] == ["reopened"]
 
 
-def test_a_closed_store_refuses_new_work(store: SessionStore) -> None:
+def test_a_closed_store_refuses_new_work(store: ChatRecordingService) -> None:
     sid = store.create_session("m", "p")
     store.close()
     store.close()
@@ -236,7 +238,7 @@ def test_a_closed_store_refuses_new_work(store: SessionStore) -> None:
     assert store.get_session(sid).session_id == sid  # reading still works
 
 
-def _aged(store: SessionStore, count: int) -> list[str]:
+def _aged(store: ChatRecordingService, count: int) -> list[str]:
     """Sessions with distinct, increasing activity, closed."""
     ids = []
     for n in range(count):
@@ -251,7 +253,7 @@ def _aged(store: SessionStore, count: int) -> list[str]:
     return ids
 
 
-def test_listing_filters_sorts_and_pages(store: SessionStore) -> None:
+def test_listing_filters_sorts_and_pages(store: ChatRecordingService) -> None:
     ids = _aged(store, 6)
     store.set_title(ids[2], "Docker_50% cache")
     listed = store.list_sessions()
@@ -282,7 +284,7 @@ def test_listing_filters_sorts_and_pages(store: SessionStore) -> None:
 
 
 def test_listing_sees_files_changed_by_other_processes(
-    store: SessionStore, sessions_dir: Path
+    store: ChatRecordingService, sessions_dir: Path
 ) -> None:
     ids = _aged(store, 2)
     assert store.count_sessions() == 2
@@ -304,7 +306,7 @@ def test_listing_sees_files_changed_by_other_processes(
 
 
 def test_search_finds_messages_and_tool_calls_with_highlighted_snippets(
-    store: SessionStore,
+    store: ChatRecordingService,
 ) -> None:
     first = store.create_session("m", "p")
     store.record_message(first, SessionMessage.user("How do I speed up the Docker build cache?"))
@@ -340,7 +342,7 @@ def test_search_finds_messages_and_tool_calls_with_highlighted_snippets(
     "query",
     ['"unbalanced', "docker AND", "OR", "NOT docker", "col:docker", "docker)", "a*b", "^x"],
 )
-def test_search_takes_fts_syntax_literally(store: SessionStore, query: str) -> None:
+def test_search_takes_fts_syntax_literally(store: ChatRecordingService, query: str) -> None:
     sid = store.create_session("m", "p")
     store.record_message(sid, SessionMessage.user("docker and kubernetes"))
     store.save_session(sid)
@@ -348,13 +350,13 @@ def test_search_takes_fts_syntax_literally(store: SessionStore, query: str) -> N
     assert all(h.session_id == sid for h in hits)
 
 
-def test_an_empty_search_is_a_clear_error(store: SessionStore) -> None:
+def test_an_empty_search_is_a_clear_error(store: ChatRecordingService) -> None:
     for query in ("", "   ", "* ? !", "(", '"'):
         with pytest.raises(SessionError, match="no words"):
             store.search(query)
 
 
-def test_ids_resolve_from_a_unique_prefix_as_git_does(store: SessionStore) -> None:
+def test_ids_resolve_from_a_unique_prefix_as_git_does(store: ChatRecordingService) -> None:
     ids = ["abcd1234-0000-4000-8000-000000000001", "abcd5678-0000-4000-8000-000000000002"]
     for sid in ids:
         store.create_session("m", "p", session_id=sid)
@@ -370,7 +372,7 @@ def test_ids_resolve_from_a_unique_prefix_as_git_does(store: SessionStore) -> No
     assert store.get_session("abcd5").session_id == ids[1]
 
 
-def test_ambiguous_message_lists_a_few_ids(store: SessionStore) -> None:
+def test_ambiguous_message_lists_a_few_ids(store: ChatRecordingService) -> None:
     for n in range(7):
         store.create_session("m", "p", session_id=f"aaaa{n:04d}-0000-4000-8000-000000000000")
     with pytest.raises(AmbiguousSessionIdError, match=r"matches 7 sessions: .*, \.\.\."):
@@ -378,7 +380,7 @@ def test_ambiguous_message_lists_a_few_ids(store: SessionStore) -> None:
 
 
 def test_delete_removes_file_journal_index_row_and_snapshots(
-    store: SessionStore, sessions_dir: Path, snapshots_dir: Path
+    store: ChatRecordingService, sessions_dir: Path, snapshots_dir: Path
 ) -> None:
     keep, gone = _aged(store, 2)
     (snapshots_dir / gone / "snapshots").mkdir(parents=True)
@@ -392,7 +394,7 @@ def test_delete_removes_file_journal_index_row_and_snapshots(
         store.delete_session(gone)
 
 
-def test_delete_oldest_keeps_the_newest_pinned_and_open_ones(store: SessionStore) -> None:
+def test_delete_oldest_keeps_the_newest_pinned_and_open_ones(store: ChatRecordingService) -> None:
     ids = _aged(store, 6)
     store.set_pinned(ids[0], True)
     store.open_session(ids[1])
@@ -409,7 +411,7 @@ def test_delete_oldest_keeps_the_newest_pinned_and_open_ones(store: SessionStore
 
 
 def test_max_sessions_is_applied_after_each_create(sessions_dir: Path) -> None:
-    with SessionStore(make_settings(sessions_dir, max_sessions=3)) as store:
+    with ChatRecordingService(make_settings(sessions_dir, max_sessions=3)) as store:
         ids = []
         for n in range(5):
             sid = store.create_session("m", "p")
@@ -419,7 +421,9 @@ def test_max_sessions_is_applied_after_each_create(sessions_dir: Path) -> None:
         assert {s.session_id for s in store.list_sessions()} == set(ids[-3:])
 
 
-def test_import_validates_and_refuses_an_existing_id_unless_asked(store: SessionStore) -> None:
+def test_import_validates_and_refuses_an_existing_id_unless_asked(
+    store: ChatRecordingService,
+) -> None:
     now = now_iso()
     session = Session(
         session_id="11111111-2222-4333-8444-555555555555",
@@ -453,7 +457,7 @@ def test_import_validates_and_refuses_an_existing_id_unless_asked(store: Session
 
 
 def test_fields_we_do_not_know_are_kept_through_load_and_save(
-    store: SessionStore, sessions_dir: Path
+    store: ChatRecordingService, sessions_dir: Path
 ) -> None:
     sid = store.create_session("m", "p")
     store.close_session(sid)
@@ -471,7 +475,9 @@ def test_fields_we_do_not_know_are_kept_through_load_and_save(
     assert store.get_session(sid).model_extra == {"futureField": {"x": 1}}
 
 
-def test_reindex_rebuilds_the_index_from_the_files(store: SessionStore, sessions_dir: Path) -> None:
+def test_reindex_rebuilds_the_index_from_the_files(
+    store: ChatRecordingService, sessions_dir: Path
+) -> None:
     ids = _aged(store, 3)
     live = store.create_session("m", "p")
     store.record_message(live, SessionMessage.user("unsaved words"))
@@ -480,22 +486,22 @@ def test_reindex_rebuilds_the_index_from_the_files(store: SessionStore, sessions
     for suffix in ("", "-wal", "-shm"):
         index_file = Path(str(sessions_dir / ".index" / "sessions.sqlite") + suffix)
         index_file.unlink(missing_ok=True)
-    with SessionStore(store.settings) as fresh:
+    with ChatRecordingService(store.settings) as fresh:
         assert {s.session_id for s in fresh.list_sessions()} == {*ids, live}
 
 
-def test_a_damaged_index_is_rebuilt(store: SessionStore, sessions_dir: Path) -> None:
+def test_a_damaged_index_is_rebuilt(store: ChatRecordingService, sessions_dir: Path) -> None:
     ids = _aged(store, 2)
     store.close()
     (sessions_dir / ".index" / "sessions.sqlite").write_bytes(b"this is not sqlite" * 100)
     for suffix in ("-wal", "-shm"):
         Path(str(sessions_dir / ".index" / "sessions.sqlite") + suffix).unlink(missing_ok=True)
-    with SessionStore(make_settings(sessions_dir)) as fresh:
+    with ChatRecordingService(make_settings(sessions_dir)) as fresh:
         assert {s.session_id for s in fresh.list_sessions()} == set(ids)
         assert not fresh._index.in_memory
 
 
-def test_close_saves_every_open_session(store: SessionStore, sessions_dir: Path) -> None:
+def test_close_saves_every_open_session(store: ChatRecordingService, sessions_dir: Path) -> None:
     ids = [store.create_session("m", "p") for _ in range(3)]
     for sid in ids:
         store.record_message(sid, SessionMessage.user(f"in {sid}"))

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import SandboxSettings
-from pipeline.sandbox import Sandbox
-from pipeline.tools.base import ToolContext
+from ollm_cli.config.settings import SandboxSettings
+from ollm_cli.pipeline.tools._base import ToolContext
+from ollm_cli.pipeline.tools._sandbox import Sandbox
 
 
 @pytest.fixture

@@ -11,11 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from config.settings import EnvironmentSettings, SandboxSettings, ToolSettings
-from pipeline.env_sanitizer import EnvironmentSanitizer
-from pipeline.errors import ToolError
-from pipeline.records import SessionToolCall, ToolCallPart
-from pipeline.tools import (
+from ollm_cli.config.settings import EnvironmentSettings, SandboxSettings, ToolSettings
+from ollm_cli.pipeline.environment._sanitizer import EnvironmentSanitizationService
+from ollm_cli.pipeline.errors import ToolError
+from ollm_cli.pipeline.records import SessionToolCall, ToolCallPart
+from ollm_cli.pipeline.tools import (
     ApprovalOutcome,
     ApprovalPolicy,
     Tool,
@@ -24,7 +24,7 @@ from pipeline.tools import (
     ToolOutput,
     ToolRegistry,
 )
-from pipeline.tools.base import ToolArgs
+from ollm_cli.pipeline.tools._base import ToolArgs
 
 OPENAI_KEY = "sk-proj-" + "Q7x9Lm2Vb8Nc4Rt6Yp1Zs3Kd5Fg0Hj" + "WwEe"
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
@@ -118,7 +118,7 @@ def test_shell_env_holds_no_secret_of_the_parent(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
     monkeypatch.setenv("GITHUB_TOKEN", GITHUB_TOKEN)
-    env = EnvironmentSanitizer(EnvironmentSettings()).sanitize(os.environ)
+    env = EnvironmentSanitizationService(EnvironmentSettings()).sanitize(os.environ)
     record = run(executor, call("shell", command="env"), env)
     assert record.success is True
     output = record.result.llm_content
@@ -139,7 +139,7 @@ def test_property_27_tool_env_holds_only_sanitized_variables(
     executor: ToolExecutor, plain_env: dict[str, str], secrets: dict[str, str]
 ) -> None:
     parent = {**plain_env, "SAFE_SETTING": "visible", **secrets}
-    env = EnvironmentSanitizer(EnvironmentSettings()).sanitize(parent)
+    env = EnvironmentSanitizationService(EnvironmentSettings()).sanitize(parent)
     record = run(executor, call("shell", command="env"), env)
     assert "SAFE_SETTING=visible" in record.result.llm_content
     for name, value in secrets.items():
@@ -152,7 +152,7 @@ def test_property_28_tool_errors_hold_no_secret_values(
     executor: ToolExecutor, plain_env: dict[str, str], secret: str
 ) -> None:
     parent = {**plain_env, "SERVICE_TOKEN": secret}
-    env = EnvironmentSanitizer(EnvironmentSettings()).sanitize(parent)
+    env = EnvironmentSanitizationService(EnvironmentSettings()).sanitize(parent)
     record = run(executor, call("shell", command='echo "$SERVICE_TOKEN" >&2; exit 3'), env)
     assert record.success is False
     assert secret not in (record.error or "")

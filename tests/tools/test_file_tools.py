@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.errors import ToolError
-from pipeline.tools.base import ToolContext
-from pipeline.tools.files import (
+from ollm_cli.pipeline.errors import ToolError
+from ollm_cli.pipeline.tools._base import ToolContext
+from ollm_cli.pipeline.tools._files import (
     READ_MAX_BYTES,
     READ_MAX_LINES,
     EditFileArgs,
@@ -21,7 +21,7 @@ from pipeline.tools.files import (
     WriteFileArgs,
     WriteFileTool,
 )
-from pipeline.tools.workspace import display_path, resolve_in_workspace
+from ollm_cli.pipeline.tools._workspace import display_path, resolve_in_workspace
 
 
 def read(ctx: ToolContext, path: str, **kwargs: int) -> str:

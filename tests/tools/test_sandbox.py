@@ -19,9 +19,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from config.settings import SandboxSettings
-from pipeline.errors import SandboxUnavailableError, ToolError
-from pipeline.sandbox import (
+from ollm_cli.config.settings import SandboxSettings
+from ollm_cli.pipeline.errors import SandboxUnavailableError, ToolError
+from ollm_cli.pipeline.tools._sandbox import (
     UNSANDBOXED_KEY,
     PidsCgroup,
     Sandbox,
@@ -358,7 +358,7 @@ def test_sandbox_unsandboxed_when_allowed_keeps_limits_env_and_hardening(
 ) -> None:
     settings = limits.model_copy(update={"allow_unsandboxed": True, "wall_time_s": 2.0})
     sandbox = Sandbox(settings, workspace, bwrap_path=failing_bwrap(tmp_path))
-    with caplog.at_level(logging.WARNING, logger="pipeline.sandbox"):
+    with caplog.at_level(logging.WARNING, logger="ollm_cli.pipeline.tools._sandbox"):
         result = bash(sandbox, "pwd; env", plain_env)
         bash(sandbox, "true", plain_env)
     assert not result.sandboxed
@@ -534,8 +534,8 @@ def test_sandbox_without_a_cgroup_still_runs_and_says_maxprocesses_is_unenforced
 ) -> None:
     monkeypatch.setattr(PidsCgroup, "_checked", True)
     monkeypatch.setattr(PidsCgroup, "_parent", None)
-    monkeypatch.setattr("pipeline.sandbox._warned", set())
-    with caplog.at_level(logging.WARNING, logger="pipeline.sandbox"):
+    monkeypatch.setattr("ollm_cli.pipeline.tools._sandbox._warned", set())
+    with caplog.at_level(logging.WARNING, logger="ollm_cli.pipeline.tools._sandbox"):
         result = bash(sandbox, "echo fine", plain_env)
     assert result.stdout == "fine\n"
     warned = any("maxProcesses is not enforced" in r.getMessage() for r in caplog.records)

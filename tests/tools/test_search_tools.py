@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from config.settings import FileDiscoverySettings, SandboxSettings
-from pipeline.errors import ToolError
-from pipeline.file_discovery import FileDiscoveryService
-from pipeline.sandbox import Sandbox
-from pipeline.tools.base import ToolContext
-from pipeline.tools.search import (
+from ollm_cli.config.settings import FileDiscoverySettings, SandboxSettings
+from ollm_cli.pipeline.discovery._service import FileDiscoveryService
+from ollm_cli.pipeline.errors import ToolError
+from ollm_cli.pipeline.tools._base import ToolContext
+from ollm_cli.pipeline.tools._sandbox import Sandbox
+from ollm_cli.pipeline.tools._search import (
     GREP_MAX_FILE_BYTES,
     GREP_MAX_LINE_CHARS,
     MAX_ENTRIES,

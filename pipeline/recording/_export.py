@@ -1,0 +1,437 @@
+"""Rendering a :class:`~ollm_cli.pipeline.records.Session` for people and for other programs.
+
+Three formats, all pure functions of the session:
+
+- JSON in the spec's file format (what ``ollm sessions import`` reads back),
+- Markdown (readable as plain text, renders nicely on any forge),
+- one self-contained HTML file: inline CSS, every piece of content escaped, no
+  script, no external reference, and a Content-Security-Policy that forbids
+  loading anything should a browser be tempted.
+
+All of them go through :func:`transcript`, which pairs each tool call with its
+result (from the tool message that answered it, or from ``toolCalls``) so that a
+reader sees the call, its arguments and what came back in one place. Nothing is
+ever truncated here: ``ollm sessions view`` shortens long results on screen,
+exports never do.
+
+Example::
+
+    from ollm_cli.pipeline.recording._export import ExportFormat, render
+    text = render(session, ExportFormat.MARKDOWN)
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from datetime import UTC
+from enum import StrEnum
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from ollm_cli.pipeline.records import (
+    ImagePart,
+    Session,
+    SessionMessage,
+    SessionToolCall,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    parse_iso,
+)
+
+
+class ExportFormat(StrEnum):
+    """The formats ``ollm sessions export`` writes."""
+
+    JSON = "json"
+    MARKDOWN = "markdown"
+    HTML = "html"
+
+
+class ToolCallView(BaseModel):
+    """A tool call with everything known about it: arguments, result, outcome.
+
+    ``args`` is ``None`` when only the result was recorded (a tool message whose
+    call is missing); ``result`` is ``None`` when the call never got an answer.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    args: dict[str, Any] | None = None
+    result: str | None = None
+    display: str | None = None
+    is_error: bool = False
+    error: str | None = None
+    duration_ms: float | None = None
+
+
+class TextBlock(BaseModel):
+    """Text of a message, as written."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["text"] = "text"
+    text: str
+
+
+class ToolBlock(BaseModel):
+    """A tool call and its result."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["tool"] = "tool"
+    call: ToolCallView
+
+
+class NoteBlock(BaseModel):
+    """A part that is not text: an image reference, a part of an unknown type."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["note"] = "note"
+    text: str
+
+
+Block = TextBlock | ToolBlock | NoteBlock
+
+
+class TranscriptEntry(BaseModel):
+    """One message of the conversation (or a tool call recorded on its own)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: str
+    timestamp: str
+    blocks: list[Block] = Field(default_factory=list)
+
+
+def format_timestamp(value: str) -> str:
+    """A stored ISO 8601 timestamp as ``2026-11-20 09:00:05 UTC``."""
+    try:
+        moment = parse_iso(value)
+    except ValueError:
+        return value
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def format_args(args: dict[str, Any]) -> str:
+    """Tool arguments as indented JSON (values JSON cannot hold are shown with ``str``)."""
+    return orjson.dumps(
+        args, default=str, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+    ).decode()
+
+
+def _view_of_call(
+    call_id: str,
+    name: str,
+    args: dict[str, Any] | None,
+    result_part: ToolResultPart | None,
+    recorded: SessionToolCall | None,
+) -> ToolCallView:
+    result: str | None = None
+    display: str | None = None
+    if result_part is not None:
+        result = result_part.content
+    if recorded is not None:
+        if result is None:
+            result = recorded.result.llm_content
+        shown = recorded.result.return_display
+        display = shown if shown and shown != result else None
+        if args is None:
+            args = recorded.args
+    is_error = bool(
+        (result_part is not None and result_part.is_error)
+        or (recorded is not None and (recorded.success is False or recorded.error))
+    )
+    return ToolCallView(
+        id=call_id,
+        name=name,
+        args=args,
+        result=result,
+        display=display,
+        is_error=is_error,
+        error=recorded.error if recorded is not None else None,
+        duration_ms=recorded.duration_ms if recorded is not None else None,
+    )
+
+
+def _note_for(part: Any) -> str:
+    if isinstance(part, ImagePart):
+        where = part.path or part.url or "no location recorded"
+        kind = f", {part.mime_type}" if part.mime_type else ""
+        return f"image: {where}{kind}"
+    return f"a part of type {getattr(part, 'type', '?')!r} this version does not display"
+
+
+def _blocks_of(
+    message: SessionMessage,
+    called_ids: set[str],
+    results: dict[str, ToolResultPart],
+    recorded: dict[str, SessionToolCall],
+) -> list[Block]:
+    blocks: list[Block] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            blocks.append(TextBlock(text=part.text))
+        elif isinstance(part, ToolCallPart):
+            view = _view_of_call(
+                part.id, part.name, part.args, results.get(part.id), recorded.get(part.id)
+            )
+            blocks.append(ToolBlock(call=view))
+        elif isinstance(part, ToolResultPart):
+            if part.tool_call_id in called_ids:
+                continue  # shown with its call
+            view = _view_of_call(
+                part.tool_call_id, part.name, None, part, recorded.get(part.tool_call_id)
+            )
+            blocks.append(ToolBlock(call=view))
+        else:
+            blocks.append(NoteBlock(text=_note_for(part)))
+    return blocks
+
+
+def transcript(session: Session) -> list[TranscriptEntry]:
+    """The conversation in order, each tool call paired with its result.
+
+    A tool message whose results are all shown with their calls disappears; a
+    call recorded only in ``toolCalls`` becomes an entry of its own, placed by
+    its timestamp.
+    """
+    called_ids = {p.id for m in session.messages for p in m.parts if isinstance(p, ToolCallPart)}
+    results: dict[str, ToolResultPart] = {}
+    for message in session.messages:
+        for part in message.parts:
+            if isinstance(part, ToolResultPart):
+                results.setdefault(part.tool_call_id, part)
+    recorded: dict[str, SessionToolCall] = {}
+    for call in session.tool_calls:
+        recorded.setdefault(call.id, call)
+
+    entries: list[TranscriptEntry] = []
+    for message in session.messages:
+        blocks = _blocks_of(message, called_ids, results, recorded)
+        if blocks or message.role != "tool":
+            entries.append(
+                TranscriptEntry(role=message.role, timestamp=message.timestamp, blocks=blocks)
+            )
+
+    for call in session.tool_calls:
+        if call.id in called_ids or call.id in results or recorded[call.id] is not call:
+            continue
+        entry = TranscriptEntry(
+            role="tool",
+            timestamp=call.timestamp,
+            blocks=[ToolBlock(call=_view_of_call(call.id, call.name, call.args, None, call))],
+        )
+        moment = parse_iso(call.timestamp)
+        at = len(entries)
+        while at > 0 and parse_iso(entries[at - 1].timestamp) > moment:
+            at -= 1
+        entries.insert(at, entry)
+    return entries
+
+
+def session_heading(session: Session) -> str:
+    """The session's title on one line, or ``Session 3f1c2a9e`` when it has none."""
+    title = " ".join((session.metadata.title or "").split())
+    return title or f"Session {session.session_id[:8]}"
+
+
+def session_facts(session: Session) -> list[tuple[str, str]]:
+    """The metadata worth showing above a transcript, as ``(label, value)`` pairs."""
+    meta = session.metadata
+    facts = [
+        ("Session", session.session_id),
+        ("Model", f"{session.model} ({session.provider})" if session.provider else session.model),
+        ("Started", format_timestamp(session.start_time)),
+        ("Last activity", format_timestamp(session.last_activity)),
+        ("Messages", str(len(session.messages))),
+        ("Tool calls", str(len(session.tool_calls))),
+    ]
+    tokens = f"{meta.token_count}"
+    if meta.prompt_tokens or meta.completion_tokens:
+        tokens += f" (prompt {meta.prompt_tokens}, completion {meta.completion_tokens})"
+    facts.append(("Tokens", tokens))
+    if meta.working_dir:
+        facts.append(("Working directory", meta.working_dir))
+    if meta.tags:
+        facts.append(("Tags", ", ".join(meta.tags)))
+    if meta.pinned:
+        facts.append(("Pinned", "yes"))
+    if meta.compression_count or meta.compression_history:
+        count = max(meta.compression_count, len(meta.compression_history))
+        facts.append(
+            ("Compressions", f"{count} (in the model's context only; this file is complete)")
+        )
+    if meta.notes:
+        facts.append(("Notes", meta.notes))
+    return facts
+
+
+def call_outcome(call: ToolCallView) -> str:
+    """``ok``, ``error``, or ``no result recorded``, with the duration when known."""
+    if call.result is None and not call.is_error:
+        outcome = "no result recorded"
+    else:
+        outcome = "error" if call.is_error else "ok"
+    if call.duration_ms is not None:
+        outcome += f", {call.duration_ms:g} ms"
+    return outcome
+
+
+def to_json(session: Session) -> str:
+    """The session in the spec's file format: what ``ollm sessions import`` reads."""
+    return session.to_json().decode() + "\n"
+
+
+_BACKTICKS = re.compile(r"`+")
+
+
+def _fenced(text: str, info: str = "") -> str:
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    body = text if text.endswith("\n") else text + "\n"
+    return f"{fence}{info}\n{body}{fence}\n"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _markdown_call(call: ToolCallView) -> str:
+    out = [f"**Tool call** `{_one_line(call.name)}` (id `{_one_line(call.id)}`, "]
+    out[0] += f"{call_outcome(call)})\n\n"
+    if call.args is not None:
+        out.append("Arguments:\n\n" + _fenced(format_args(call.args), "json") + "\n")
+    if call.error:
+        out.append("Error:\n\n" + _fenced(call.error, "text") + "\n")
+    if call.result is not None:
+        out.append("Result:\n\n" + _fenced(call.result, "text") + "\n")
+    if call.display:
+        out.append("Shown to the user:\n\n" + _fenced(call.display, "text") + "\n")
+    return "".join(out)
+
+
+def to_markdown(session: Session) -> str:
+    """The whole session as Markdown: a facts list, then every message and tool call."""
+    out = [f"# {session_heading(session)}\n\n"]
+    for label, value in session_facts(session):
+        out.append(f"- **{label}:** {_one_line(value)}\n")
+    out.append("\n")
+    for entry in transcript(session):
+        out.append(f"---\n\n## {entry.role.capitalize()} · {format_timestamp(entry.timestamp)}\n\n")
+        for block in entry.blocks:
+            if isinstance(block, TextBlock):
+                text = block.text
+                out.append(text + ("\n\n" if not text.endswith("\n") else "\n"))
+            elif isinstance(block, ToolBlock):
+                out.append(_markdown_call(block.call))
+            else:
+                out.append(f"_({_one_line(block.text)})_\n\n")
+    return "".join(out).rstrip("\n") + "\n"
+
+
+_CSS = """
+:root { color-scheme: light dark; --fg: #1f2328; --bg: #ffffff; --muted: #656d76;
+  --line: #d0d7de; --user: #ddf4ff; --assistant: #f6f8fa; --system: #fff8c5;
+  --tool: #fbefff; --error: #cf222e; }
+@media (prefers-color-scheme: dark) { :root { --fg: #e6edf3; --bg: #0d1117;
+  --muted: #8d96a0; --line: #30363d; --user: #0c2d48; --assistant: #161b22;
+  --system: #3b2e00; --tool: #2a1a3a; --error: #ff7b72; } }
+* { box-sizing: border-box; }
+body { font: 15px/1.5 system-ui, sans-serif; color: var(--fg); background: var(--bg);
+  max-width: 58rem; margin: 2rem auto; padding: 0 1rem; }
+h1 { font-size: 1.5rem; margin-bottom: .5rem; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem;
+  color: var(--muted); margin: 0 0 2rem; }
+dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; white-space: pre-wrap; }
+article { border: 1px solid var(--line); border-radius: 8px; margin: 1rem 0;
+  padding: .6rem .9rem; }
+article.user { background: var(--user); } article.assistant { background: var(--assistant); }
+article.system { background: var(--system); } article.tool { background: var(--tool); }
+article > header { display: flex; justify-content: space-between; font-weight: 600;
+  margin-bottom: .4rem; }
+article > header time { font-weight: 400; color: var(--muted); font-size: .85rem; }
+.text { white-space: pre-wrap; overflow-wrap: anywhere; margin: .3rem 0; }
+.note { color: var(--muted); font-style: italic; }
+details { border-left: 3px solid var(--line); margin: .5rem 0; padding: .2rem .6rem; }
+details.error { border-left-color: var(--error); }
+summary { cursor: pointer; } summary code { font-weight: 600; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; background: rgba(127,127,127,.1);
+  padding: .5rem; border-radius: 6px; margin: .3rem 0; font-size: .85rem; }
+.label { color: var(--muted); font-size: .8rem; margin-top: .4rem; }
+"""
+
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; form-action 'none'"
+
+
+def _esc(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def _html_call(call: ToolCallView) -> str:
+    css = "tool error" if call.is_error else "tool"
+    out = [
+        f'<details class="{css}" open><summary><code>{_esc(call.name)}</code> '
+        f"<span>({_esc(call.id)}, {_esc(call_outcome(call))})</span></summary>"
+    ]
+    if call.args is not None:
+        out.append(f'<div class="label">arguments</div><pre>{_esc(format_args(call.args))}</pre>')
+    if call.error:
+        out.append(f'<div class="label">error</div><pre>{_esc(call.error)}</pre>')
+    if call.result is not None:
+        out.append(f'<div class="label">result</div><pre>{_esc(call.result)}</pre>')
+    if call.display:
+        out.append(f'<div class="label">shown to the user</div><pre>{_esc(call.display)}</pre>')
+    out.append("</details>")
+    return "".join(out)
+
+
+_ROLE_CLASSES = {"user", "assistant", "system", "tool"}
+
+
+def to_html(session: Session) -> str:
+    """The whole session as one HTML file that needs nothing else to display."""
+    heading = _esc(session_heading(session))
+    out = [
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
+        '<meta name="generator" content="ollm sessions export">\n',
+        f"<title>{heading}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n",
+        f'<h1>{heading}</h1>\n<dl class="facts">\n',
+    ]
+    for label, value in session_facts(session):
+        out.append(f"<dt>{_esc(label)}</dt><dd>{_esc(value)}</dd>\n")
+    out.append("</dl>\n<main>\n")
+    for entry in transcript(session):
+        role_class = entry.role if entry.role in _ROLE_CLASSES else "other"
+        out.append(
+            f'<article class="{role_class}"><header><span>{_esc(entry.role.capitalize())}'
+            f'</span><time datetime="{_esc(entry.timestamp)}">'
+            f"{_esc(format_timestamp(entry.timestamp))}</time></header>\n"
+        )
+        for block in entry.blocks:
+            if isinstance(block, TextBlock):
+                out.append(f'<div class="text">{_esc(block.text)}</div>\n')
+            elif isinstance(block, ToolBlock):
+                out.append(_html_call(block.call) + "\n")
+            else:
+                out.append(f'<div class="note">{_esc(block.text)}</div>\n')
+        out.append("</article>\n")
+    out.append("</main>\n</body>\n</html>\n")
+    return "".join(out)
+
+
+def render(session: Session, fmt: ExportFormat) -> str:
+    """The session in ``fmt``: the text ``ollm sessions export`` writes."""
+    if fmt is ExportFormat.JSON:
+        return to_json(session)
+    if fmt is ExportFormat.MARKDOWN:
+        return to_markdown(session)
+    return to_html(session)

@@ -1,0 +1,1142 @@
+"""The ChatRecordingService: durable recording of sessions (the spec's ChatRecordingService).
+
+Requirements 1, 2, 9 and 10 of spec 000, the session format of 001 and the
+storage, index and manager of 004, as one plain, thread-safe class (the
+recording actor wraps it). Its parts:
+
+- ``{dataDir}/{sessionId}.json``: each session as a complete document in the
+  spec format, replaced atomically (temp file, fsync, rename, fsync of the
+  folder) when it is created, after turn ends (:meth:`save_session`, or
+  :meth:`save_session_soon`: turn ends within ``saveDelayMs`` share one
+  rewrite) and on close. Files are 0600, folders 0700.
+- ``{dataDir}/.journal/``: one append-only log per store. Each
+  ``record_*`` call returns once its record is durable there; records of all
+  sessions recorded at the same moment share one fsync (group commit, see
+  :mod:`ollm_cli.pipeline.recording._journal`). Recording never costs work proportional
+  to the session's size. The log of a process that died is folded into its
+  sessions by the next store that opens the folder, or the session.
+- ``{dataDir}/.locks/{sessionId}.lock``: one writer per session (an OS lock,
+  see :mod:`ollm_cli.pipeline.recording._lock`). Listing, viewing, searching and exporting
+  take no lock and see the records a live writer has journaled but not saved.
+- ``{dataDir}/.index/``: the SQLite/FTS5 index behind listing and search,
+  derived from the files (:mod:`ollm_cli.pipeline.recording._index`).
+
+Faults: a file that does not parse is moved aside (``*.corrupt-<timestamp>``),
+reported, rebuilt from the journal when the journal holds the whole session,
+and never breaks a listing. A failed write (disk full, read-only, permission)
+is logged, the record stays in memory and is written at the next attempt; no
+exception reaches the chat from ``record_*``/``save_session`` (10.1), and
+:meth:`ChatRecordingService.health` says what is pending. A failed read raises a
+:class:`~ollm_cli.pipeline.errors.SessionError` that says so; a new session can still be
+started (10.2). Session ids typed by users are checked before they become
+paths; a unique prefix is accepted, as git accepts one.
+
+Example::
+
+    store = ChatRecordingService(settings.services.session)
+    sid = store.create_session("llama3.2:3b", "ollama")
+    store.record_message(sid, SessionMessage.user("Hello"))   # durable on return
+    store.save_session(sid)                                   # turn end
+    store.list_sessions(limit=10)
+    store.close()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import Field, ValidationError
+
+from ollm_cli.config.paths import ensure_private_dir
+from ollm_cli.config.settings import SessionSettings, SnapshotSettings
+from ollm_cli.pipeline.atomic_file import fsync_dir, write_atomic
+from ollm_cli.pipeline.errors import (
+    AmbiguousSessionIdError,
+    SessionCorruptError,
+    SessionError,
+    SessionLockedError,
+    SessionNotFoundError,
+    StorageError,
+)
+from ollm_cli.pipeline.recording._document import DocumentError, SessionDocument
+from ollm_cli.pipeline.recording._ids import (
+    canonical_id,
+    check_prefix,
+    is_session_id,
+    matches_prefix,
+    new_session_id,
+    session_id_of_file,
+)
+from ollm_cli.pipeline.recording._index import SearchHit, SessionIndex, SessionView, file_sig
+from ollm_cli.pipeline.recording._journal import (
+    JournalEntry,
+    SessionJournal,
+    claim_dead_logs,
+    entries_for,
+)
+from ollm_cli.pipeline.recording._lock import SessionLock, lock_holder
+from ollm_cli.pipeline.recording._title import clean_title, title_from_text
+from ollm_cli.pipeline.records import (
+    CompressionEvent,
+    Record,
+    Session,
+    SessionMessage,
+    SessionMetadata,
+    SessionSummary,
+    SessionToolCall,
+    now_iso,
+    parse_iso,
+)
+
+logger = logging.getLogger(__name__)
+
+JOURNAL_DIR = ".journal"
+LOCKS_DIR = ".locks"
+CORRUPT_MARK = ".corrupt-"
+_READ_ATTEMPTS = 5
+_AMBIGUOUS_SHOWN = 5
+
+Change = dict[str, Any]
+
+
+class StoreHealth(Record):
+    """Whether everything recorded is durable; what the pipeline shows when it is not."""
+
+    ok: bool
+    pending_writes: int = 0
+    unsaved_sessions: list[str] = Field(default_factory=list)
+    last_error: str | None = None
+
+
+class _OpenSession:
+    """A session this store writes: its document, its locks and what is saved."""
+
+    __slots__ = ("doc", "file_lock", "lock", "save_lock", "saved_seq")
+
+    def __init__(self, doc: SessionDocument, file_lock: SessionLock, saved_seq: int) -> None:
+        self.doc = doc
+        self.file_lock = file_lock
+        self.lock = threading.Lock()
+        self.save_lock = threading.Lock()
+        self.saved_seq = saved_seq
+
+    @property
+    def dirty(self) -> bool:
+        return self.doc.seq != self.saved_seq
+
+
+class _DelayedSaves:
+    """Turn-end saves that wait a moment, so turns in quick succession (a batch,
+    a tool loop) share one rewrite of the file; a thread runs those due."""
+
+    def __init__(self, save: Callable[[str], object]) -> None:
+        self._save = save
+        self._due: dict[str, float] = {}
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def schedule(self, session_id: str, delay_s: float) -> None:
+        """Save ``session_id`` in ``delay_s`` (or with the save already waiting)."""
+        with self._wake:
+            if self._closed or session_id in self._due:
+                return
+            self._due[session_id] = time.monotonic() + delay_s
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="ollm-session-saves", daemon=True
+                )
+                self._thread.start()
+            self._wake.notify()
+
+    def cancel(self, session_id: str) -> None:
+        with self._wake:
+            self._due.pop(session_id, None)
+
+    def close(self) -> None:
+        """Stop; saves still waiting are left to whoever closes the sessions."""
+        with self._wake:
+            self._closed = True
+            self._due.clear()
+            self._wake.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while True:
+                    if self._closed:
+                        return
+                    now = time.monotonic()
+                    ready = [sid for sid, due in self._due.items() if due <= now]
+                    if ready:
+                        break
+                    self._wake.wait(min(self._due.values()) - now if self._due else None)
+                for sid in ready:
+                    del self._due[sid]
+            for sid in ready:
+                try:
+                    self._save(sid)
+                except Exception:  # a save never stops the others; the journal holds it
+                    logger.exception("saving session %s failed", sid)
+
+
+class ChatRecordingService:
+    """Durable, thread-safe storage of sessions in one folder (the ChatRecordingService)."""
+
+    def __init__(self, settings: SessionSettings, *, snapshots_dir: Path | None = None) -> None:
+        self.settings = settings
+        self.data_dir: Path = settings.data_dir
+        self.snapshots_dir: Path = snapshots_dir or SnapshotSettings().data_dir
+        self._journal_dir = self.data_dir / JOURNAL_DIR
+        self._locks_dir = self.data_dir / LOCKS_DIR
+        try:
+            ensure_private_dir(self.data_dir)
+        except OSError as exc:
+            logger.warning("sessions folder %s cannot be created: %s", self.data_dir, exc.strerror)
+        self._open: dict[str, _OpenSession] = {}
+        self._registry = threading.Lock()
+        self._opening = threading.Lock()
+        self._save_errors: dict[str, str] = {}
+        self._closed = False
+        self.recovery_report: list[str] = []
+        self._journal = SessionJournal(self._journal_dir, group_commit_ms=settings.group_commit_ms)
+        self._index = SessionIndex(self.data_dir, on_corrupt=self._on_corrupt_file)
+        self._delayed = _DelayedSaves(self._save_if_open)
+        self._recover_dead_logs()
+
+    # -- creating, opening, closing ------------------------------------------------------
+
+    def create_session(
+        self,
+        model: str,
+        provider: str,
+        *,
+        working_dir: str | None = None,
+        title: str | None = None,
+        tags: list[str] | None = None,
+        session_id: str | None = None,
+    ) -> str:
+        """Create a session, write its file at once, hold its writer lock; return its id.
+
+        Applies ``maxSessions`` afterwards (never deleting this session or a pinned one).
+        """
+        self._check_open()
+        sid = canonical_id(session_id) if session_id is not None else new_session_id()
+        manual_title = clean_title(title) if title else None
+        now = now_iso()
+        session = Session(
+            session_id=sid,
+            start_time=now,
+            last_activity=now,
+            model=model,
+            provider=provider,
+            metadata=SessionMetadata(
+                title=manual_title or None,
+                title_source="manual" if manual_title else None,
+                working_dir=working_dir,
+                tags=_clean_tags(tags or []),
+            ),
+        )
+        doc = SessionDocument.from_session(session)
+        state = self._create_file(doc)
+        header = {k: v for k, v in doc.data.items() if k not in ("messages", "toolCalls")}
+        with state.lock:
+            ticket = self._journal.submit(
+                JournalEntry(sid, doc.epoch, 0, orjson.dumps({"n": header}))
+            )
+        self._journal.wait(ticket)
+        self._journal.mark_saved(sid, doc.epoch, 0)
+        self._index.update(sid, SessionView(doc), file_sig(self._path(sid)))
+        if self.settings.max_sessions > 0:
+            try:
+                self.delete_oldest_sessions(self.settings.max_sessions)
+            except (SessionError, OSError) as exc:
+                logger.warning("could not apply maxSessions after creating a session: %s", exc)
+        logger.info("created session %s (%s/%s)", sid, provider, model)
+        return sid
+
+    def _create_file(self, doc: SessionDocument) -> _OpenSession:
+        sid = doc.session_id
+        path = self._path(sid)
+        if path.exists() or sid in self._open:
+            raise SessionError(
+                f"a session with id {sid} already exists",
+                hint="leave the id out to get a new one",
+            )
+        self._ensure_dirs()
+        lock = SessionLock.acquire(self._lock_path(sid), sid)
+        try:
+            if path.exists():
+                raise SessionError(
+                    f"a session with id {sid} already exists",
+                    hint="leave the id out to get a new one",
+                )
+            self._write_file(path, doc.encode(), sid)
+        except BaseException:
+            lock.release()
+            raise
+        state = _OpenSession(doc, lock, doc.seq)
+        with self._registry:
+            self._open[sid] = state
+        return state
+
+    def open_session(self, session_id: str) -> Session:
+        """Resume a session: take its writer lock, fold in its journal, return all of it."""
+        self._check_open()
+        sid = self.resolve_id(session_id)
+        with self._opening:
+            state = self._open.get(sid)
+            if state is None:
+                return self._open_state(sid)[1]
+        with state.lock:
+            return state.doc.to_session()
+
+    def _open_state(self, sid: str) -> tuple[_OpenSession, Session]:
+        """Take the lock, load and check the whole session, and hold it open."""
+        self._ensure_dirs()
+        lock = SessionLock.acquire(self._lock_path(sid), sid)
+        try:
+            doc, file_seq = self._load(sid)
+            try:
+                session = doc.to_session()
+            except ValidationError as exc:
+                doc = self._handle_corrupt(sid, self._path(sid), _problem(exc))
+                file_seq = -1
+                session = doc.to_session()
+        except BaseException:
+            lock.release()
+            raise
+        state = _OpenSession(doc, lock, file_seq)
+        with self._registry:
+            self._open[sid] = state
+        self._journal.mark_saved(sid, doc.epoch, file_seq)
+        if state.dirty:
+            self._save(state)
+        return state, session
+
+    def close_session(self, session_id: str) -> None:
+        """Save the session one last time and release its writer lock.
+
+        If that save fails the session stays open here (its records are kept
+        and written at the next attempt) and the failure shows in :meth:`health`.
+        """
+        sid = self._known_id(session_id)
+        state = self._open.get(sid)
+        if state is None:
+            return
+        self._delayed.cancel(sid)
+        if not self._save(state):
+            logger.error("session %s stays open: its file could not be saved", sid)
+            return
+        with self._registry:
+            self._open.pop(sid, None)
+        state.file_lock.release()
+
+    def close(self) -> None:
+        """Close every open session and stop the journal's flusher."""
+        if self._closed:
+            return
+        self._delayed.close()
+        for sid in list(self._open):
+            self.close_session(sid)
+        self._closed = True
+        journaled = self._journal.close()
+        with self._registry:
+            left = list(self._open.values())
+            self._open.clear()
+        for state in left:
+            if journaled:
+                logger.warning(
+                    "session %s could not be saved; its records are in the journal, which the "
+                    "next store to open the folder folds in",
+                    state.doc.session_id,
+                )
+            else:
+                logger.error(
+                    "session %s closed with records that could not be written (see the errors "
+                    "above)",
+                    state.doc.session_id,
+                )
+            state.file_lock.release()
+        self._index.close()
+
+    def __enter__(self) -> ChatRecordingService:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- recording -------------------------------------------------------------------------
+
+    def record_message(self, session_id: str, message: SessionMessage) -> None:
+        """Append ``message``; durable when this returns (unless the disk refused: see health)."""
+        data = message.to_dict()
+
+        def change(state: _OpenSession) -> Change:
+            out: Change = {"m": data, "la": self._activity(state)}
+            meta = state.doc.metadata
+            if message.role == "user" and meta.get("title") is None:
+                title = title_from_text(message.text)
+                if title:
+                    out["md"] = {"title": title, "titleSource": "auto"}
+            return out
+
+        self._record(session_id, change)
+
+    def record_tool_call(self, session_id: str, call: SessionToolCall) -> None:
+        """Append a tool call and its result; durable when this returns."""
+        data = call.to_dict()
+        self._record(session_id, lambda state: {"t": data, "la": self._activity(state)})
+
+    def add_usage(
+        self,
+        session_id: str,
+        *,
+        prompt_tokens: int,
+        completion_tokens: int,
+        durable: bool = True,
+    ) -> None:
+        """Add a turn's token usage to ``promptTokens``/``completionTokens``.
+
+        ``tokenCount`` follows their sum unless it was set otherwise
+        (:meth:`set_token_count`), in which case it is left alone. With
+        ``durable=False`` it returns without waiting for its fsync: the next
+        durable record of the store (the journal is written in order) covers it.
+        """
+        if prompt_tokens < 0 or completion_tokens < 0:
+            raise SessionError(
+                "token usage cannot be negative",
+                hint="pass the prompt and completion token counts the model reported",
+            )
+
+        def change(state: _OpenSession) -> Change:
+            meta = state.doc.metadata
+            prompt, completion = int(meta["promptTokens"]), int(meta["completionTokens"])
+            total = int(meta["tokenCount"])
+            fields = {
+                "promptTokens": prompt + prompt_tokens,
+                "completionTokens": completion + completion_tokens,
+            }
+            if total == prompt + completion:
+                fields["tokenCount"] = fields["promptTokens"] + fields["completionTokens"]
+            return {"md": fields}
+
+        self._record(session_id, change, durable=durable)
+
+    def set_token_count(self, session_id: str, token_count: int, *, durable: bool = True) -> None:
+        """Set ``metadata.tokenCount`` (e.g. the context size after compression);
+        ``durable`` as for :meth:`add_usage`."""
+        if token_count < 0:
+            raise SessionError("a token count cannot be negative", hint="pass 0 or more")
+        self._record(session_id, lambda state: {"md": {"tokenCount": token_count}}, durable=durable)
+
+    def record_compression(self, session_id: str, event: CompressionEvent) -> None:
+        """Count one compression and append it to ``metadata.compressionHistory``."""
+        data = event.to_dict()
+
+        def change(state: _OpenSession) -> Change:
+            meta = state.doc.metadata
+            return {
+                "md": {
+                    "compressionCount": int(meta["compressionCount"]) + 1,
+                    "compressionHistory": [*meta["compressionHistory"], data],
+                }
+            }
+
+        self._record(session_id, change)
+
+    def _record(
+        self,
+        session_id: str,
+        make_change: Callable[[_OpenSession], Change],
+        *,
+        durable: bool = True,
+    ) -> None:
+        state = self._open.get(session_id) or self._writable(session_id)
+        with state.lock:
+            change = make_change(state)
+            doc = state.doc
+            seq = doc.seq + 1
+            payload = orjson.dumps(change)
+            doc.apply(change)
+            doc.seq = seq
+            ticket = self._journal.submit(JournalEntry(doc.session_id, doc.epoch, seq, payload))
+        if durable:
+            self._journal.wait(ticket)
+
+    def _writable(self, session_id: str) -> _OpenSession:
+        """The open state of ``session_id``, opening it (taking its lock) if needed."""
+        self._check_open()
+        sid = canonical_id(session_id)
+        with self._opening:
+            state = self._open.get(sid)
+            if state is None:
+                if not self._path(sid).exists():
+                    raise SessionNotFoundError(
+                        f"no session {sid} to record into",
+                        hint="create the session first (create_session)",
+                    )
+                state = self._open_state(sid)[0]
+        return state
+
+    @staticmethod
+    def _activity(state: _OpenSession) -> str:
+        """Now, or the previous lastActivity if the clock went back: it never decreases."""
+        now = datetime.now(UTC).isoformat(timespec="microseconds")[:-6] + "Z"  # as now_iso()
+        last = str(state.doc.data["lastActivity"])
+        if len(last) == len(now) and last.endswith("Z"):
+            return now if now >= last else last
+        try:
+            return now if parse_iso(now) >= parse_iso(last) else last
+        except ValueError:  # pragma: no cover - decode() checked the timestamp
+            return now
+
+    # -- saving --------------------------------------------------------------------------
+
+    def save_session(self, session_id: str) -> None:
+        """Turn end: bring ``{id}.json`` (and the index) up to date. Never raises on a
+        failed write: it is logged, kept and retried (see :meth:`health`)."""
+        sid = self._known_id(session_id)
+        state = self._open.get(sid)
+        if state is None:
+            if not self._path(sid).exists():
+                raise SessionNotFoundError(
+                    f"no session {sid} to save", hint="create or open the session first"
+                )
+            return
+        self._save(state)
+
+    def save_session_soon(self, session_id: str, delay_s: float) -> None:
+        """Turn end, without keeping the caller: a background thread brings the
+        file up to date in ``delay_s`` seconds (0: at once), one save for every
+        turn end until then. Every record is durable in the journal already;
+        the file only catches up."""
+        sid = self._known_id(session_id)
+        if sid in self._open:
+            self._delayed.schedule(sid, max(0.0, delay_s))
+
+    def _save_if_open(self, sid: str) -> None:
+        state = self._open.get(sid)
+        if state is not None:
+            self._save(state)
+
+    def _save(self, state: _OpenSession) -> bool:
+        sid = state.doc.session_id
+        with state.save_lock:
+            with state.lock:
+                if not state.dirty and sid not in self._save_errors:
+                    return True
+                raw = state.doc.encode()
+                epoch, seq = state.doc.epoch, state.doc.seq
+                view = SessionView(state.doc)
+            path = self._path(sid)
+            try:
+                write_atomic(path, raw)
+            except OSError as exc:
+                reason = _reason(exc)
+                self._save_errors[sid] = f"cannot save session {sid} in {self.data_dir}: {reason}"
+                logger.error(
+                    "cannot save session %s (%s); its records are kept and saved at the next "
+                    "attempt",
+                    sid,
+                    reason,
+                )
+                return False
+            with state.lock:
+                state.saved_seq = max(state.saved_seq, seq)
+            if self._save_errors.pop(sid, None) is not None:
+                logger.warning("session %s is saved again", sid)
+            self._journal.mark_saved(sid, epoch, seq)
+            self._index.update(sid, view, file_sig(path))
+            return True
+
+    def _write_file(self, path: Path, raw: bytes, sid: str) -> None:
+        try:
+            write_atomic(path, raw)
+        except OSError as exc:
+            reason = _reason(exc)
+            logger.error("cannot write session %s: %s", sid, reason)
+            raise StorageError(
+                f"cannot write session {sid} in {self.data_dir}: {reason}",
+                hint="free some disk space or fix the folder's permissions "
+                "(services.session.dataDir), then try again",
+            ) from None
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def get_session(self, session_id_or_prefix: str) -> Session:
+        """The whole session, read-only, including journaled records not yet in its file.
+
+        Never blocked by a writer in another process.
+        """
+        sid = self.resolve_id(session_id_or_prefix)
+        state = self._open.get(sid)
+        if state is not None:
+            with state.lock:
+                return state.doc.to_session()
+        doc, _ = self._load(sid)
+        try:
+            return doc.to_session()
+        except ValidationError as exc:
+            return self._handle_corrupt(sid, self._path(sid), _problem(exc)).to_session()
+
+    def _load(self, sid: str) -> tuple[SessionDocument, int]:
+        """The session's file with every journaled record newer than it folded in.
+
+        Returns the document and the seq its file holds. A file that does not
+        parse is moved aside and rebuilt from the journal if possible.
+        """
+        path = self._path(sid)
+        doc: SessionDocument | None = None
+        for _ in range(_READ_ATTEMPTS):
+            try:
+                with open(path, "rb") as handle:
+                    before = os.fstat(handle.fileno())
+                    raw = handle.read()
+            except FileNotFoundError:
+                raise SessionNotFoundError(
+                    f"no session {sid}", hint="`ollm sessions list` shows the sessions there are"
+                ) from None
+            except OSError as exc:
+                raise SessionError(
+                    f"cannot read session {sid}: {_reason(exc)}",
+                    hint="check the file's permissions; you can start a new session meanwhile",
+                ) from None
+            try:
+                doc = SessionDocument.decode(raw, sid)
+            except DocumentError as exc:
+                return self._handle_corrupt(sid, path, str(exc)), -1
+            entries = entries_for(self._journal_dir, sid)
+            after = file_sig(path)
+            if after == (before.st_size, before.st_mtime_ns, before.st_ino):
+                break
+        assert doc is not None
+        file_seq = doc.seq
+        _replay(doc, entries)
+        return doc, file_seq
+
+    def resolve_id(self, session_id_or_prefix: str) -> str:
+        """The full id of a session from its id or a unique prefix of it.
+
+        Raises :class:`InvalidSessionIdError` (not an id), :class:`SessionNotFoundError`
+        or :class:`AmbiguousSessionIdError` (the prefix matches several sessions).
+        """
+        text = check_prefix(session_id_or_prefix)
+        if is_session_id(text):
+            if text in self._open or self._path(text).exists():
+                return text
+            raise SessionNotFoundError(
+                f"no session {text}", hint="`ollm sessions list` shows the sessions there are"
+            )
+        try:
+            names = os.listdir(self.data_dir)
+        except OSError:
+            names = []
+        found = sorted(
+            {
+                sid
+                for sid in (session_id_of_file(n) for n in names)
+                if sid is not None and matches_prefix(sid, text)
+            }
+            | {sid for sid in self._open if matches_prefix(sid, text)}
+        )
+        if not found:
+            raise SessionNotFoundError(
+                f"no session id starts with {text!r}",
+                hint="`ollm sessions list` shows the sessions there are",
+            )
+        if len(found) > 1:
+            shown = ", ".join(found[:_AMBIGUOUS_SHOWN]) + (
+                ", ..." if len(found) > _AMBIGUOUS_SHOWN else ""
+            )
+            raise AmbiguousSessionIdError(
+                f"{text!r} matches {len(found)} sessions: {shown}",
+                hint="type more characters of the id",
+            )
+        return found[0]
+
+    def _known_id(self, session_id: str) -> str:
+        if session_id in self._open:
+            return session_id
+        return canonical_id(session_id)
+
+    def list_sessions(
+        self,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        sort: str = "lastActivity",
+        descending: bool = True,
+        tag: str | None = None,
+        model: str | None = None,
+        title: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[SessionSummary]:
+        """Summaries of the sessions, from the index (brought up to date first).
+
+        ``sort`` is a camelCase column of SessionSummary; ``title`` matches a part
+        of the title (any case); ``since``/``until`` bound ``lastActivity``.
+        """
+        self._index.refresh()
+        return self._index.list_sessions(
+            limit=limit,
+            offset=offset,
+            sort=sort,
+            descending=descending,
+            tag=tag,
+            model=model,
+            title=title,
+            since=since,
+            until=until,
+        )
+
+    def count_sessions(self) -> int:
+        """How many sessions there are."""
+        self._index.refresh()
+        return self._index.count()
+
+    def search(self, query: str, *, limit: int = 20) -> list[SearchHit]:
+        """Full-text search over every message, tool call, title, note and tag.
+
+        One hit per session, best first (bm25); each hit's ``snippet`` marks the
+        matched words with ``«`` and ``»``. Every word must match; ``word*`` is a
+        prefix. FTS syntax in the query is taken literally.
+        """
+        self._index.refresh()
+        return self._index.search(query, limit=limit)
+
+    def reindex(self) -> int:
+        """Rebuild the index from the files; returns how many sessions it holds."""
+        for state in list(self._open.values()):
+            if state.dirty:
+                self._save(state)
+        return self._index.rebuild()
+
+    # -- metadata ------------------------------------------------------------------------------
+
+    def update_metadata(self, session_id: str, **fields: Any) -> None:
+        """Set metadata fields by their Python names (``title=``, ``title_source=``,
+        ``custom=``, ``notes=``...), validated.
+
+        On a session open here the change is journaled (durable on return); on a
+        closed one the file is rewritten atomically under the writer lock, taken
+        briefly (:class:`SessionLockedError` if another process holds it).
+        """
+        known = SessionMetadata.model_fields
+        unknown = sorted(set(fields) - set(known))
+        if unknown:
+            raise SessionError(
+                f"unknown session metadata field(s): {', '.join(unknown)}",
+                hint="use the field names of SessionMetadata: " + ", ".join(known),
+            )
+        aliases = {name: known[name].alias or name for name in fields}
+
+        def change(doc: SessionDocument) -> Change | None:
+            merged = {**doc.metadata, **{aliases[k]: v for k, v in fields.items()}}
+            try:
+                checked = SessionMetadata.model_validate(merged).to_dict()
+            except ValidationError as exc:
+                raise SessionError(
+                    f"invalid session metadata: {_problem(exc)}",
+                    hint="check the value's type",
+                ) from None
+            return {"md": {aliases[k]: checked[aliases[k]] for k in fields}}
+
+        self._change_metadata(session_id, change)
+
+    def set_title(self, session_id: str, title: str) -> None:
+        """Set the title by hand; it wins over the automatic one from then on."""
+        cleaned = clean_title(title)
+        if not cleaned:
+            raise SessionError("a session title cannot be empty", hint="give a few words")
+        self.update_metadata(session_id, title=cleaned, title_source="manual")
+
+    def add_tags(self, session_id: str, tags: list[str]) -> None:
+        """Add tags (kept once each, in the order first given)."""
+        new = _clean_tags(tags)
+        self._change_metadata(
+            session_id,
+            lambda doc: {"md": {"tags": _clean_tags([*doc.metadata["tags"], *new])}},
+        )
+
+    def remove_tags(self, session_id: str, tags: list[str]) -> None:
+        """Remove tags (absent ones are ignored)."""
+        gone = set(_clean_tags(tags))
+        self._change_metadata(
+            session_id,
+            lambda doc: {"md": {"tags": [t for t in doc.metadata["tags"] if t not in gone]}},
+        )
+
+    def set_pinned(self, session_id: str, pinned: bool) -> None:
+        """Pin a session (never deleted by ``maxSessions`` cleanup) or unpin it."""
+        self.update_metadata(session_id, pinned=pinned)
+
+    def set_notes(self, session_id: str, notes: str) -> None:
+        """Set the user's notes on a session."""
+        self.update_metadata(session_id, notes=notes)
+
+    def _change_metadata(
+        self, session_id: str, make_change: Callable[[SessionDocument], Change | None]
+    ) -> None:
+        sid = self.resolve_id(session_id)
+        if sid in self._open:
+            self._record(sid, lambda state: make_change(state.doc) or {})
+            state = self._open.get(sid)
+            if state is not None:
+                with state.lock:
+                    view = SessionView(state.doc)
+                self._index.update(sid, view, file_sig(self._path(sid)))
+            return
+        self._ensure_dirs()
+        lock = SessionLock.acquire(self._lock_path(sid), sid)
+        try:
+            doc, _ = self._load(sid)
+            change = make_change(doc)
+            if change:
+                doc.apply(change)
+                doc.seq += 1
+            self._write_file(self._path(sid), doc.encode(), sid)
+            self._index.update(sid, SessionView(doc), file_sig(self._path(sid)))
+        finally:
+            lock.release()
+
+    # -- deleting ----------------------------------------------------------------------------
+
+    def delete_session(self, session_id: str) -> None:
+        """Delete a session: its file, its journal records, its index row, its snapshots.
+
+        Refuses (:class:`SessionLockedError`) a session another process is writing.
+        """
+        sid = self.resolve_id(session_id)
+        with self._opening:
+            with self._registry:
+                state = self._open.pop(sid, None)
+            lock = state.file_lock if state else SessionLock.acquire(self._lock_path(sid), sid)
+            try:
+                self._delete_files(sid)
+            finally:
+                lock.release()
+        self._journal.forget(sid)
+        self._save_errors.pop(sid, None)
+        self._index.remove(sid)
+        logger.info("deleted session %s", sid)
+
+    def _delete_files(self, sid: str) -> None:
+        path = self._path(sid)
+        try:
+            path.unlink(missing_ok=True)
+            for name in os.listdir(self.data_dir):
+                if name.startswith(f"{sid}.json{CORRUPT_MARK}"):
+                    (self.data_dir / name).unlink(missing_ok=True)
+            fsync_dir(self.data_dir)
+        except OSError as exc:
+            raise StorageError(
+                f"cannot delete session {sid}: {_reason(exc)}",
+                hint="check the sessions folder's permissions",
+            ) from None
+        snapshots = self.snapshots_dir / sid
+        if snapshots.is_dir():
+            shutil.rmtree(snapshots, ignore_errors=True)
+
+    def delete_oldest_sessions(self, keep: int, *, dry_run: bool = False) -> list[str]:
+        """Delete the least recently active sessions until ``keep`` remain.
+
+        Never the sessions open in this store, pinned ones, or ones another
+        process is writing. Returns the ids deleted (or, with ``dry_run``, the
+        ids that would be).
+        """
+        if keep < 0:
+            raise SessionError(
+                f"cannot keep {keep} sessions", hint="give 0 or more sessions to keep"
+            )
+        self._index.refresh()
+        sessions = self._index.oldest_first()
+        excess = len(sessions) - keep
+        chosen: list[str] = []
+        for sid, pinned in sessions:
+            if excess <= 0:
+                break
+            if pinned or sid in self._open:
+                continue
+            if dry_run:
+                if lock_holder(self._lock_path(sid)) is not None:
+                    continue
+            else:
+                try:
+                    self.delete_session(sid)
+                except SessionLockedError:
+                    continue
+                except SessionNotFoundError:
+                    excess -= 1
+                    continue
+            chosen.append(sid)
+            excess -= 1
+        return chosen
+
+    # -- importing -----------------------------------------------------------------------------
+
+    def import_session(self, session: Session, *, new_id: bool = False) -> str:
+        """Store a session from elsewhere (validated in full); returns its id.
+
+        An id that exists already is refused unless ``new_id`` gives it a fresh one.
+        """
+        self._check_open()
+        try:
+            checked = Session.model_validate(session.to_dict())
+        except ValidationError as exc:
+            raise SessionError(
+                f"the session to import is invalid: {_problem(exc)}",
+                hint="fix the file, or export it again from OLLM",
+            ) from None
+        sid = new_session_id() if new_id else canonical_id(checked.session_id)
+        checked = checked.model_copy(update={"session_id": sid})
+        if self._path(sid).exists() or sid in self._open:
+            raise SessionError(
+                f"a session with id {sid} already exists",
+                hint="import it with a new id (--new-id), or delete the existing one first",
+            )
+        state = self._create_file(SessionDocument.from_session(checked))
+        with self._registry:
+            self._open.pop(sid, None)
+        state.file_lock.release()
+        self._index.update(sid, SessionView(state.doc), file_sig(self._path(sid)))
+        logger.info("imported session %s", sid)
+        return sid
+
+    # -- health --------------------------------------------------------------------------------
+
+    @property
+    def pending_writes(self) -> int:
+        """Records kept in memory because the disk refused them (0 when all is durable)."""
+        return self._journal.pending
+
+    def health(self) -> StoreHealth:
+        """Whether every record is durable; if not, what is pending and why."""
+        pending = self._journal.pending
+        unsaved = sorted(self._save_errors)
+        last = self._journal.last_error or next(iter(self._save_errors.values()), None)
+        return StoreHealth(
+            ok=pending == 0 and not unsaved,
+            pending_writes=pending,
+            unsaved_sessions=unsaved,
+            last_error=last,
+        )
+
+    @property
+    def open_sessions(self) -> list[str]:
+        """Ids of the sessions this store holds open (their writer locks are held)."""
+        return sorted(self._open)
+
+    def is_open(self, session_id: str) -> bool:
+        """Whether this store holds ``session_id`` open (exact id, no prefix)."""
+        return session_id in self._open
+
+    # -- faults and recovery ---------------------------------------------------------------
+
+    def _handle_corrupt(self, sid: str, path: Path, problem: str) -> SessionDocument:
+        """Move a damaged file aside and rebuild the session from the journal if it can.
+
+        Raises :class:`SessionCorruptError` when the journal does not hold it all.
+        """
+        aside = self._move_aside(sid, path, problem)
+        doc = _rebuild_from_journal(sid, entries_for(self._journal_dir, sid))
+        where = f"it was moved to {aside.name}" if aside else "it was left in place"
+        if doc is None:
+            raise SessionCorruptError(
+                f"session {sid} cannot be read: its file is damaged ({problem}); {where}",
+                hint="start a new session; the damaged file is kept for inspection",
+            )
+        message = f"session {sid} was rebuilt from its journal ({len(doc.messages)} messages)"
+        logger.warning(message)
+        self.recovery_report.append(message)
+        return doc
+
+    def _move_aside(self, sid: str, path: Path, problem: str) -> Path | None:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        aside = path.with_name(f"{path.name}{CORRUPT_MARK}{stamp}")
+        try:
+            os.rename(path, aside)
+            fsync_dir(self.data_dir)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            logger.error("cannot move damaged session file %s aside: %s", path.name, _reason(exc))
+            return None
+        message = f"session {sid}: damaged file ({problem}) moved to {aside.name}"
+        logger.error(message)
+        self.recovery_report.append(message)
+        return aside
+
+    def _on_corrupt_file(self, sid: str, path: Path, problem: str) -> None:
+        """The index met a file that does not parse: handle it without breaking the listing."""
+        state = self._open.get(sid)
+        if state is not None:
+            self._move_aside(sid, path, problem)
+            with state.lock:
+                state.saved_seq = -1
+            self._save(state)
+            return
+        try:
+            doc = self._handle_corrupt(sid, path, problem)
+        except SessionCorruptError as exc:
+            logger.warning("%s", exc.message)
+            return
+        if lock_holder(self._lock_path(sid)) is None:
+            with contextlib.suppress(OSError):
+                write_atomic(path, doc.encode())
+
+    def _recover_dead_logs(self) -> None:
+        """Fold the journals of stores that died into their sessions, then delete them."""
+        if not self._journal_dir.is_dir():
+            return
+        for dead in claim_dead_logs(self._journal_dir):
+            try:
+                if dead.scan.torn_bytes:
+                    message = (
+                        f"journal {dead.path.name}: dropped {dead.scan.torn_bytes} bytes of an "
+                        "incomplete record at its end (written when its process stopped)"
+                    )
+                    logger.warning(message)
+                    self.recovery_report.append(message)
+                done = True
+                for sid in sorted({e.session_id for e in dead.scan.entries}):
+                    done = self._fold(sid) and done
+            except Exception:  # pragma: no cover - keep the store usable whatever happens
+                logger.exception("could not fold journal %s", dead.path.name)
+                done = False
+            if done:
+                dead.discard()
+            else:
+                dead.release()
+
+    def _fold(self, sid: str) -> bool:
+        """Bring ``sid``'s file up to date with the journals; False if it must wait."""
+        path = self._path(sid)
+        if not path.exists() and not self._has_corrupt_copy(sid):
+            return True  # deleted: nothing to bring back
+        try:
+            self._ensure_dirs()
+            lock = SessionLock.acquire(self._lock_path(sid), sid)
+        except SessionLockedError:
+            return False
+        except StorageError:
+            return False
+        try:
+            if not path.exists():
+                doc = _rebuild_from_journal(sid, entries_for(self._journal_dir, sid))
+                if doc is not None:
+                    write_atomic(path, doc.encode())
+                    self.recovery_report.append(f"session {sid} was rebuilt from its journal")
+                return True
+            doc, file_seq = self._load(sid)
+            if doc.seq != file_seq:
+                write_atomic(path, doc.encode())
+                logger.info("session %s: %d journaled record(s) folded in", sid, doc.seq - file_seq)
+            return True
+        except (SessionError, OSError) as exc:
+            logger.warning("could not fold the journal into session %s: %s", sid, exc)
+            return False
+        finally:
+            lock.release()
+
+    def _has_corrupt_copy(self, sid: str) -> bool:
+        prefix = f"{sid}.json{CORRUPT_MARK}"
+        return any(name.startswith(prefix) for name in os.listdir(self.data_dir))
+
+    # -- paths ---------------------------------------------------------------------------------
+
+    def _path(self, sid: str) -> Path:
+        return self.data_dir / f"{sid}.json"
+
+    def _lock_path(self, sid: str) -> Path:
+        return self._locks_dir / f"{sid}.lock"
+
+    def _ensure_dirs(self) -> None:
+        try:
+            ensure_private_dir(self.data_dir)
+            ensure_private_dir(self._locks_dir)
+        except OSError as exc:
+            raise StorageError(
+                f"cannot use the sessions folder {self.data_dir}: {_reason(exc)}",
+                hint="fix its permissions or set services.session.dataDir to a writable folder",
+            ) from None
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionError(
+                "this session store is closed", hint="create a new ChatRecordingService"
+            )
+
+
+def _replay(doc: SessionDocument, entries: list[JournalEntry]) -> None:
+    """Apply the entries of ``doc``'s incarnation newer than it, in order, once each."""
+    newer = sorted(
+        {e.seq: e for e in entries if e.epoch == doc.epoch and e.seq > doc.seq}.values(),
+        key=lambda e: e.seq,
+    )
+    for entry in newer:
+        if entry.seq != doc.seq + 1:
+            logger.warning(
+                "session %s: journal record %d missing; later records are ignored",
+                doc.session_id,
+                doc.seq + 1,
+            )
+            return
+        doc.apply(orjson.loads(entry.payload))
+        doc.seq = entry.seq
+
+
+def _rebuild_from_journal(sid: str, entries: list[JournalEntry]) -> SessionDocument | None:
+    """The session rebuilt from its journal alone, if the journal holds it from creation."""
+    created = [e for e in entries if e.seq == 0]
+    if not created:
+        return None
+    epoch = created[-1].epoch
+    header = orjson.loads(created[-1].payload).get("n")
+    if not isinstance(header, dict):
+        return None
+    try:
+        doc = SessionDocument.from_data({**header, "messages": [], "toolCalls": []}, sid)
+    except DocumentError:
+        return None
+    doc.epoch, doc.seq = epoch, 0
+    _replay(doc, entries)
+    return doc
+
+
+def _clean_tags(tags: list[str]) -> list[str]:
+    out: list[str] = []
+    for tag in tags:
+        cleaned = " ".join(str(tag).split())
+        if cleaned and cleaned not in out:
+            out.append(cleaned)
+    return out
+
+
+def _reason(exc: OSError) -> str:
+    name = errno.errorcode.get(exc.errno or 0, "")
+    text = exc.strerror or type(exc).__name__
+    return f"{text} ({name})" if name else text
+
+
+def _problem(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        return f"{where}: {err['msg']}" if where else str(err["msg"])
+    return str(exc)

@@ -1,0 +1,84 @@
+"""Who may run a tool: the approval policy of ``tools.approval``.
+
+Each tool is ``allow``, ``ask`` or ``deny`` (``tools.defaultApproval`` for a
+tool the config does not name). ``ask`` asks the user through a callback the
+CLI gives (``ollm run``); where nobody can answer (batch, or no callback),
+ask means deny.
+
+Example::
+
+    policy = ApprovalPolicy(ToolSettings(), interactive=True, ask=confirm_with_user)
+    outcome = policy.resolve(call)
+    outcome.approved, outcome.reason
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from ollm_cli.config.settings import Approval, ToolSettings
+from ollm_cli.pipeline.records import ToolCallPart
+
+logger = logging.getLogger(__name__)
+
+
+class ApprovalOutcome(BaseModel):
+    """Whether one tool call may run, and why."""
+
+    approved: bool
+    decision: Approval
+    reason: str
+
+    @classmethod
+    def allowed(cls, reason: str = "allowed") -> ApprovalOutcome:
+        """An approval given without consulting a policy (tests, trusted callers)."""
+        return cls(approved=True, decision="allow", reason=reason)
+
+
+class ApprovalPolicy:
+    """The approval of each tool from config, and asking the user where it says ``ask``."""
+
+    def __init__(
+        self,
+        settings: ToolSettings,
+        *,
+        interactive: bool,
+        ask: Callable[[ToolCallPart], bool] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.interactive = interactive
+        self.ask = ask
+
+    def decide(self, tool_name: str) -> Approval:
+        """The configured decision for ``tool_name``."""
+        return self.settings.approval.get(tool_name, self.settings.default_approval)
+
+    def resolve(self, call: ToolCallPart) -> ApprovalOutcome:
+        """Whether ``call`` may run: the policy, and the user's answer where it asks."""
+        decision = self.decide(call.name)
+        key = f"tools.approval.{call.name}"
+        if decision == "allow":
+            return ApprovalOutcome(approved=True, decision=decision, reason=f"{key} is allow")
+        if decision == "deny":
+            return ApprovalOutcome(
+                approved=False,
+                decision=decision,
+                reason=f"the {call.name} tool is denied by the config ({key}: deny)",
+            )
+        if not self.interactive or self.ask is None:
+            return ApprovalOutcome(
+                approved=False,
+                decision=decision,
+                reason=f"the {call.name} tool needs the user's approval ({key}: ask) and "
+                f"nobody can answer in a non-interactive run; set {key}: allow to let it run",
+            )
+        approved = bool(self.ask(call))
+        logger.info("approval: user %s %s", "approved" if approved else "declined", call.name)
+        return ApprovalOutcome(
+            approved=approved,
+            decision=decision,
+            reason="approved by the user" if approved else "the user declined this call",
+        )

@@ -1,0 +1,135 @@
+"""What every tool is: a name, a description, an arguments model and ``run``.
+
+A tool declares its arguments as a pydantic model; :meth:`Tool.json_schema`
+turns it into the function-calling schema Ollama expects, and the executor
+validates the model's arguments against it before anything runs. ``run``
+returns a :class:`ToolOutput`: ``llm_content`` is what the model reads,
+``return_display`` the short line the user sees (the spec's two fields).
+
+Example::
+
+    class EchoArgs(BaseModel):
+        text: str
+
+    class EchoTool(Tool[EchoArgs]):
+        name = "echo"
+        description = "Return the text unchanged."
+        args_model = EchoArgs
+
+        def run(self, args: EchoArgs, ctx: ToolContext) -> ToolOutput:
+            return ToolOutput.ok(args.text, f"echoed {len(args.text)} characters")
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from ollm_cli.pipeline.discovery._service import FileDiscoveryService
+from ollm_cli.pipeline.tools._sandbox import Sandbox
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+
+
+class ToolArgs(BaseModel):
+    """Base of tool arguments: unknown arguments are an error that names them."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+
+class ToolOutput(BaseModel):
+    """What a tool run produced.
+
+    ``error`` says what went wrong (and what to do) when ``success`` is false;
+    ``llm_content`` then carries the same text so the model can react to it.
+    """
+
+    llm_content: str
+    return_display: str | None = None
+    success: bool = True
+    error: str | None = None
+
+    @classmethod
+    def ok(cls, llm_content: str, return_display: str | None = None) -> ToolOutput:
+        """A successful result."""
+        return cls(llm_content=llm_content, return_display=return_display)
+
+    @classmethod
+    def failure(cls, error: str, return_display: str | None = None) -> ToolOutput:
+        """A failed result whose message the model and the user both see."""
+        return cls(
+            llm_content=f"Error: {error}",
+            return_display=return_display or f"Error: {error}",
+            success=False,
+            error=error,
+        )
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Where a tool runs: the workspace, the sanitized environment, the sandbox,
+    and the FileDiscoveryService the search tools go through."""
+
+    workspace: Path
+    env: Mapping[str, str]
+    sandbox: Sandbox
+    discovery: FileDiscoveryService = field(default_factory=FileDiscoveryService)
+
+
+class Tool(ABC, Generic[ArgsT]):
+    """A tool the model can call (subclass it and set the three attributes)."""
+
+    name: str
+    description: str
+    args_model: type[ArgsT]
+
+    def json_schema(self) -> dict[str, Any]:
+        """The function-calling schema: ``{"type": "function", "function": {...}}``."""
+        parameters = _clean_schema(self.args_model.model_json_schema())
+        parameters.pop("description", None)  # the model's docstring, not for the model
+        parameters.setdefault("properties", {})
+        parameters.setdefault("required", [])
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": parameters,
+            },
+        }
+
+    def parse(self, raw: Mapping[str, Any]) -> ArgsT:
+        """The model's arguments validated (raises pydantic's ``ValidationError``)."""
+        return self.args_model.model_validate(dict(raw))
+
+    @abstractmethod
+    def run(self, args: ArgsT, ctx: ToolContext) -> ToolOutput:
+        """Do the work; raise :class:`~ollm_cli.pipeline.errors.ToolError` for a clear failure."""
+
+
+def _clean_schema(node: Any) -> Any:
+    """Drop pydantic's titles and collapse ``X | None`` to ``X`` (the model may omit it)."""
+    if isinstance(node, list):
+        return [_clean_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    cleaned: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title":
+            continue
+        if key in ("properties", "$defs"):
+            cleaned[key] = {name: _clean_schema(sub) for name, sub in value.items()}
+        else:
+            cleaned[key] = _clean_schema(value)
+    variants = cleaned.get("anyOf")
+    if isinstance(variants, list) and len(variants) == 2 and {"type": "null"} in variants:
+        del cleaned["anyOf"]
+        cleaned.update(next(v for v in variants if v != {"type": "null"}))
+        if cleaned.get("default", 0) is None:
+            del cleaned["default"]
+    return cleaned

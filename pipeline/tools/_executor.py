@@ -1,0 +1,168 @@
+"""Running one tool call: approval, argument validation, the run, the record.
+
+:meth:`ToolExecutor.execute` never raises into the chat: whatever happens
+(denied, unknown tool, bad arguments, the sandbox refusing, the tool failing)
+it returns a :class:`~ollm_cli.pipeline.records.SessionToolCall` whose ``success``,
+``error`` and ``result.llmContent`` tell the model and the user what happened,
+with the call's ``durationMs``.
+
+Example::
+
+    executor = ToolExecutor(ToolSettings(), workspace=Path.cwd())
+    record = executor.execute(call, env=sanitized_env, approval=True)
+    record.success, record.duration_ms, record.result.llm_content
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ollm_cli.config.settings import FileDiscoverySettings, ToolSettings
+from ollm_cli.pipeline.discovery._service import FileDiscoveryService
+from ollm_cli.pipeline.errors import OllmError, ToolError
+from ollm_cli.pipeline.records import SessionToolCall, ToolCallPart, ToolResult
+from ollm_cli.pipeline.tools._approval import ApprovalOutcome
+from ollm_cli.pipeline.tools._base import Tool, ToolContext, ToolOutput
+from ollm_cli.pipeline.tools._registry import ToolRegistry
+from ollm_cli.pipeline.tools._sandbox import Sandbox
+
+logger = logging.getLogger(__name__)
+
+
+def describe_validation_error(tool: str, error: ValidationError) -> str:
+    """One sentence naming each bad argument and what is wrong with it."""
+    problems = []
+    for item in error.errors():
+        field = ".".join(str(part) for part in item["loc"]) or "(arguments)"
+        if item["type"] == "missing":
+            problems.append(f"'{field}' is required")
+        elif item["type"] == "extra_forbidden":
+            problems.append(f"'{field}' is not an argument of {tool}")
+        else:
+            problems.append(f"'{field}': {item['msg']}")
+    return f"invalid arguments for {tool}: " + "; ".join(problems)
+
+
+class ToolExecutor:
+    """Runs tool calls in one worker: one :class:`Sandbox` per workspace, reused."""
+
+    def __init__(
+        self,
+        settings: ToolSettings,
+        registry: ToolRegistry | None = None,
+        *,
+        workspace: Path | None = None,
+        discovery: FileDiscoverySettings | None = None,
+        bwrap_path: str | Path | None = None,
+    ) -> None:
+        self.settings = settings
+        self.registry = registry if registry is not None else ToolRegistry.builtin()
+        self.workspace = workspace
+        self.discovery = FileDiscoveryService(discovery)
+        self.bwrap_path = bwrap_path
+        self._sandboxes: dict[Path, Sandbox] = {}
+        self._lock = threading.Lock()
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """The function-calling schemas of the registry's tools."""
+        return self.registry.schemas()
+
+    def sandbox(self, workspace: Path) -> Sandbox:
+        """The sandbox of ``workspace`` (made once)."""
+        key = workspace.expanduser().resolve()
+        with self._lock:
+            sandbox = self._sandboxes.get(key)
+            if sandbox is None:
+                sandbox = Sandbox(self.settings.sandbox, key, bwrap_path=self.bwrap_path)
+                self._sandboxes[key] = sandbox
+            return sandbox
+
+    def execute(
+        self,
+        call: ToolCallPart,
+        env: Mapping[str, str],
+        approval: ApprovalOutcome | bool,
+        *,
+        workspace: Path | None = None,
+    ) -> SessionToolCall:
+        """Run ``call`` if approved and return its record (never raises for a tool failure)."""
+        started = time.perf_counter()
+        output = self._output(call, env, approval, workspace)
+        duration_ms = (time.perf_counter() - started) * 1000
+        if not output.success:
+            logger.info("tools: %s failed after %.0f ms", call.name, duration_ms)
+        return SessionToolCall(
+            id=call.id,
+            name=call.name,
+            args=call.args,
+            result=ToolResult(llm_content=output.llm_content, return_display=output.return_display),
+            duration_ms=duration_ms,
+            success=output.success,
+            error=output.error,
+        )
+
+    def _output(
+        self,
+        call: ToolCallPart,
+        env: Mapping[str, str],
+        approval: ApprovalOutcome | bool,
+        workspace: Path | None,
+    ) -> ToolOutput:
+        if isinstance(approval, bool):
+            approval = ApprovalOutcome(
+                approved=approval,
+                decision="allow" if approval else "deny",
+                reason="approved" if approval else f"the {call.name} call was not approved",
+            )
+        if not approval.approved:
+            return ToolOutput.failure(f"not run: {approval.reason}", f"{call.name}: denied")
+        tool = self.registry.get(call.name)
+        if tool is None:
+            return ToolOutput.failure(
+                f"there is no tool named {call.name!r}; the tools are "
+                + ", ".join(self.registry.names())
+            )
+        try:
+            args = tool.parse(call.args)
+        except ValidationError as error:
+            return ToolOutput.failure(describe_validation_error(call.name, error))
+        root = workspace or self.workspace
+        try:
+            if root is None:
+                raise ToolError(
+                    "no workspace was given for this tool call",
+                    hint="start the tool worker with the workspace",
+                )
+            ctx = ToolContext(
+                workspace=root.expanduser().resolve(),
+                env=dict(env),
+                sandbox=self.sandbox(root),
+                discovery=self.discovery,
+            )
+            return self._run(tool, args, ctx)
+        except OllmError as error:
+            return ToolOutput.failure(str(error))
+
+    @staticmethod
+    def _run(tool: Tool[Any], args: Any, ctx: ToolContext) -> ToolOutput:
+        try:
+            return tool.run(args, ctx)
+        except OllmError:
+            raise
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+            where = f" ({Path(error.filename).name})" if error.filename else ""
+            return ToolOutput.failure(f"{tool.name} failed: {reason}{where}")
+        except Exception as error:
+            logger.exception("tools: %s raised %s", tool.name, type(error).__name__)
+            return ToolOutput.failure(
+                f"{tool.name} failed unexpectedly ({type(error).__name__}); this is a bug "
+                f"in the tool, please report it"
+            )
