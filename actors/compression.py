@@ -13,15 +13,15 @@ import threading
 
 from ollm_cli.actors.shell import ShellBase
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.compression._service import (
+from ollm_cli.pipeline.compression import (
     ActiveContext,
     ChatCompressionService,
     CompressionResult,
+    SnapshotInfo,
+    SnapshotManager,
+    TokenCounter,
 )
-from ollm_cli.pipeline.compression._snapshots import SnapshotInfo, SnapshotManager
-from ollm_cli.pipeline.compression._tokens import TokenCounter
-from ollm_cli.pipeline.providers._base import ChatRequest, Provider
-from ollm_cli.pipeline.providers._factory import create_provider
+from ollm_cli.pipeline.providers import ChatRequest, Provider, create_provider
 from ollm_cli.pipeline.records import SessionMessage
 
 

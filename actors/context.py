@@ -18,12 +18,7 @@ from ollm_cli.actors.shell import ShellBase
 from ollm_cli.config.paths import ensure_private_dir, ollm_home
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.atomic_file import write_atomic
-from ollm_cli.pipeline.context._manager import (
-    ContextAdditions,
-    ContextEntry,
-    ContextManager,
-    ContextSource,
-)
+from ollm_cli.pipeline.context import ContextAdditions, ContextEntry, ContextManager, ContextSource
 from ollm_cli.pipeline.extensions import load_extensions
 
 logger = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ from typing import Any
 
 from ollm_cli.actors.shell import ShellBase
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.loop_detection._service import LoopDetectionService, LoopEvent
+from ollm_cli.pipeline.loop_detection import LoopDetectionService, LoopEvent
 
 
 class LoopDetectionShell(ShellBase):

@@ -14,10 +14,8 @@ from typing import Any
 
 from ollm_cli.actors.shell import ShellBase
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.environment._redaction import Redactor
-from ollm_cli.pipeline.recording._index import SearchHit
-from ollm_cli.pipeline.recording._redaction import redact_record
-from ollm_cli.pipeline.recording._store import ChatRecordingService, StoreHealth
+from ollm_cli.pipeline.environment import Redactor
+from ollm_cli.pipeline.recording import ChatRecordingService, SearchHit, StoreHealth, redact_record
 from ollm_cli.pipeline.records import (
     CompressionEvent,
     Session,

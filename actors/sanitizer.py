@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from ollm_cli.actors.shell import ShellBase
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.environment._sanitizer import EnvDecision, EnvironmentSanitizationService
+from ollm_cli.pipeline.environment import EnvDecision, EnvironmentSanitizationService
 
 
 class SanitizerShell(ShellBase):

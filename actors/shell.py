@@ -1,4 +1,4 @@
-"""What every actor shell answers: a liveness ping and its memory use."""
+"""What every actor shell answers: a liveness ping, its memory use, and close."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ class ShellBase:
     def memory_rss(self) -> int:
         """Resident memory of this shell's process, in bytes."""
         return int(psutil.Process(os.getpid()).memory_info().rss)
+
+    def close(self) -> None:
+        """Release what the shell holds (its service saves and closes); nothing by default."""
 
     def open_files(self) -> int:
         """Open file descriptors of this shell's process."""

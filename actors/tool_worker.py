@@ -17,8 +17,7 @@ from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import ToolError
 from ollm_cli.pipeline.extensions import load_extensions
 from ollm_cli.pipeline.records import SessionToolCall, ToolCallPart
-from ollm_cli.pipeline.tools._executor import ToolExecutor
-from ollm_cli.pipeline.tools._registry import ToolRegistry
+from ollm_cli.pipeline.tools import ToolExecutor, ToolRegistry
 
 logger = logging.getLogger(__name__)
 

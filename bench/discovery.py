@@ -43,7 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ollm_cli.config.settings import DEFAULT_BUILTIN_IGNORES, SandboxSettings
-from ollm_cli.pipeline.discovery._service import DiscoveryOptions, FileDiscoveryService
+from ollm_cli.pipeline.discovery import DiscoveryOptions, FileDiscoveryService
 
 FD = shutil.which("fdfind") or shutil.which("fd")
 DEPTH = 64

@@ -37,10 +37,10 @@ from typing import Any
 import orjson
 
 from ollm_cli.config.settings import DEFAULT_DENY_PATTERNS, ContextSettings, LoopDetectionSettings
-from ollm_cli.pipeline.context._manager import ContextManager
+from ollm_cli.pipeline.context import ContextManager
+from ollm_cli.pipeline.environment import EnvironmentSanitizationService
 from ollm_cli.pipeline.environment._redaction import RedactingFilter, Redactor
-from ollm_cli.pipeline.environment._sanitizer import EnvironmentSanitizationService
-from ollm_cli.pipeline.loop_detection._service import LoopDetectionService
+from ollm_cli.pipeline.loop_detection import LoopDetectionService
 
 TARGET_US = 100.0
 WORDS: tuple[str, ...] = (

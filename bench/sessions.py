@@ -35,8 +35,8 @@ from pathlib import Path
 import orjson
 
 from ollm_cli.config.settings import SessionSettings
+from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.recording._document import SessionDocument, new_epoch
-from ollm_cli.pipeline.recording._store import ChatRecordingService
 from ollm_cli.pipeline.records import (
     SessionMessage,
     SessionMetadata,

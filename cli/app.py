@@ -52,7 +52,7 @@ app.add_typer(extensions_cmd.app, name="extensions")
 
 def main() -> None:
     """Console entry point of ``ollm``."""
-    from ollm_cli.pipeline.environment._redaction import configure_logging
+    from ollm_cli.pipeline.environment import configure_logging
 
     configure_logging()
     try:

@@ -36,13 +36,15 @@ from ollm_cli.cli.overrides import (
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.coordinator import Coordinator
-from ollm_cli.pipeline.harness._batch_runner import (
+from ollm_cli.pipeline.harness import (
     BatchProgress,
     BatchReport,
     BatchRunner,
+    BatchScript,
+    BatchScriptError,
     batch_failure,
+    load_batch_script,
 )
-from ollm_cli.pipeline.harness._batch_script import BatchScript, BatchScriptError, load_batch_script
 from ollm_cli.pipeline.runtime import Runtime, create_runtime
 
 logger = logging.getLogger(__name__)

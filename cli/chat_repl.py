@@ -114,7 +114,7 @@ class ChatRepl:
 
     def pick_session(self) -> str | None:
         """Show recent sessions and let the user choose one (None: a new session)."""
-        recent = self.loop.run(self.coordinator.runtime.recording.call("list_sessions", limit=15))
+        recent = self.loop.run(self.coordinator.recent_sessions(15))
         if not recent:
             self.err.print("[dim]no sessions yet: starting a new one[/]")
             return None
@@ -193,14 +193,13 @@ class ChatRepl:
             self.err.print(f"[red]cannot parse the command:[/] {escape(str(error))}")
             return True
         name, args = words[0], words[1:]
-        recording = self.coordinator.runtime.recording
         try:
             if name in {"/exit", "/quit"}:
                 return False
             if name == "/help":
                 self.console.print(HELP, markup=False)
             elif name == "/sessions":
-                for s in self.loop.run(recording.call("list_sessions", limit=10)):
+                for s in self.loop.run(self.coordinator.recent_sessions(10)):
                     self.console.print(
                         f"{s.session_id[:8]}  {escape(s.title or '')}  "
                         f"[dim]{s.last_activity[:16]} · {s.message_count} messages[/]"
@@ -210,12 +209,12 @@ class ChatRepl:
                 self.session_id = self.loop.run(self.coordinator.start_session(resume=args[0]))
                 self.console.print(f"[dim]resumed {self.session_id[:8]}[/]")
             elif name == "/title" and args:
-                self.loop.run(recording.call("set_title", self.session_id, " ".join(args)))
+                self.loop.run(self.coordinator.set_title(self.session_id, " ".join(args)))
                 self.console.print("[dim]title set[/]")
             elif name == "/context":
                 self._context(args)
             elif name == "/history":
-                session = self.loop.run(recording.call("get_session", self.session_id))
+                session = self.loop.run(self.coordinator.get_session(self.session_id))
                 for message in session.messages:
                     self.console.print(f"[bold]{message.role}[/] [dim]{message.timestamp}[/]")
                     self.console.print(message.text or "[dim](tool call)[/]", markup=False)

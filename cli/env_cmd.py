@@ -15,7 +15,7 @@ from rich.table import Table
 
 from ollm_cli.cli.output import console, print_json
 from ollm_cli.cli.state import loaded_settings
-from ollm_cli.pipeline.environment._sanitizer import EnvironmentSanitizationService
+from ollm_cli.pipeline.environment import EnvironmentSanitizationService
 
 app = typer.Typer(
     help=(

@@ -13,11 +13,7 @@ from typer.core import TyperGroup
 
 from ollm_cli.cli.output import console, err_console, print_json
 from ollm_cli.cli.state import loaded_settings
-from ollm_cli.pipeline.discovery._service import (
-    DiscoveryOptions,
-    DiscoveryResult,
-    FileDiscoveryService,
-)
+from ollm_cli.pipeline.discovery import DiscoveryOptions, DiscoveryResult, FileDiscoveryService
 
 
 class _OneCommand(TyperGroup):

@@ -45,7 +45,7 @@ from ollm_cli.config.paths import ollm_home
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.errors import OllmError
-from ollm_cli.pipeline.harness._load import (
+from ollm_cli.pipeline.harness import (
     LATENCY_GROWTH_THRESHOLD,
     MEMORY_GROWTH_THRESHOLD,
     HarnessOptions,

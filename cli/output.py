@@ -21,7 +21,7 @@ err_console = Console(stderr=True, highlight=False)
 
 
 def _redact(text: str) -> str:
-    from ollm_cli.pipeline.environment._redaction import redact
+    from ollm_cli.pipeline.environment import redact
 
     return redact(text)
 

@@ -140,7 +140,7 @@ def _open_session(
             hint="to resume that session use `ollm run --resume ID`; to send a message use -p",
         )
     if continue_latest:
-        recent = loop.run(coordinator.runtime.recording.call("list_sessions", limit=1))
+        recent = loop.run(coordinator.recent_sessions(1))
         if not recent:
             raise SessionNotFoundError(
                 "there is no session to continue", hint="start one with `ollm run`"

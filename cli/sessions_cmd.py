@@ -41,9 +41,13 @@ from ollm_cli.pipeline.errors import (
     SessionLockedError,
     SessionNotFoundError,
 )
-from ollm_cli.pipeline.recording._export import (
+from ollm_cli.pipeline.recording import (
+    MARK_END,
+    MARK_START,
+    ChatRecordingService,
     ExportFormat,
     NoteBlock,
+    SearchHit,
     TextBlock,
     ToolCallView,
     call_outcome,
@@ -53,8 +57,6 @@ from ollm_cli.pipeline.recording._export import (
     session_heading,
     transcript,
 )
-from ollm_cli.pipeline.recording._index import MARK_END, MARK_START, SearchHit
-from ollm_cli.pipeline.recording._store import ChatRecordingService
 from ollm_cli.pipeline.records import Session, SessionSummary, parse_iso
 
 logger = logging.getLogger(__name__)

@@ -20,8 +20,7 @@ from rich.table import Table
 from ollm_cli.cli.exit_codes import EXIT_CODES_HELP, USAGE
 from ollm_cli.cli.output import console, err_console, print_json
 from ollm_cli.cli.state import loaded_settings
-from ollm_cli.pipeline.compression._snapshots import SnapshotManager
-from ollm_cli.pipeline.compression._tokens import TokenCounter
+from ollm_cli.pipeline.compression import SnapshotManager, TokenCounter
 
 app = typer.Typer(
     help=(
@@ -56,7 +55,7 @@ def _manager() -> SnapshotManager:
 
 def resolve_session(text: str) -> str:
     """The full id of the session named by ``text`` (an id or a unique prefix)."""
-    from ollm_cli.pipeline.recording._store import ChatRecordingService
+    from ollm_cli.pipeline.recording import ChatRecordingService
 
     settings = loaded_settings().settings
     store = ChatRecordingService(

@@ -62,7 +62,7 @@ class LoadedSettings:
 
 
 def _redact(text: str) -> str:
-    from ollm_cli.pipeline.environment._redaction import redact
+    from ollm_cli.pipeline.environment import redact
 
     return redact(text)
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import time
 
-from ollm_cli.pipeline.context._manager import ContextAdditions, ContextEntry, ContextSource
+from ollm_cli.actors.context import ContextShell
+from ollm_cli.pipeline.context import ContextAdditions, ContextEntry, ContextSource
 from ollm_cli.pipeline.runtime import Runtime, Service
 
 
@@ -43,7 +44,7 @@ class ContextClient:
         if known is not None and (known.valid_until is None or time.time() < known.valid_until):
             return known
         changes = self._changes.get(session_id, 0)
-        additions: ContextAdditions = await self.service.call("additions", session_id)
+        additions: ContextAdditions = await self.service.call(ContextShell.additions, session_id)
         if self._changes.get(session_id, 0) == changes:  # nothing changed meanwhile
             self._additions[session_id] = additions
         return additions
@@ -65,7 +66,9 @@ class ContextClient:
         """Add (or replace) the entry ``key`` of the session."""
         self._changed(session_id)
         try:
-            await self.service.call("add_context", session_id, key, content, priority, source, ttl)
+            await self.service.call(
+                ContextShell.add_context, session_id, key, content, priority, source, ttl
+            )
         finally:
             self._changed(session_id)
 
@@ -73,18 +76,18 @@ class ContextClient:
         """Remove the entry ``key``; whether it was there."""
         self._changed(session_id)
         try:
-            removed: bool = await self.service.call("remove_context", session_id, key)
+            removed: bool = await self.service.call(ContextShell.remove_context, session_id, key)
         finally:
             self._changed(session_id)
         return removed
 
     async def entries(self, session_id: str) -> list[ContextEntry]:
         """The session's active entries, highest priority first."""
-        entries: list[ContextEntry] = await self.service.call("list_context", session_id)
+        entries: list[ContextEntry] = await self.service.call(ContextShell.list_context, session_id)
         return entries
 
     async def drop(self, session_id: str) -> None:
         """Forget the session's live entries (its conversation ended)."""
         self._additions.pop(session_id, None)
         self._changes.pop(session_id, None)
-        await self.service.call("drop_session", session_id)
+        await self.service.call(ContextShell.drop_session, session_id)

@@ -46,14 +46,20 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel
 
+from ollm_cli.actors.compression import CompressionShell
+from ollm_cli.actors.loop_detection import LoopDetectionShell
+from ollm_cli.actors.provider import ProviderShell
+from ollm_cli.actors.recording import RecordingShell
+from ollm_cli.actors.sanitizer import SanitizerShell
+from ollm_cli.actors.tool_worker import ToolWorkerShell
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.compression._service import (
+from ollm_cli.pipeline.compression import (
     ActiveContext,
     ChatCompressionService,
     CompressionResult,
+    SnapshotInfo,
+    TokenCounter,
 )
-from ollm_cli.pipeline.compression._snapshots import SnapshotInfo
-from ollm_cli.pipeline.compression._tokens import TokenCounter
 from ollm_cli.pipeline.context_client import ContextClient
 from ollm_cli.pipeline.errors import (
     ActorFailedError,
@@ -75,25 +81,20 @@ from ollm_cli.pipeline.events import (
 )
 from ollm_cli.pipeline.extensions import load_extensions
 from ollm_cli.pipeline.hooks import HookRunner
-from ollm_cli.pipeline.loop_detection._service import LoopEvent
-from ollm_cli.pipeline.providers._base import (
-    ChatBatch,
-    ChatOpening,
-    ChatRequest,
-    ModelInfo,
-    StreamChunk,
-)
+from ollm_cli.pipeline.loop_detection import LoopEvent
+from ollm_cli.pipeline.providers import ChatBatch, ChatOpening, ChatRequest, ModelInfo, StreamChunk
 from ollm_cli.pipeline.records import (
     CompressionEvent,
     Session,
     SessionMessage,
+    SessionSummary,
     SessionToolCall,
     TextPart,
     ToolCallPart,
     ToolResultPart,
 )
 from ollm_cli.pipeline.runtime import Runtime
-from ollm_cli.pipeline.tools._approval import ApprovalPolicy
+from ollm_cli.pipeline.tools import ApprovalPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -208,27 +209,27 @@ class Coordinator:
     ) -> str:
         """Create a session (or resume ``resume``) and return its id."""
         await self._prepare()
-        provider_name = await self.runtime.provider.call("provider_name")
+        provider_name = await self.runtime.provider.call(ProviderShell.provider_name)
         if resume is not None:
-            session: Session = await self.runtime.recording.call("open_session", resume)
+            session: Session = await self.runtime.recording.call(
+                RecordingShell.open_session, resume
+            )
             model_name = model or session.model
             sid = session.session_id
         else:
-            model_name = (
-                model
-                or self.settings.provider.model
-                or await self.runtime.provider.call("default_model")
-            )
+            model_name = model or self.settings.provider.model or ""
+            if not model_name:
+                model_name = await self.runtime.provider.call(ProviderShell.default_model)
             sid = await self.runtime.recording.call(
-                "create_session",
+                RecordingShell.create_session,
                 model_name,
                 provider_name,
                 working_dir=str(self.workspace),
                 title=title,
                 tags=[*self.tags, *(tags or [])] or None,
             )
-            session = await self.runtime.recording.call("get_session", sid)
-        info: ModelInfo = await self.runtime.provider.call("model_info", model_name)
+            session = await self.runtime.recording.call(RecordingShell.get_session, sid)
+        info: ModelInfo = await self.runtime.provider.call(ProviderShell.model_info, model_name)
         if provider_name == "ollama":
             cap = self.settings.provider.ollama.max_context_window
             info = info.model_copy(update={"context_window": min(info.context_window, cap)})
@@ -236,7 +237,9 @@ class Coordinator:
             system_prompt=system_prompt or self.system_prompt,
             messages=list(session.messages),
         )
-        restored = await self.runtime.compression[0].call("take_active_override", sid)
+        restored = await self.runtime.compression[0].call(
+            CompressionShell.take_active_override, sid
+        )
         if isinstance(restored, ActiveContext):
             context = restored
         conversation = Conversation(
@@ -274,11 +277,11 @@ class Coordinator:
             self.events.publish(SessionEnded(session_id=session_id, turns=conversation.turns))
         await self.hooks.settle(session_id)
         self.counter.save()
-        await self.runtime.recording.call("close_session", session_id)
+        await self.runtime.recording.call(RecordingShell.close_session, session_id)
         await self.context.drop(session_id)
-        await self.runtime.loop_detection.call("drop_session", session_id)
+        await self.runtime.loop_detection.call(LoopDetectionShell.drop_session, session_id)
         if conversation is not None:
-            await self.runtime.provider.call("forget", conversation.key)
+            await self.runtime.provider.call(ProviderShell.forget, conversation.key)
 
     async def _drain(self, conversation: Conversation) -> None:
         """Wait for the turn-end saves; a title or a compression still running is
@@ -294,10 +297,14 @@ class Coordinator:
         """Once: the environment hooks run with, and the secrets recording redacts."""
         if self._prepared:
             return
-        self._hook_env = await self.runtime.sanitizer.call("sanitize", self.environment)
+        self._hook_env = await self.runtime.sanitizer.call(
+            SanitizerShell.sanitize, self.environment
+        )
         if self.settings.services.session.redact_secrets:
-            secrets = await self.runtime.sanitizer.call("removed_secrets", self.environment)
-            await self.runtime.recording.call("add_redaction_values", secrets)
+            secrets = await self.runtime.sanitizer.call(
+                SanitizerShell.removed_secrets, self.environment
+            )
+            await self.runtime.recording.call(RecordingShell.add_redaction_values, secrets)
         self._prepared = True
 
     # -------------------------------------------------------------------- turns
@@ -321,7 +328,9 @@ class Coordinator:
             # a limit, so nothing waits for that.
             begun, conversation.loop_begun = conversation.loop_begun, False
             begin = (
-                _none() if begun else self.runtime.loop_detection.call("begin_request", session_id)
+                _none()
+                if begun
+                else self.runtime.loop_detection.call(LoopDetectionShell.begin_request, session_id)
             )
             first = None
             unanswered = self._unanswered(conversation, text)
@@ -346,7 +355,7 @@ class Coordinator:
                 event = (
                     first
                     if round_number == 0
-                    else await self.runtime.loop_detection.call("turn", session_id)
+                    else await self.runtime.loop_detection.call(LoopDetectionShell.turn, session_id)
                 )
                 if self._stopped_by(conversation, event, result):
                     break
@@ -398,7 +407,9 @@ class Coordinator:
         of the context if recording it failed."""
         try:
             await asyncio.gather(
-                self.runtime.recording.call("record_message", conversation.session_id, message),
+                self.runtime.recording.call(
+                    RecordingShell.record_message, conversation.session_id, message
+                ),
                 begin,
             )
         except BaseException:
@@ -430,7 +441,9 @@ class Coordinator:
         return True
 
     async def _record(self, conversation: Conversation, message: SessionMessage) -> None:
-        await self.runtime.recording.call("record_message", conversation.session_id, message)
+        await self.runtime.recording.call(
+            RecordingShell.record_message, conversation.session_id, message
+        )
         self._recorded(conversation, message)
 
     def _recorded(self, conversation: Conversation, message: SessionMessage) -> None:
@@ -455,7 +468,7 @@ class Coordinator:
         if not parts:
             if prompt or completion:
                 await self.runtime.recording.call(
-                    "add_usage",
+                    RecordingShell.add_usage,
                     conversation.session_id,
                     prompt_tokens=prompt,
                     completion_tokens=completion,
@@ -467,7 +480,7 @@ class Coordinator:
             context = conversation.context
             turn_end = context.message_tokens(self.counter) + self.counter.count_message(message)
         await self.runtime.recording.call(
-            "record_answer",
+            RecordingShell.record_answer,
             conversation.session_id,
             message,
             prompt_tokens=prompt,
@@ -479,7 +492,7 @@ class Coordinator:
 
     async def _schemas(self) -> list[dict[str, Any]]:
         if self._tool_schemas is None:
-            schemas = await self.runtime.tool_workers[0].call("schemas")
+            schemas = await self.runtime.tool_workers[0].call(ToolWorkerShell.schemas)
             self._tool_schemas = [
                 s for s in schemas if self.approval.decide(s["function"]["name"]) != "deny"
             ]
@@ -530,7 +543,7 @@ class Coordinator:
                     self.events.publish(TextDelta(session_id=sid, text=chunk.text))
                     if unchecked_chars >= STREAM_CHECK_CHARS:
                         event = await self.runtime.loop_detection.call(
-                            "stream", sid, "".join(unchecked)
+                            LoopDetectionShell.stream, sid, "".join(unchecked)
                         )
                         unchecked.clear()
                         unchecked_chars = 0
@@ -547,7 +560,9 @@ class Coordinator:
         # the answer is recorded whatever the loop detector says of it: both at once
         ends_turn = bool(result.stopped) or not calls
         checked, _ = await asyncio.gather(
-            self.runtime.loop_detection.call("output", sid, text, next_request=ends_turn)
+            self.runtime.loop_detection.call(
+                LoopDetectionShell.output, sid, text, next_request=ends_turn
+            )
             if text and not result.stopped
             else _none(),
             self._record_answer(conversation, parts, ends_turn=ends_turn),
@@ -585,10 +600,10 @@ class Coordinator:
         more = True
         try:
             try:
-                batch: ChatBatch = await provider.call("chat_begin", opening)
+                batch: ChatBatch = await provider.call(ProviderShell.chat_begin, opening)
             except StaleContextError:
                 whole = opening.model_copy(update={"request": request, "base": 0})
-                batch = await provider.call("chat_begin", whole)
+                batch = await provider.call(ProviderShell.chat_begin, whole)
             conversation.sent = (version, messages)
             if gate is not None:
                 await gate  # the user's message is durable before a word of the answer
@@ -598,7 +613,7 @@ class Coordinator:
                     yield batch.chunk
                 if not more:
                     return
-                batch = await provider.call("chat_next", stream_id)
+                batch = await provider.call(ProviderShell.chat_next, stream_id)
         finally:
             if more:
                 conversation.sent = None
@@ -606,7 +621,7 @@ class Coordinator:
 
     async def _cancel_answer(self, stream_id: str) -> None:
         try:
-            await self.runtime.provider.call("chat_cancel", stream_id)
+            await self.runtime.provider.call(ProviderShell.chat_cancel, stream_id)
         except OllmError as error:  # the actor died: the stream died with it
             logger.info("cancelling answer %s: %s", stream_id, error)
 
@@ -637,7 +652,9 @@ class Coordinator:
         self, conversation: Conversation, call: ToolCallPart, result: TurnResult
     ) -> None:
         sid = conversation.session_id
-        event = await self.runtime.loop_detection.call("tool_call", sid, call.name, call.args)
+        event = await self.runtime.loop_detection.call(
+            LoopDetectionShell.tool_call, sid, call.name, call.args
+        )
         if self._stopped_by(conversation, event, result):
             return
         decision = self.approval.decide(call.name)
@@ -645,15 +662,15 @@ class Coordinator:
         if decision == "ask" and self.ask is not None:
             approved = await self.ask(call)
         self._status(conversation, "tool", call.name)
-        env = await self.runtime.sanitizer.call("sanitize", self.environment)
+        env = await self.runtime.sanitizer.call(SanitizerShell.sanitize, self.environment)
         record: SessionToolCall = await self.runtime.tool_worker().call(
-            "execute", call, env, approved
+            ToolWorkerShell.execute, call, env, approved
         )
         result.tool_calls += 1
         await self.runtime.loop_detection.call(
-            "tool_result", sid, call.name, call.args, record.result.llm_content
+            LoopDetectionShell.tool_result, sid, call.name, call.args, record.result.llm_content
         )
-        await self.runtime.recording.call("record_tool_call", sid, record)
+        await self.runtime.recording.call(RecordingShell.record_tool_call, sid, record)
         self.events.publish(
             ToolCallEvent(
                 session_id=sid,
@@ -695,7 +712,7 @@ class Coordinator:
 
     async def _save(self, session_id: str, tokens: int) -> None:
         try:
-            await self.runtime.recording.call("end_turn", session_id, tokens)
+            await self.runtime.recording.call(RecordingShell.end_turn, session_id, tokens)
         except OllmError as error:
             self._recovering = self._recovering or isinstance(error, ActorFailedError)
             logger.warning("saving session %s at turn end failed: %s", session_id, error)
@@ -712,14 +729,17 @@ class Coordinator:
             num_ctx=conversation.info.context_window,
         )
         try:
-            title = await self.runtime.provider.call("complete", request)
+            title = await self.runtime.provider.call(ProviderShell.complete, request)
         except Exception as error:  # the first-line title stays
             logger.info("title generation failed: %s", type(error).__name__)
             return
         cleaned = " ".join(str(title).strip().strip("\"'").split())[:80]
         if cleaned:
             await self.runtime.recording.call(
-                "update_metadata", conversation.session_id, title=cleaned, title_source="model"
+                RecordingShell.update_metadata,
+                conversation.session_id,
+                title=cleaned,
+                title_source="model",
             )
 
     # ------------------------------------------------------------- compression
@@ -760,7 +780,7 @@ class Coordinator:
         self._status(conversation, "compressing")
         try:
             result: CompressionResult | None = await self.runtime.compressor().call(
-                "compress",
+                CompressionShell.compress,
                 sid,
                 conversation.context.model_copy(deep=True),
                 window=conversation.info.context_window,
@@ -794,7 +814,7 @@ class Coordinator:
         )
         if result.compressed_tokens < result.original_tokens:
             await self.runtime.recording.call(
-                "record_compression",
+                RecordingShell.record_compression,
                 sid,
                 CompressionEvent(
                     strategy=result.strategy,
@@ -849,9 +869,23 @@ class Coordinator:
         conversation = self.conversations[session_id]
         tokens = conversation.context.message_tokens(self.counter)
         info: SnapshotInfo = await self.runtime.compression[0].call(
-            "snapshot", session_id, conversation.context, tokens
+            CompressionShell.snapshot, session_id, conversation.context, tokens
         )
         return info
+
+    # ------------------------------------------------------------------ sessions
+
+    async def recent_sessions(self, limit: int) -> list[SessionSummary]:
+        """The ``limit`` most recent sessions (for ``/sessions`` and the resume picker)."""
+        return await self.runtime.recording.call(RecordingShell.list_sessions, limit=limit)
+
+    async def get_session(self, session_id: str) -> Session:
+        """The session as recorded so far."""
+        return await self.runtime.recording.call(RecordingShell.get_session, session_id)
+
+    async def set_title(self, session_id: str, title: str) -> None:
+        """Give the session a title (``/title``)."""
+        await self.runtime.recording.call(RecordingShell.set_title, session_id, title)
 
     # ------------------------------------------------------------------ status
 

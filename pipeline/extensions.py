@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from ollm_cli.config.settings import HookSettings
-from ollm_cli.pipeline.environment._redaction import redact
+from ollm_cli.pipeline.environment import redact
 
 logger = logging.getLogger(__name__)
 

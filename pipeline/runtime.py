@@ -1,7 +1,8 @@
 """The runtime: where the service actors live, chosen in this one place.
 
 Two runtimes give the coordinator the same thing, a :class:`Service` per
-actor with ``await service.call("method", ...)``:
+actor, called by the shell's method so that mypy checks every call and a
+reader can follow it to the shell (``await service.call(Shell.method, ...)``):
 
 - :class:`RayRuntime`: each actor its own Ray process (local, or on the
   cluster at ``ray_address``), restarted by Ray when it dies
@@ -17,7 +18,7 @@ Example::
 
     runtime = create_runtime(settings, workspace=Path.cwd(), kind="inprocess")
     await runtime.start()
-    sid = await runtime.recording.call("create_session", "llama3.2", "ollama")
+    sid = await runtime.recording.call(RecordingShell.create_session, "llama3.2", "ollama")
     await runtime.shutdown()
 """
 
@@ -29,9 +30,10 @@ import logging
 import os
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Concatenate, Generic, Literal, ParamSpec, TypeVar
 
 from ollm_cli.actors.compression import CompressionShell
 from ollm_cli.actors.context import ContextShell
@@ -39,6 +41,7 @@ from ollm_cli.actors.loop_detection import LoopDetectionShell
 from ollm_cli.actors.provider import ProviderShell
 from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.actors.sanitizer import SanitizerShell
+from ollm_cli.actors.shell import ShellBase
 from ollm_cli.actors.tool_worker import ToolWorkerShell
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import ActorFailedError, OllmError
@@ -46,10 +49,18 @@ from ollm_cli.pipeline.errors import ActorFailedError, OllmError
 logger = logging.getLogger(__name__)
 
 RuntimeKind = Literal["ray", "inprocess"]
+ShellT = TypeVar("ShellT", bound=ShellBase)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-class Service(ABC):
-    """A handle to one service actor, with bounded in-flight calls."""
+class Service(ABC, Generic[ShellT]):
+    """A handle to one service actor, with bounded in-flight calls.
+
+    ``await service.call(RecordingShell.get_session, sid)``: the method is
+    the shell's own, so its arguments and result are checked; it runs on the
+    actor under its name (an override in the actor's class is the one run).
+    """
 
     def __init__(self, name: str, max_inflight: int) -> None:
         self.name = name
@@ -64,8 +75,18 @@ class Service(ABC):
             self._semaphore = asyncio.Semaphore(self.max_inflight)
         return self._semaphore
 
-    async def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+    async def call(
+        self,
+        method: Callable[Concatenate[ShellT, P], R],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
         """Call ``method`` on the actor and wait for its result."""
+        result: R = await self._enter(method.__name__, args, kwargs)
+        return result
+
+    async def _enter(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         self.waiting += 1
         async with self._sem():
             self.waiting -= 1
@@ -81,7 +102,7 @@ class Service(ABC):
 
     async def wait_alive(self, timeout: float = 60.0) -> None:
         """Wait until the actor answers (after a restart), up to ``timeout`` seconds."""
-        await self.call("ping")
+        await self.call(ShellBase.ping)
 
     @abstractmethod
     async def kill(self) -> None:
@@ -92,10 +113,10 @@ class Service(ABC):
         """Resident memory of the actor's process in bytes."""
 
 
-class LocalService(Service):
+class LocalService(Service[ShellT]):
     """A shell object in this process; blocking methods run on the runtime's pool."""
 
-    def __init__(self, name: str, obj: Any, pool: ThreadPoolExecutor, max_inflight: int) -> None:
+    def __init__(self, name: str, obj: ShellT, pool: ThreadPoolExecutor, max_inflight: int) -> None:
         super().__init__(name, max_inflight)
         self.obj = obj
         self._pool = pool
@@ -114,7 +135,7 @@ class LocalService(Service):
         return int(psutil.Process(os.getpid()).memory_info().rss)
 
 
-class RayService(Service):
+class RayService(Service[ShellT]):
     """A Ray actor; a dead actor's in-flight calls become :class:`ActorFailedError`."""
 
     def __init__(self, name: str, handle: Any, max_inflight: int) -> None:
@@ -160,7 +181,7 @@ class RayService(Service):
         ray.kill(self.handle, no_restart=False)
 
     async def memory_rss(self) -> int:
-        return int(await self.call("memory_rss"))
+        return await self.call(ShellBase.memory_rss)
 
 
 def _unwrap(error: BaseException) -> BaseException:
@@ -179,16 +200,16 @@ class Runtime(ABC):
     def __init__(self, settings: OllmSettings, workspace: Path) -> None:
         self.settings = settings
         self.workspace = workspace
-        self.recording: Service
-        self.context: Service
-        self.loop_detection: Service
-        self.sanitizer: Service
-        self.compression: list[Service] = []
-        self.provider: Service
-        self.tool_workers: list[Service] = []
+        self.recording: Service[RecordingShell]
+        self.context: Service[ContextShell]
+        self.loop_detection: Service[LoopDetectionShell]
+        self.sanitizer: Service[SanitizerShell]
+        self.compression: list[Service[CompressionShell]] = []
+        self.provider: Service[ProviderShell]
+        self.tool_workers: list[Service[ToolWorkerShell]] = []
 
     @property
-    def services(self) -> list[Service]:
+    def services(self) -> list[Service[Any]]:
         """Every service, for inbox-depth and memory reports."""
         return [
             self.recording,
@@ -200,11 +221,11 @@ class Runtime(ABC):
             *self.tool_workers,
         ]
 
-    def tool_worker(self) -> Service:
+    def tool_worker(self) -> Service[ToolWorkerShell]:
         """The least busy tool worker."""
         return min(self.tool_workers, key=lambda s: s.inflight + s.waiting)
 
-    def compressor(self) -> Service:
+    def compressor(self) -> Service[CompressionShell]:
         """The least busy compression actor."""
         return min(self.compression, key=lambda s: s.inflight + s.waiting)
 
@@ -221,7 +242,7 @@ class Runtime(ABC):
         started = [getattr(self, name, None) for name in ("recording", "provider")]
         for service in [s for s in (*started, *self.compression) if s is not None]:
             try:
-                await service.call("close")
+                await service.call(ShellBase.close)
             except Exception as exc:  # closing is best effort; the store recovers on open
                 logger.warning("closing the %s service failed: %s", service.name, exc)
 
@@ -318,7 +339,7 @@ class RayRuntime(Runtime):
             self._started_ray = True
         limit = self.settings.runtime.max_inflight
         rt = self.settings.runtime
-        made = {}
+        made: dict[str, RayService[Any]] = {}
         for name, (cls, args) in _shells(self.settings, self.workspace).items():
             # recording waits on fsyncs and the provider on the model: many calls at
             # once; the CPU-only services answer fastest one call at a time
@@ -354,7 +375,7 @@ class RayRuntime(Runtime):
             )
             for i in range(rt.tool_workers)
         ]
-        await asyncio.gather(*(s.call("ping") for s in self.services))
+        await asyncio.gather(*(s.call(ShellBase.ping) for s in self.services))
 
     async def shutdown(self) -> None:
         import ray

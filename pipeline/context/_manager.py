@@ -46,7 +46,7 @@ from pydantic.alias_generators import to_camel
 
 from ollm_cli.config.paths import ollm_home
 from ollm_cli.config.settings import ContextSettings
-from ollm_cli.pipeline.compression._tokens import encoding
+from ollm_cli.pipeline.compression import encoding
 from ollm_cli.pipeline.errors import InvalidContextError
 
 logger = logging.getLogger(__name__)

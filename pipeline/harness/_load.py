@@ -50,9 +50,11 @@ from typing import Annotated, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from ollm_cli.actors.recording import RecordingShell
+from ollm_cli.actors.shell import ShellBase
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.coordinator import Coordinator, TurnResult
-from ollm_cli.pipeline.environment._redaction import redact
+from ollm_cli.pipeline.environment import redact
 from ollm_cli.pipeline.errors import ActorFailedError, OllmError
 from ollm_cli.pipeline.records import Session
 from ollm_cli.pipeline.runtime import Runtime, Service
@@ -249,7 +251,7 @@ async def verify(
     """Check every transcript against its recorded session (through the recording actor)."""
 
     async def fetch(session_id: str) -> Session:
-        session: Session = await runtime.recording.call("get_session", session_id)
+        session: Session = await runtime.recording.call(RecordingShell.get_session, session_id)
         return session
 
     return await verify_with(fetch, transcripts, concurrency=concurrency)
@@ -604,12 +606,14 @@ class LoadHarness:
     async def _sample_service(self, service: Service) -> ServiceSample:
         sample = ServiceSample(name=service.name, inbox=service.inflight + service.waiting)
         with contextlib.suppress(OllmError, TimeoutError):
-            sample.pid = int(await asyncio.wait_for(service.call("ping"), SAMPLE_CALL_TIMEOUT_S))
+            sample.pid = int(
+                await asyncio.wait_for(service.call(ShellBase.ping), SAMPLE_CALL_TIMEOUT_S)
+            )
             sample.rss_bytes = int(
                 await asyncio.wait_for(service.memory_rss(), SAMPLE_CALL_TIMEOUT_S)
             )
             sample.open_files = int(
-                await asyncio.wait_for(service.call("open_files"), SAMPLE_CALL_TIMEOUT_S)
+                await asyncio.wait_for(service.call(ShellBase.open_files), SAMPLE_CALL_TIMEOUT_S)
             )
         return sample
 

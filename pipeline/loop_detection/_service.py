@@ -57,7 +57,7 @@ import orjson
 from pydantic import BaseModel
 
 from ollm_cli.config.settings import LoopDetectionSettings
-from ollm_cli.pipeline.environment._redaction import redact
+from ollm_cli.pipeline.environment import redact
 
 logger = logging.getLogger(__name__)
 

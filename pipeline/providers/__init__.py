@@ -11,6 +11,8 @@ Example::
 from __future__ import annotations
 
 from ollm_cli.pipeline.providers._base import (
+    ChatBatch,
+    ChatOpening,
     ChatRequest,
     ContextSource,
     ModelInfo,
@@ -29,11 +31,14 @@ from ollm_cli.pipeline.providers._embedded import (
 from ollm_cli.pipeline.providers._factory import PROBE_TIMEOUT_S, create_provider
 from ollm_cli.pipeline.providers._gguf_metadata import GgufMetadata, read_gguf_metadata
 from ollm_cli.pipeline.providers._ollama import OllamaProvider, display_host, ollama_answers
+from ollm_cli.pipeline.providers._service import ProviderService
 from ollm_cli.pipeline.providers._simulated import SimulatedProvider
 
 __all__ = [
     "BUNDLED_SHA256",
     "PROBE_TIMEOUT_S",
+    "ChatBatch",
+    "ChatOpening",
     "ChatRequest",
     "ContextSource",
     "EmbeddedProvider",
@@ -41,6 +46,7 @@ __all__ = [
     "ModelInfo",
     "OllamaProvider",
     "Provider",
+    "ProviderService",
     "SimulatedProvider",
     "StreamChunk",
     "ToolCallTextParser",

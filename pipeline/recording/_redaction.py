@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from ollm_cli.pipeline.environment._redaction import Redactor
+from ollm_cli.pipeline.environment import Redactor
 from ollm_cli.pipeline.records import Record
 
 R = TypeVar("R", bound=Record)

@@ -10,6 +10,8 @@ Example::
     record.success, record.result.llm_content
 """
 
+from __future__ import annotations
+
 from ollm_cli.pipeline.tools._approval import ApprovalOutcome, ApprovalPolicy
 from ollm_cli.pipeline.tools._base import Tool, ToolContext, ToolOutput
 from ollm_cli.pipeline.tools._executor import ToolExecutor

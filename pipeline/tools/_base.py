@@ -30,7 +30,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from ollm_cli.pipeline.discovery._service import FileDiscoveryService
+from ollm_cli.pipeline.discovery import FileDiscoveryService
 from ollm_cli.pipeline.tools._sandbox import Sandbox
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)

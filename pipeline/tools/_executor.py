@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ollm_cli.config.settings import FileDiscoverySettings, ToolSettings
-from ollm_cli.pipeline.discovery._service import FileDiscoveryService
+from ollm_cli.pipeline.discovery import FileDiscoveryService
 from ollm_cli.pipeline.errors import OllmError, ToolError
 from ollm_cli.pipeline.records import SessionToolCall, ToolCallPart, ToolResult
 from ollm_cli.pipeline.tools._approval import ApprovalOutcome

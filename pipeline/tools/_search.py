@@ -22,7 +22,7 @@ from typing import Annotated
 import regex
 from pydantic import Field
 
-from ollm_cli.pipeline.discovery._service import DiscoveryOptions, DiscoveryResult
+from ollm_cli.pipeline.discovery import DiscoveryOptions, DiscoveryResult
 from ollm_cli.pipeline.errors import ToolError
 from ollm_cli.pipeline.tools._base import Tool, ToolArgs, ToolContext, ToolOutput
 from ollm_cli.pipeline.tools._workspace import display_path, resolve_in_workspace

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.coordinator import Coordinator
-from ollm_cli.pipeline.harness._batch_runner import BatchProgress, BatchReport, BatchRunner
-from ollm_cli.pipeline.harness._batch_script import BatchScript
+from ollm_cli.pipeline.harness import BatchProgress, BatchReport, BatchRunner, BatchScript
 from ollm_cli.pipeline.providers import ChatRequest, SimulatedProvider
 from ollm_cli.pipeline.records import Session, SessionMessage
 from ollm_cli.pipeline.runtime import RuntimeKind, create_runtime
@@ -81,9 +81,9 @@ async def run_batch(
             runner_hook(runner)
         report = await runner.run()
         sessions: dict[str, Session] = {}
-        for summary in await runtime.recording.call("list_sessions", tag=script.name):
+        for summary in await runtime.recording.call(RecordingShell.list_sessions, tag=script.name):
             sessions[summary.session_id] = await runtime.recording.call(
-                "get_session", summary.session_id
+                RecordingShell.get_session, summary.session_id
             )
         return report, sessions
     finally:

@@ -9,6 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.errors import OllmError
@@ -342,7 +343,9 @@ def test_a_turn_hit_by_an_actor_death_is_retried(
             report = await runner.run()
             await killer
             sessions = {
-                r.session_id or "": await runtime.recording.call("get_session", r.session_id)
+                r.session_id or "": await runtime.recording.call(
+                    RecordingShell.get_session, r.session_id or ""
+                )
                 for r in report.results
             }
             return report, sessions

@@ -24,7 +24,7 @@ from ollm_cli.cli.load_cmd import parse_duration
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.harness._load import LoadFailedError
-from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.runtime import create_runtime
 from tests.batch.conftest import OLLM_MAIN, REPO, expected_answer, ollm
 from tests.fake_ollama import FakeOllama

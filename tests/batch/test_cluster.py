@@ -27,7 +27,7 @@ import psutil
 import pytest
 
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.recording import ChatRecordingService
 from tests.batch.conftest import REPO, expected_answer, ollm
 
 CONFIG = """\

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.errors import OllmError
@@ -172,7 +173,7 @@ async def _load(
         run = await LoadHarness(coordinator, options, on_turn=turns.append).run()
         assert turns == list(range(1, len(run.latencies_ms) + 1))
         sessions = {
-            t.session_id: await runtime.recording.call("get_session", t.session_id)
+            t.session_id: await runtime.recording.call(RecordingShell.get_session, t.session_id)
             for t in run.transcripts
         }
         if tamper:

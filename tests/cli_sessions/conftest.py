@@ -22,7 +22,7 @@ from ollm_cli.cli.exit_codes import exit_code_for
 from ollm_cli.cli.sessions_cmd import app
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.pipeline.errors import OllmError
-from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import Session
 
 REPO = Path(__file__).resolve().parents[2]

@@ -28,8 +28,8 @@ from ollm_cli.pipeline.errors import (
     SessionError,
     SessionNotFoundError,
 )
+from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.recording._index import MARK_END, MARK_START, SORT_COLUMNS
-from ollm_cli.pipeline.recording._store import ChatRecordingService
 from ollm_cli.pipeline.records import (
     ImagePart,
     Session,

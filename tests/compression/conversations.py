@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
-from ollm_cli.pipeline.compression._tokens import TokenCounter
+from ollm_cli.pipeline.compression import TokenCounter
 from ollm_cli.pipeline.records import SessionMessage, ToolCallPart, ToolResultPart
 
 _VOCABULARY = (

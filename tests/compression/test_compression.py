@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ollm_cli.config.settings import CompressionSettings, SnapshotSettings
+from ollm_cli.pipeline.compression import SnapshotManager, TokenCounter
 from ollm_cli.pipeline.compression._service import (
     SUMMARY_MARKER,
     ActiveContext,
@@ -25,8 +26,6 @@ from ollm_cli.pipeline.compression._service import (
     is_checkpoint,
     summary_problem,
 )
-from ollm_cli.pipeline.compression._snapshots import SnapshotManager
-from ollm_cli.pipeline.compression._tokens import TokenCounter
 from ollm_cli.pipeline.records import (
     Session,
     SessionMessage,

@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 
 from ollm_cli.config.settings import CompressionSettings, EmbeddedSettings, SessionSettings
+from ollm_cli.pipeline.compression import TokenCounter
 from ollm_cli.pipeline.compression._service import (
     ActiveContext,
     ChatCompressionService,
     Strategy,
     checkpoint_text,
 )
-from ollm_cli.pipeline.compression._tokens import TokenCounter
 from ollm_cli.pipeline.providers import ChatRequest, EmbeddedProvider, embedded_model_available
-from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import SessionMessage
 from tests.compression.conversations import SYSTEM_PROMPT, long_conversation
 

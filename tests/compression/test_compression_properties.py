@@ -18,7 +18,7 @@ from ollm_cli.pipeline.compression._service import (
     apply_compression_to_metadata,
 )
 from ollm_cli.pipeline.compression._tokens import MESSAGE_OVERHEAD, TokenCounter
-from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import CompressionEvent
 from tests.compression.conversations import (
     SYSTEM_PROMPT,

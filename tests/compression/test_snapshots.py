@@ -26,7 +26,7 @@ from ollm_cli.pipeline.compression._snapshots import (
     normalize_snapshot_id,
 )
 from ollm_cli.pipeline.errors import InvalidSessionIdError, SessionError
-from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import SessionMessage
 from tests.compression.conversations import SYSTEM_PROMPT, conversations, long_conversation
 

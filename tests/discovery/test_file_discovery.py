@@ -14,11 +14,8 @@ import orjson
 import pytest
 
 from ollm_cli.config.settings import FileDiscoverySettings
+from ollm_cli.pipeline.discovery import DiscoveryOptions, FileDiscoveryService
 from ollm_cli.pipeline.discovery._ignore_rules import IgnoreTree
-from ollm_cli.pipeline.discovery._service import (
-    DiscoveryOptions,
-    FileDiscoveryService,
-)
 from ollm_cli.pipeline.errors import ToolError
 from tests.discovery.test_discovery_properties import Recorder
 from tests.discovery.trees import age, build, git_init

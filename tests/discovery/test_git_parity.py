@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ollm_cli.pipeline.discovery._service import DiscoveryOptions, FileDiscoveryService
+from ollm_cli.pipeline.discovery import DiscoveryOptions, FileDiscoveryService
 from tests.discovery.trees import (
     build,
     git,

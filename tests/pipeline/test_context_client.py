@@ -13,7 +13,7 @@ import pytest
 
 from ollm_cli.actors.context import ContextShell
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.context._manager import ContextAdditions
+from ollm_cli.pipeline.context import ContextAdditions
 from ollm_cli.pipeline.context_client import ContextClient
 from ollm_cli.pipeline.runtime import InProcessRuntime, LocalService
 

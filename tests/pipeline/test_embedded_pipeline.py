@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.coordinator import Coordinator, TurnResult
 from ollm_cli.pipeline.records import Session
@@ -38,7 +39,7 @@ async def one_turn(
         sid = await coordinator.start_session()
         result = await coordinator.run_turn(sid, text)
         await coordinator.end_session(sid)
-        session = await runtime.recording.call("get_session", sid)
+        session = await runtime.recording.call(RecordingShell.get_session, sid)
     finally:
         await runtime.shutdown()
     return result, session

@@ -4,6 +4,7 @@ server speaking Ollama's wire format."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from ollm_cli.actors.recording import RecordingShell
+from ollm_cli.actors.shell import ShellBase
 from ollm_cli.config.settings import HookSettings, OllmSettings
 from ollm_cli.pipeline.coordinator import Coordinator, TurnResult
 from ollm_cli.pipeline.errors import ActorFailedError, ProviderError
@@ -77,7 +79,7 @@ async def converse(
             except ActorFailedError as error:
                 results.append(error)
         await coordinator.end_session(sid)
-        session = await runtime.recording.call("get_session", sid)
+        session = await runtime.recording.call(RecordingShell.get_session, sid)
         return sid, results, session
     finally:
         await runtime.shutdown()
@@ -217,6 +219,7 @@ def test_the_answer_waits_for_the_users_message_to_be_durable(
     durable: list[float] = []
     original = RecordingShell.record_message
 
+    @functools.wraps(original)  # called by the shell method's name
     def slow_record(self: RecordingShell, session_id: str, message: SessionMessage) -> None:
         if message.role == "user":
             time.sleep(0.3)
@@ -251,6 +254,7 @@ def test_a_message_that_cannot_be_recorded_gets_no_answer(
     original = RecordingShell.record_message
     failures = [1]
 
+    @functools.wraps(original)
     def failing_record(self: RecordingShell, session_id: str, message: SessionMessage) -> None:
         if message.role == "user" and failures:
             failures.pop()
@@ -277,7 +281,7 @@ def test_a_message_that_cannot_be_recorded_gets_no_answer(
                     results.append(error)
             live = [m.text for m in coordinator.conversations[sid].context.messages]
             await coordinator.end_session(sid)
-            session: Session = await runtime.recording.call("get_session", sid)
+            session: Session = await runtime.recording.call(RecordingShell.get_session, sid)
             return live, [m.text for m in session.messages], results
         finally:
             await runtime.shutdown()
@@ -313,7 +317,7 @@ def test_a_message_sent_again_after_a_failed_turn_is_recorded_once(
                 except ProviderError as error:
                     outcomes.append(error)
             await coordinator.end_session(sid)
-            return outcomes, await runtime.recording.call("get_session", sid)
+            return outcomes, await runtime.recording.call(RecordingShell.get_session, sid)
         finally:
             await runtime.shutdown()
 
@@ -394,12 +398,12 @@ def test_a_restarted_provider_is_sent_the_whole_history_again(
     async def kill_before_third(index: int, runtime: Runtime) -> None:
         if index != 2:
             return
-        before = await runtime.provider.call("ping")  # the actor's process id
+        before = await runtime.provider.call(ShellBase.ping)  # the actor's process id
         await runtime.provider.kill()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:  # a kill takes effect a moment later
             try:
-                if await runtime.provider.call("ping") != before:
+                if await runtime.provider.call(ShellBase.ping) != before:
                     return
             except ActorFailedError:
                 pass

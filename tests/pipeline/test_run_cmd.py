@@ -20,7 +20,7 @@ from ollm_cli.cli.loop_thread import LoopThread
 from ollm_cli.cli.output import console, err_console
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.coordinator import Coordinator
-from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import ToolCallPart
 from ollm_cli.pipeline.runtime import create_runtime
 from tests.fake_ollama import FakeOllama, Reply

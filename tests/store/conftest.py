@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ollm_cli.config.settings import SessionSettings
-from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.recording import ChatRecordingService
 
 
 def _fast_tmp() -> str | None:

@@ -25,7 +25,7 @@ import orjson
 import pytest
 
 from ollm_cli.pipeline.errors import SessionLockedError
-from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import Session, SessionMessage
 from tests.store import crash_child
 from tests.store.conftest import make_settings

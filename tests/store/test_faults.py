@@ -24,8 +24,8 @@ from ollm_cli.pipeline.errors import (
     SessionNotFoundError,
     StorageError,
 )
+from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.recording._journal import encode_frame, log_files
-from ollm_cli.pipeline.recording._store import ChatRecordingService
 from ollm_cli.pipeline.records import Session, SessionMessage
 from tests.store.conftest import make_settings, mounted_tmpfs, read_only
 

@@ -20,7 +20,7 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import Session, SessionMessage, SessionToolCall, parse_iso
 from tests.store.conftest import FAST_TMP, make_settings
 from tests.store.strategies import MODELS, PROVIDERS, messages, records, tool_calls

@@ -14,8 +14,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.recording._journal import JournalEntry, encode_frame, log_files
-from ollm_cli.pipeline.recording._store import ChatRecordingService
 from ollm_cli.pipeline.records import Session, SessionMessage
 from tests.store.conftest import make_settings
 

@@ -16,8 +16,7 @@ from ollm_cli.pipeline.errors import (
     SessionError,
     SessionNotFoundError,
 )
-from ollm_cli.pipeline.recording._index import MARK_END, MARK_START
-from ollm_cli.pipeline.recording._store import ChatRecordingService
+from ollm_cli.pipeline.recording import MARK_END, MARK_START, ChatRecordingService
 from ollm_cli.pipeline.records import (
     CompressionEvent,
     Session,

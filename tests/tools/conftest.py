@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ollm_cli.config.settings import SandboxSettings
-from ollm_cli.pipeline.tools._base import ToolContext
+from ollm_cli.pipeline.tools import ToolContext
 from ollm_cli.pipeline.tools._sandbox import Sandbox
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from ollm_cli.config.settings import EnvironmentSettings, SandboxSettings, ToolSettings
-from ollm_cli.pipeline.environment._sanitizer import EnvironmentSanitizationService
+from ollm_cli.pipeline.environment import EnvironmentSanitizationService
 from ollm_cli.pipeline.errors import ToolError
 from ollm_cli.pipeline.records import SessionToolCall, ToolCallPart
 from ollm_cli.pipeline.tools import (

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ollm_cli.pipeline.errors import ToolError
-from ollm_cli.pipeline.tools._base import ToolContext
+from ollm_cli.pipeline.tools import ToolContext
 from ollm_cli.pipeline.tools._files import (
     READ_MAX_BYTES,
     READ_MAX_LINES,

@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ollm_cli.config.settings import FileDiscoverySettings, SandboxSettings
-from ollm_cli.pipeline.discovery._service import FileDiscoveryService
+from ollm_cli.pipeline.discovery import FileDiscoveryService
 from ollm_cli.pipeline.errors import ToolError
-from ollm_cli.pipeline.tools._base import ToolContext
+from ollm_cli.pipeline.tools import ToolContext
 from ollm_cli.pipeline.tools._sandbox import Sandbox
 from ollm_cli.pipeline.tools._search import (
     GREP_MAX_FILE_BYTES,

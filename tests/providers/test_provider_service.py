@@ -1,22 +1,22 @@
-"""The provider actor's chat protocol: batches, cancelling, and messages that travel once."""
+"""The provider service's chat protocol: batches, cancelling, and messages that travel once."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from ollm_cli.actors.provider import ProviderShell
-from ollm_cli.config.settings import OllmSettings
+from ollm_cli.config.settings import ProviderSettings
 from ollm_cli.pipeline.errors import ProviderError, StaleContextError
-from ollm_cli.pipeline.providers._base import (
+from ollm_cli.pipeline.providers import (
     ChatBatch,
     ChatOpening,
     ChatRequest,
     ModelInfo,
     Provider,
+    ProviderService,
     StreamChunk,
 )
 from ollm_cli.pipeline.records import SessionMessage
@@ -34,9 +34,12 @@ class ScriptedProvider(Provider):
         self.requests: list[ChatRequest] = []
         self.produced = 0
         self.closed = threading.Event()
+        self.ended: list[threading.Event] = []
 
     def chat(self, request: ChatRequest) -> Iterator[StreamChunk]:
         self.requests.append(request)
+        ended = threading.Event()
+        self.ended.append(ended)
         try:
             for index, piece in enumerate(self.pieces):
                 if self.fail_after is not None and index == self.fail_after:
@@ -47,6 +50,7 @@ class ScriptedProvider(Provider):
                 yield StreamChunk(text=piece)
             yield StreamChunk(done=True, done_reason="stop", prompt_tokens=7, completion_tokens=3)
         finally:
+            ended.set()
             self.closed.set()
 
     def model_info(self, model: str) -> ModelInfo:
@@ -59,10 +63,8 @@ class ScriptedProvider(Provider):
         return "scripted"
 
 
-def make_shell(provider: ScriptedProvider) -> ProviderShell:
-    shell = ProviderShell(OllmSettings())
-    shell._provider = provider
-    return shell
+def make_shell(provider: Provider, clock: Callable[[], float] = time.monotonic) -> ProviderService:
+    return ProviderService(ProviderSettings(), provider=provider, clock=clock, idle_stream_s=600)
 
 
 def opening(
@@ -83,7 +85,7 @@ def opening(
     )
 
 
-def drain(shell: ProviderShell, first: ChatBatch, stream: str) -> list[StreamChunk]:
+def drain(shell: ProviderService, first: ChatBatch, stream: str) -> list[StreamChunk]:
     chunks = [first.chunk] if first.chunk else []
     batch = first
     while batch.more:
@@ -184,17 +186,14 @@ def test_a_failing_model_raises_its_error_to_the_poller() -> None:
         shell.chat_next("s1")
 
 
-def test_streams_nobody_polls_are_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ollm_cli.actors import provider as module
-
+def test_streams_nobody_polls_are_stopped() -> None:
+    now = [1000.0]
     provider = ScriptedProvider([f"w{i}" for i in range(50)], gap=0.1)
-    shell = make_shell(provider)
+    shell = make_shell(provider, clock=lambda: now[0])
     first = shell.chat_begin(opening([SessionMessage.user("hi")], stream="abandoned"))
     assert first.more
-    monkeypatch.setattr(module, "IDLE_STREAM_S", 0.0)
-    quick = ScriptedProvider(["ok"])
-    shell._provider = quick
+    now[0] += 601  # nobody polled it for longer than the idle limit
     shell.chat_begin(opening([SessionMessage.user("next")], stream="next"))
-    assert provider.closed.wait(5)
+    assert provider.ended[0].wait(5)  # the abandoned answer's model stopped
     with pytest.raises(ProviderError):
         shell.chat_next("abandoned")
