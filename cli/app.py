@@ -1,34 +1,123 @@
 """The ``ollm`` command.
 
 Each group of subcommands lives in its own module (``cli/sessions_cmd.py``,
-``cli/config_cmd.py``, ...) and is registered here. ``main`` is the console
-entry point: it configures logging with secret redaction and maps every
+``cli/config_cmd.py``, ...) and is imported only when it runs: ``ollm --help``
+lists the commands from :data:`COMMANDS` without importing any of them, and
+``ollm sessions list`` imports the sessions commands but not Ray, the
+coordinator or a model client. ``main`` is the console entry point: it
+configures logging with secret redaction and maps every
 :class:`~ollm_cli.pipeline.errors.OllmError` to its documented exit code.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
-from ollm_cli.cli import (
-    batch_cmd,
-    config_cmd,
-    env_cmd,
-    extensions_cmd,
-    files_cmd,
-    load_cmd,
-    run_cmd,
-    sessions_cmd,
-    snapshots_cmd,
-)
 from ollm_cli.cli.exit_codes import EXIT_CODES_HELP, exit_code_for
 from ollm_cli.cli.output import print_error
 from ollm_cli.pipeline.errors import OllmError
 
+if TYPE_CHECKING:  # typer ships its own copy of click
+    from typer._click.core import Command, Context
+
+
+class CommandSpec(NamedTuple):
+    """Where a top-level command lives and the line ``ollm --help`` shows for it."""
+
+    module: str
+    """The module under ``ollm_cli.cli``."""
+    summary: str
+    """Its first help line (``tests/cli/test_app.py`` checks it matches the command's)."""
+    group: bool = False
+    """The module's ``app`` is a group of subcommands; else its ``register`` adds commands."""
+
+
+COMMANDS: dict[str, CommandSpec] = {
+    "run": CommandSpec(
+        "run_cmd", "Chat with a local model; every message is recorded as it happens."
+    ),
+    "batch": CommandSpec(
+        "batch_cmd", "Run the conversations of SCRIPT concurrently, each recorded as a session."
+    ),
+    "load": CommandSpec(
+        "load_cmd", "Run N conversations of T turns at concurrency C and report speed and losses."
+    ),
+    "soak": CommandSpec(
+        "load_cmd",
+        "Keep a steady load for a duration, sampling memory, files, inboxes and latency.",
+    ),
+    "sessions": CommandSpec(
+        "sessions_cmd",
+        "List, read, search, export, organise and delete recorded sessions.",
+        group=True,
+    ),
+    "snapshots": CommandSpec(
+        "snapshots_cmd",
+        "List, restore and delete snapshots: rollback points of what a session sends to the "
+        "model, taken before each compression and on /snapshot.",
+        group=True,
+    ),
+    "config": CommandSpec(
+        "config_cmd",
+        "Show the effective configuration and the files it is read from.",
+        group=True,
+    ),
+    "env": CommandSpec("env_cmd", "Check which environment variables tools receive.", group=True),
+    "files": CommandSpec("files_cmd", "List the files the model would see under PATH.", group=True),
+    "extensions": CommandSpec(
+        "extensions_cmd", "List installed extensions and what they add.", group=True
+    ),
+}
+
+
+def load_command(name: str) -> Command | None:
+    """The click command of ``ollm NAME``, importing its module now."""
+    spec = COMMANDS.get(name)
+    if spec is None:
+        return None
+    module: Any = importlib.import_module(f"ollm_cli.cli.{spec.module}")
+    if spec.group:
+        group = typer.main.get_group(module.app)
+        group.name = name
+        return group
+    holder = typer.Typer(rich_markup_mode="markdown")
+    module.register(holder)
+    return typer.main.get_group(holder).commands.get(name)
+
+
+class LazyGroup(TyperGroup):
+    """The root group: commands are listed from :data:`COMMANDS`, imported when run."""
+
+    _summaries_only = False
+
+    def format_help(self, ctx: Context, formatter: Any) -> None:
+        # the help page needs each command's name and summary, not the command
+        self._summaries_only = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._summaries_only = False
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        spec = COMMANDS.get(cmd_name)
+        if spec is None:
+            return None
+        if ctx.resilient_parsing or self._summaries_only:
+            return TyperCommand(cmd_name, help=spec.summary, short_help=spec.summary)
+        return load_command(cmd_name)
+
+
 app = typer.Typer(
     name="ollm",
+    cls=LazyGroup,
     help=(
         "OLLM: chat with local language models, with every conversation recorded durably.\n\n"
         "Start with `ollm run` to chat, `ollm sessions list` to see past conversations.\n\n"
@@ -39,15 +128,11 @@ app = typer.Typer(
     rich_markup_mode="markdown",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-run_cmd.register(app)
-batch_cmd.register(app)
-load_cmd.register(app)
-app.add_typer(sessions_cmd.app, name="sessions")
-app.add_typer(snapshots_cmd.app, name="snapshots")
-app.add_typer(config_cmd.app, name="config")
-app.add_typer(env_cmd.app, name="env")
-app.add_typer(files_cmd.app, name="files")
-app.add_typer(extensions_cmd.app, name="extensions")
+
+
+@app.callback()
+def _root() -> None:
+    """The root group's callback (the commands are in :data:`COMMANDS`)."""
 
 
 def main() -> None:

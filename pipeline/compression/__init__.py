@@ -1,14 +1,23 @@
-"""The ChatCompressionService, token counting and the SnapshotManager."""
+"""The ChatCompressionService, token counting and the SnapshotManager.
+
+The names below are imported when first used, so that a command that needs
+none of them does not pay for their imports.
+"""
 
 from __future__ import annotations
 
-from ollm_cli.pipeline.compression._service import (
-    ActiveContext,
-    ChatCompressionService,
-    CompressionResult,
-)
-from ollm_cli.pipeline.compression._snapshots import SnapshotInfo, SnapshotManager
-from ollm_cli.pipeline.compression._tokens import TokenCounter, encoding
+from typing import TYPE_CHECKING
+
+from ollm_cli.pipeline._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ollm_cli.pipeline.compression._service import (
+        ActiveContext,
+        ChatCompressionService,
+        CompressionResult,
+    )
+    from ollm_cli.pipeline.compression._snapshots import SnapshotInfo, SnapshotManager
+    from ollm_cli.pipeline.compression._tokens import TokenCounter, encoding
 
 __all__ = [
     "ActiveContext",
@@ -19,3 +28,22 @@ __all__ = [
     "TokenCounter",
     "encoding",
 ]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "_service": (
+            "ActiveContext",
+            "ChatCompressionService",
+            "CompressionResult",
+        ),
+        "_snapshots": (
+            "SnapshotInfo",
+            "SnapshotManager",
+        ),
+        "_tokens": (
+            "TokenCounter",
+            "encoding",
+        ),
+    },
+)

@@ -1,13 +1,22 @@
-"""The ContextManager: additions to the system prompt by priority."""
+"""The ContextManager: additions to the system prompt by priority.
+
+The names below are imported when first used, so that a command that needs
+none of them does not pay for their imports.
+"""
 
 from __future__ import annotations
 
-from ollm_cli.pipeline.context._manager import (
-    ContextAdditions,
-    ContextEntry,
-    ContextManager,
-    ContextSource,
-)
+from typing import TYPE_CHECKING
+
+from ollm_cli.pipeline._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ollm_cli.pipeline.context._manager import (
+        ContextAdditions,
+        ContextEntry,
+        ContextManager,
+        ContextSource,
+    )
 
 __all__ = [
     "ContextAdditions",
@@ -15,3 +24,15 @@ __all__ = [
     "ContextManager",
     "ContextSource",
 ]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "_manager": (
+            "ContextAdditions",
+            "ContextEntry",
+            "ContextManager",
+            "ContextSource",
+        ),
+    },
+)

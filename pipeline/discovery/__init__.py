@@ -1,15 +1,35 @@
-"""The FileDiscoveryService and git's ignore semantics."""
+"""The FileDiscoveryService and git's ignore semantics.
+
+The names below are imported when first used, so that a command that needs
+none of them does not pay for their imports.
+"""
 
 from __future__ import annotations
 
-from ollm_cli.pipeline.discovery._service import (
-    DiscoveryOptions,
-    DiscoveryResult,
-    FileDiscoveryService,
-)
+from typing import TYPE_CHECKING
+
+from ollm_cli.pipeline._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ollm_cli.pipeline.discovery._service import (
+        DiscoveryOptions,
+        DiscoveryResult,
+        FileDiscoveryService,
+    )
 
 __all__ = [
     "DiscoveryOptions",
     "DiscoveryResult",
     "FileDiscoveryService",
 ]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "_service": (
+            "DiscoveryOptions",
+            "DiscoveryResult",
+            "FileDiscoveryService",
+        ),
+    },
+)

@@ -1,9 +1,18 @@
-"""The EnvironmentSanitizationService and the secret Redactor."""
+"""The EnvironmentSanitizationService and the secret Redactor.
+
+The names below are imported when first used, so that a command that needs
+none of them does not pay for their imports.
+"""
 
 from __future__ import annotations
 
-from ollm_cli.pipeline.environment._redaction import Redactor, configure_logging, redact
-from ollm_cli.pipeline.environment._sanitizer import EnvDecision, EnvironmentSanitizationService
+from typing import TYPE_CHECKING
+
+from ollm_cli.pipeline._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ollm_cli.pipeline.environment._redaction import Redactor, configure_logging, redact
+    from ollm_cli.pipeline.environment._sanitizer import EnvDecision, EnvironmentSanitizationService
 
 __all__ = [
     "EnvDecision",
@@ -12,3 +21,18 @@ __all__ = [
     "configure_logging",
     "redact",
 ]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "_redaction": (
+            "Redactor",
+            "configure_logging",
+            "redact",
+        ),
+        "_sanitizer": (
+            "EnvDecision",
+            "EnvironmentSanitizationService",
+        ),
+    },
+)

@@ -1,27 +1,40 @@
-"""Batch, load and soak runs built on the coordinator."""
+"""Batch, load and soak runs built on the coordinator.
+
+The names below are imported when first used, so that a command that needs
+none of them does not pay for their imports.
+"""
 
 from __future__ import annotations
 
-from ollm_cli.pipeline.harness._batch_runner import (
-    BatchProgress,
-    BatchReport,
-    BatchRunner,
-    batch_failure,
-)
-from ollm_cli.pipeline.harness._batch_script import BatchScript, BatchScriptError, load_batch_script
-from ollm_cli.pipeline.harness._load import (
-    LATENCY_GROWTH_THRESHOLD,
-    MEMORY_GROWTH_THRESHOLD,
-    HarnessOptions,
-    LoadHarness,
-    LoadReport,
-    build_report,
-    draw_chart,
-    latency_of_model,
-    raise_if_failed,
-    verify,
-    write_samples_csv,
-)
+from typing import TYPE_CHECKING
+
+from ollm_cli.pipeline._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ollm_cli.pipeline.harness._batch_runner import (
+        BatchProgress,
+        BatchReport,
+        BatchRunner,
+        batch_failure,
+    )
+    from ollm_cli.pipeline.harness._batch_script import (
+        BatchScript,
+        BatchScriptError,
+        load_batch_script,
+    )
+    from ollm_cli.pipeline.harness._load import (
+        LATENCY_GROWTH_THRESHOLD,
+        MEMORY_GROWTH_THRESHOLD,
+        HarnessOptions,
+        LoadHarness,
+        LoadReport,
+        build_report,
+        draw_chart,
+        latency_of_model,
+        raise_if_failed,
+        verify,
+        write_samples_csv,
+    )
 
 __all__ = [
     "LATENCY_GROWTH_THRESHOLD",
@@ -43,3 +56,33 @@ __all__ = [
     "verify",
     "write_samples_csv",
 ]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "_batch_runner": (
+            "BatchProgress",
+            "BatchReport",
+            "BatchRunner",
+            "batch_failure",
+        ),
+        "_batch_script": (
+            "BatchScript",
+            "BatchScriptError",
+            "load_batch_script",
+        ),
+        "_load": (
+            "HarnessOptions",
+            "LATENCY_GROWTH_THRESHOLD",
+            "LoadHarness",
+            "LoadReport",
+            "MEMORY_GROWTH_THRESHOLD",
+            "build_report",
+            "draw_chart",
+            "latency_of_model",
+            "raise_if_failed",
+            "verify",
+            "write_samples_csv",
+        ),
+    },
+)

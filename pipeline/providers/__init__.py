@@ -6,33 +6,41 @@ Example::
 
     provider = create_provider(settings.provider)
     text = provider.complete(ChatRequest(model=provider.default_model(), messages=messages))
+
+The names below are imported when first used, so that a command that needs
+none of them does not pay for their imports.
 """
 
 from __future__ import annotations
 
-from ollm_cli.pipeline.providers._base import (
-    ChatBatch,
-    ChatOpening,
-    ChatRequest,
-    ContextSource,
-    ModelInfo,
-    Provider,
-    StreamChunk,
-    new_tool_call_id,
-)
-from ollm_cli.pipeline.providers._embedded import (
-    BUNDLED_SHA256,
-    EmbeddedProvider,
-    ToolCallTextParser,
-    bundled_model_path,
-    embedded_model_available,
-    verify_sha256,
-)
-from ollm_cli.pipeline.providers._factory import PROBE_TIMEOUT_S, create_provider
-from ollm_cli.pipeline.providers._gguf_metadata import GgufMetadata, read_gguf_metadata
-from ollm_cli.pipeline.providers._ollama import OllamaProvider, display_host, ollama_answers
-from ollm_cli.pipeline.providers._service import ProviderService
-from ollm_cli.pipeline.providers._simulated import SimulatedProvider
+from typing import TYPE_CHECKING
+
+from ollm_cli.pipeline._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ollm_cli.pipeline.providers._base import (
+        ChatBatch,
+        ChatOpening,
+        ChatRequest,
+        ContextSource,
+        ModelInfo,
+        Provider,
+        StreamChunk,
+        new_tool_call_id,
+    )
+    from ollm_cli.pipeline.providers._embedded import (
+        BUNDLED_SHA256,
+        EmbeddedProvider,
+        ToolCallTextParser,
+        bundled_model_path,
+        embedded_model_available,
+        verify_sha256,
+    )
+    from ollm_cli.pipeline.providers._factory import PROBE_TIMEOUT_S, create_provider
+    from ollm_cli.pipeline.providers._gguf_metadata import GgufMetadata, read_gguf_metadata
+    from ollm_cli.pipeline.providers._ollama import OllamaProvider, display_host, ollama_answers
+    from ollm_cli.pipeline.providers._service import ProviderService
+    from ollm_cli.pipeline.providers._simulated import SimulatedProvider
 
 __all__ = [
     "BUNDLED_SHA256",
@@ -59,3 +67,42 @@ __all__ = [
     "read_gguf_metadata",
     "verify_sha256",
 ]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "_base": (
+            "ChatBatch",
+            "ChatOpening",
+            "ChatRequest",
+            "ContextSource",
+            "ModelInfo",
+            "Provider",
+            "StreamChunk",
+            "new_tool_call_id",
+        ),
+        "_embedded": (
+            "BUNDLED_SHA256",
+            "EmbeddedProvider",
+            "ToolCallTextParser",
+            "bundled_model_path",
+            "embedded_model_available",
+            "verify_sha256",
+        ),
+        "_factory": (
+            "PROBE_TIMEOUT_S",
+            "create_provider",
+        ),
+        "_gguf_metadata": (
+            "GgufMetadata",
+            "read_gguf_metadata",
+        ),
+        "_ollama": (
+            "OllamaProvider",
+            "display_host",
+            "ollama_answers",
+        ),
+        "_service": ("ProviderService",),
+        "_simulated": ("SimulatedProvider",),
+    },
+)

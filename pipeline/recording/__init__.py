@@ -1,22 +1,31 @@
-"""The ChatRecordingService: durable sessions (journal, files, index), export, titles."""
+"""The ChatRecordingService: durable sessions (journal, files, index), export, titles.
+
+The names below are imported when first used, so that a command that needs
+none of them does not pay for their imports.
+"""
 
 from __future__ import annotations
 
-from ollm_cli.pipeline.recording._export import (
-    ExportFormat,
-    NoteBlock,
-    TextBlock,
-    ToolCallView,
-    call_outcome,
-    format_args,
-    render,
-    session_facts,
-    session_heading,
-    transcript,
-)
-from ollm_cli.pipeline.recording._index import MARK_END, MARK_START, SearchHit
-from ollm_cli.pipeline.recording._redaction import redact_record
-from ollm_cli.pipeline.recording._store import ChatRecordingService, StoreHealth
+from typing import TYPE_CHECKING
+
+from ollm_cli.pipeline._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ollm_cli.pipeline.recording._export import (
+        ExportFormat,
+        NoteBlock,
+        TextBlock,
+        ToolCallView,
+        call_outcome,
+        format_args,
+        render,
+        session_facts,
+        session_heading,
+        transcript,
+    )
+    from ollm_cli.pipeline.recording._index import MARK_END, MARK_START, SearchHit
+    from ollm_cli.pipeline.recording._redaction import redact_record
+    from ollm_cli.pipeline.recording._store import ChatRecordingService, StoreHealth
 
 __all__ = [
     "MARK_END",
@@ -36,3 +45,31 @@ __all__ = [
     "session_heading",
     "transcript",
 ]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "_export": (
+            "ExportFormat",
+            "NoteBlock",
+            "TextBlock",
+            "ToolCallView",
+            "call_outcome",
+            "format_args",
+            "render",
+            "session_facts",
+            "session_heading",
+            "transcript",
+        ),
+        "_index": (
+            "MARK_END",
+            "MARK_START",
+            "SearchHit",
+        ),
+        "_redaction": ("redact_record",),
+        "_store": (
+            "ChatRecordingService",
+            "StoreHealth",
+        ),
+    },
+)

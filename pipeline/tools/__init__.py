@@ -8,14 +8,22 @@ Example::
     policy = ApprovalPolicy(ToolSettings(), interactive=False)
     record = executor.execute(call, workspace=Path.cwd(), env=env, approval=policy.resolve(call))
     record.success, record.result.llm_content
+
+The names below are imported when first used, so that a command that needs
+none of them does not pay for their imports.
 """
 
 from __future__ import annotations
 
-from ollm_cli.pipeline.tools._approval import ApprovalOutcome, ApprovalPolicy
-from ollm_cli.pipeline.tools._base import Tool, ToolContext, ToolOutput
-from ollm_cli.pipeline.tools._executor import ToolExecutor
-from ollm_cli.pipeline.tools._registry import ToolRegistry
+from typing import TYPE_CHECKING
+
+from ollm_cli.pipeline._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ollm_cli.pipeline.tools._approval import ApprovalOutcome, ApprovalPolicy
+    from ollm_cli.pipeline.tools._base import Tool, ToolContext, ToolOutput
+    from ollm_cli.pipeline.tools._executor import ToolExecutor
+    from ollm_cli.pipeline.tools._registry import ToolRegistry
 
 __all__ = [
     "ApprovalOutcome",
@@ -26,3 +34,20 @@ __all__ = [
     "ToolOutput",
     "ToolRegistry",
 ]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "_approval": (
+            "ApprovalOutcome",
+            "ApprovalPolicy",
+        ),
+        "_base": (
+            "Tool",
+            "ToolContext",
+            "ToolOutput",
+        ),
+        "_executor": ("ToolExecutor",),
+        "_registry": ("ToolRegistry",),
+    },
+)
