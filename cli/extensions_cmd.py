@@ -13,6 +13,7 @@ from ollm_cli.pipeline.extensions import load_extensions
 
 app = typer.Typer(
     help=(
+        "List installed extensions and what they add.\n\n"
         "Extensions are installed Python packages with an `ollm.extensions` entry point; "
         "they add context entries, tools and hooks. A broken one is reported and skipped."
     ),
