@@ -20,19 +20,16 @@ class LoopDetectionShell(ShellBase):
         detector = self._detectors.get(session_id)
         if detector is None:
             # a conversation met first (or again after a restart) is inside a
-            # request, at its first model turn: as after begin_request
+            # request, at its first model turn
             detector = self._detectors[session_id] = LoopDetectionService(self.settings)
-            detector.record_turn()
+            detector.begin_request()
         return detector
 
     def user_message(self, session_id: str) -> None:
         self._detector(session_id).record_user_message()
 
     def begin_request(self, session_id: str) -> LoopEvent | None:
-        """A new user message: reset the counts, then count the first model turn."""
-        detector = self._detector(session_id)
-        detector.record_user_message()
-        return detector.record_turn()
+        return self._detector(session_id).begin_request()
 
     def turn(self, session_id: str) -> LoopEvent | None:
         return self._detector(session_id).record_turn()
@@ -48,16 +45,8 @@ class LoopDetectionShell(ShellBase):
         return self._detector(session_id).check_stream(text)
 
     def output(self, session_id: str, text: str, *, next_request: bool = False) -> LoopEvent | None:
-        """Record a whole answer. ``next_request``: it ends the request, and the
-        next one begins now (as :meth:`begin_request` would when it comes), which
-        saves the coordinator a call at the start of the next turn."""
-        detector = self._detector(session_id)
-        detector.end_stream()
-        event = detector.record_output(text)
-        if next_request:
-            detector.record_user_message()
-            detector.record_turn()  # never an event: the first turn is within any limit
-        return event
+        """A whole answer; ``next_request`` saves the coordinator a call next turn."""
+        return self._detector(session_id).finish_answer(text, next_request=next_request)
 
     def drop_session(self, session_id: str) -> None:
         self._detectors.pop(session_id, None)

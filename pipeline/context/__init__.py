@@ -11,28 +11,34 @@ from typing import TYPE_CHECKING
 from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ollm_cli.pipeline.context._entry_store import ContextEntryStore
     from ollm_cli.pipeline.context._manager import (
         ContextAdditions,
         ContextEntry,
         ContextManager,
         ContextSource,
     )
+    from ollm_cli.pipeline.context._sessions import SessionContexts
 
 __all__ = [
     "ContextAdditions",
     "ContextEntry",
+    "ContextEntryStore",
     "ContextManager",
     "ContextSource",
+    "SessionContexts",
 ]
 
 __getattr__ = lazy_exports(
     __name__,
     {
+        "_entry_store": ("ContextEntryStore",),
         "_manager": (
             "ContextAdditions",
             "ContextEntry",
             "ContextManager",
             "ContextSource",
         ),
+        "_sessions": ("SessionContexts",),
     },
 )

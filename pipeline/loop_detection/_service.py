@@ -291,6 +291,21 @@ class LoopDetectionService:
         """A new user request begins: the turn count and all windows start again."""
         self.reset()
 
+    def begin_request(self) -> LoopEvent | None:
+        """A new user message: reset, then count the request's first model turn."""
+        self.record_user_message()
+        return self.record_turn()
+
+    def finish_answer(self, text: str, *, next_request: bool = False) -> LoopEvent | None:
+        """Record a whole answer (its stream ends). ``next_request``: the answer ends
+        the request, and the next one begins now, as :meth:`begin_request` would
+        when it comes (its first turn is within any limit, so that is never an event)."""
+        self.end_stream()
+        event = self.record_output(text)
+        if next_request:
+            self.begin_request()
+        return event
+
     @property
     def turns(self) -> int:
         """Turns recorded since the last user message."""

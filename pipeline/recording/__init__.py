@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         session_heading,
         transcript,
     )
+    from ollm_cli.pipeline.recording._ids import canonical_id
     from ollm_cli.pipeline.recording._index import MARK_END, MARK_START, SearchHit
     from ollm_cli.pipeline.recording._redaction import redact_record
     from ollm_cli.pipeline.recording._store import ChatRecordingService, StoreHealth
@@ -38,6 +39,7 @@ __all__ = [
     "TextBlock",
     "ToolCallView",
     "call_outcome",
+    "canonical_id",
     "format_args",
     "redact_record",
     "render",
@@ -61,6 +63,7 @@ __getattr__ = lazy_exports(
             "session_heading",
             "transcript",
         ),
+        "_ids": ("canonical_id",),
         "_index": (
             "MARK_END",
             "MARK_START",
