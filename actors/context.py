@@ -6,6 +6,8 @@ is :class:`~ollm_cli.pipeline.context.SessionContexts`'s business.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ollm_cli.actors.shell import ShellBase
@@ -23,12 +25,15 @@ from ollm_cli.pipeline.extensions import load_extensions
 class ContextShell(ShellBase):
     """Keeps the context of every conversation."""
 
-    def __init__(self, settings: OllmSettings, workspace: Path) -> None:
+    def __init__(
+        self, settings: OllmSettings, workspace: Path, clock: Callable[[], float] = time.time
+    ) -> None:
         self.contexts = SessionContexts(
             settings.services.context,
             workspace,
             ContextEntryStore(settings.services.session.data_dir / ".context"),
             load_extensions().context_entries,
+            clock,
         )
 
     def add_context(

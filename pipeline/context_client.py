@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from ollm_cli.actors.context import ContextShell
 from ollm_cli.pipeline.context import ContextAdditions, ContextEntry, ContextSource
@@ -28,20 +29,21 @@ from ollm_cli.pipeline.runtime import Runtime, Service
 class ContextClient:
     """Changes and reads a session's context entries through the context actor."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, clock: Callable[[], float] = time.time) -> None:
         self.runtime = runtime
+        self.clock = clock
         self._additions: dict[str, ContextAdditions] = {}
         self._changes: dict[str, int] = {}
 
     @property
-    def service(self) -> Service:
+    def service(self) -> Service[ContextShell]:
         """The context actor (the runtime creates it when it starts)."""
         return self.runtime.context
 
     async def additions(self, session_id: str) -> ContextAdditions:
         """The additions of the session's next request."""
         known = self._additions.get(session_id)
-        if known is not None and (known.valid_until is None or time.time() < known.valid_until):
+        if known is not None and (known.valid_until is None or self.clock() < known.valid_until):
             return known
         changes = self._changes.get(session_id, 0)
         additions: ContextAdditions = await self.service.call(ContextShell.additions, session_id)

@@ -16,7 +16,8 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ollm_cli.config.paths import ollm_home
@@ -40,8 +41,10 @@ class SessionContexts:
         workspace: Path,
         store: ContextEntryStore,
         extension_entries: Sequence[ExtensionContext],
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
+        self.clock = clock
         self.workspace = workspace
         self.store = store
         self.extension_entries = list(extension_entries)
@@ -52,7 +55,7 @@ class SessionContexts:
         manager = self._managers.get(session_id)
         if manager is not None:
             return manager
-        manager = ContextManager(self.settings)
+        manager = ContextManager(self.settings, clock=self.clock)
         if self.settings.load_project_files:
             manager.load_project_files(self.workspace, ollm_home())
         for contributed in self.extension_entries:

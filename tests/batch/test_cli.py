@@ -25,7 +25,7 @@ from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.harness._load import LoadFailedError
 from ollm_cli.pipeline.recording import ChatRecordingService
-from ollm_cli.pipeline.runtime import create_runtime
+from ollm_cli.pipeline.runtime import InProcessRuntime
 from tests.batch.conftest import OLLM_MAIN, REPO, expected_answer, ollm
 from tests.fake_ollama import FakeOllama
 
@@ -311,6 +311,18 @@ def test_load_through_the_ollm_command(tmp_path: Path) -> None:
     assert bad.returncode == 1 and "'soon' is not a duration" in bad.stderr
 
 
-def test_cleaning_up_after_a_failed_start_never_hides_the_failure(workspace: Path) -> None:
-    never_started = create_runtime(OllmSettings(), workspace, kind="inprocess")
-    asyncio.run(stop_runtime(never_started, started=False))  # whatever shutdown makes of it
+class _FailingShutdown(InProcessRuntime):
+    async def shutdown(self) -> None:
+        raise RuntimeError("the pool was never made")
+
+
+def test_cleaning_up_after_a_failed_start_never_hides_the_failure(
+    workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    never_started = _FailingShutdown(OllmSettings(), workspace)
+    # after a failed start, a failing shutdown is logged, not raised over the first failure
+    asyncio.run(stop_runtime(never_started, started=False))
+    assert "cleaning up after a failed start: RuntimeError" in caplog.text
+    # after a good start, a failing shutdown is an error of its own
+    with pytest.raises(RuntimeError, match="never made"):
+        asyncio.run(stop_runtime(never_started, started=True))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,17 +25,30 @@ def pool() -> Iterator[ThreadPoolExecutor]:
         yield executor
 
 
-def make_client(tmp_path: Path, pool: ThreadPoolExecutor) -> tuple[ContextClient, LocalService]:
+class Clock:
+    """The time the client and the context actor see; a test moves it on."""
+
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make_client(
+    tmp_path: Path, pool: ThreadPoolExecutor, clock: Clock | None = None
+) -> tuple[ContextClient, LocalService[ContextShell]]:
     settings = OllmSettings()
     settings.services.session.data_dir = tmp_path / "sessions"
     settings.services.context.load_project_files = False
-    service = LocalService("context", ContextShell(settings, tmp_path), pool, 8)
+    clock = clock or Clock()
+    service = LocalService("context", ContextShell(settings, tmp_path, clock), pool, 8)
     runtime = InProcessRuntime(settings, tmp_path)
     runtime.context = service
-    return ContextClient(runtime), service
+    return ContextClient(runtime, clock), service
 
 
-def fetches(service: LocalService) -> int:
+def fetches(service: LocalService[ContextShell]) -> int:
     return service.calls
 
 
@@ -77,15 +89,19 @@ def test_adding_and_removing_change_the_next_additions(
 def test_an_expiring_entry_leaves_the_additions_by_itself(
     tmp_path: Path, pool: ThreadPoolExecutor
 ) -> None:
-    client, service = make_client(tmp_path, pool)
+    clock = Clock()
+    client, service = make_client(tmp_path, pool, clock)
 
     async def scenario() -> None:
         await client.add(SID, "hint", "Use the staging database.", ttl=0.3)
         shown = await client.additions(SID)
         assert "staging" in shown.text and shown.valid_until is not None
-        assert shown.valid_until <= time.time() + 0.3
+        assert shown.valid_until <= clock.now + 0.3
         calls = fetches(service)
-        await asyncio.sleep(0.35)
+        clock.now += 0.29
+        assert "staging" in (await client.additions(SID)).text
+        assert fetches(service) == calls  # still valid: from memory
+        clock.now += 0.02
         assert "staging" not in (await client.additions(SID)).text
         assert fetches(service) == calls + 1
 
