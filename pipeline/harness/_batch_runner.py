@@ -162,7 +162,7 @@ class ResumeEntry(BatchModel):
     time: str = Field(default_factory=now_iso)
 
 
-JournalEntry = Annotated[
+BatchJournalEntry = Annotated[
     Annotated[HeaderEntry, Tag("batch")]
     | Annotated[SessionEntry, Tag("session")]
     | Annotated[TurnEntry, Tag("turn")]
@@ -173,7 +173,7 @@ JournalEntry = Annotated[
 
 
 class _Entry(BaseModel):
-    entry: JournalEntry
+    entry: BatchJournalEntry
 
 
 @dataclass

@@ -26,7 +26,8 @@ from pydantic import BaseModel, Field
 
 from ollm_cli.pipeline.records import SessionMessage, ToolCallPart
 
-ContextSource = Literal["server", "gguf", "config", "default"]
+WindowSource = Literal["server", "gguf", "config", "default"]
+"""Where a model's context window size came from."""
 
 
 class ChatRequest(BaseModel):
@@ -95,7 +96,7 @@ class ModelInfo(BaseModel):
 
     name: str
     context_window: int
-    context_source: ContextSource
+    context_source: WindowSource
     family: str | None = None
 
 

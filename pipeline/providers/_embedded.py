@@ -39,10 +39,10 @@ from ollm_cli.config.settings import EmbeddedSettings
 from ollm_cli.pipeline.errors import ProviderError
 from ollm_cli.pipeline.providers._base import (
     ChatRequest,
-    ContextSource,
     ModelInfo,
     Provider,
     StreamChunk,
+    WindowSource,
     new_tool_call_id,
 )
 from ollm_cli.pipeline.providers._gguf_metadata import GgufMetadata, read_gguf_metadata
@@ -443,7 +443,7 @@ class EmbeddedProvider(Provider):
         """The window from the GGUF metadata, capped by ``provider.embedded.contextWindow``."""
         self._check_model(model)
         trained = self.metadata.context_length
-        source: ContextSource = "config"
+        source: WindowSource = "config"
         if trained is not None and trained <= self.settings.context_window:
             source = "gguf"
         return ModelInfo(
