@@ -14,7 +14,7 @@ Run with ``python -m bench.safety [--events N] [--repeats R]``. Prints:
 - **Redactor**: megabytes per second of ``redact`` on 1 MB of ordinary text
   and on the same text with a secret every 2 KB, against one ``re.sub`` of a
   single token pattern and a ``str.replace`` pass; and the cost per log record
-  of the :class:`~ollm_cli.pipeline.environment._redaction.RedactingFilter`.
+  of the :class:`~ollm_cli.pipeline.environment._logging.RedactingFilter`.
 - **ContextManager**: microseconds per ``build_additions`` with 20 entries.
 
 Each figure is the median of ``R`` repeats.
@@ -38,8 +38,8 @@ import orjson
 
 from ollm_cli.config.settings import DEFAULT_DENY_PATTERNS, ContextSettings, LoopDetectionSettings
 from ollm_cli.pipeline.context import ContextManager
-from ollm_cli.pipeline.environment import EnvironmentSanitizationService
-from ollm_cli.pipeline.environment._redaction import RedactingFilter, Redactor
+from ollm_cli.pipeline.environment import EnvironmentSanitizationService, Redactor
+from ollm_cli.pipeline.environment._logging import RedactingFilter
 from ollm_cli.pipeline.loop_detection import LoopDetectionService
 
 TARGET_US = 100.0

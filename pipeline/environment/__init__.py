@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ollm_cli.pipeline.environment._redaction import Redactor, configure_logging, redact
+    from ollm_cli.pipeline.environment._logging import configure_logging
+    from ollm_cli.pipeline.environment._redaction import Redactor, redact
     from ollm_cli.pipeline.environment._sanitizer import EnvDecision, EnvironmentSanitizationService
 
 __all__ = [
@@ -25,9 +26,9 @@ __all__ = [
 __getattr__ = lazy_exports(
     __name__,
     {
+        "_logging": ("configure_logging",),
         "_redaction": (
             "Redactor",
-            "configure_logging",
             "redact",
         ),
         "_sanitizer": (

@@ -10,8 +10,7 @@ of the variables the environment sanitizer removed). Each secret becomes
 
 The same detection backs three users:
 
-- :class:`RedactingFilter`, installed by :func:`configure_logging` on the
-  root logger's handlers, so no log line of the project prints a secret;
+- the logging filter of :mod:`._logging`, so no log line of the project prints a secret;
 - ``ollm_cli.cli.output.print_error`` and the config loader, through :func:`redact`;
 - the environment sanitizer's value check, through :func:`find_secrets`.
 
@@ -30,24 +29,18 @@ Example::
 from __future__ import annotations
 
 import logging
-import os
 import re
-import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TextIO
 
 from pydantic import BaseModel, ConfigDict
-
-from ollm_cli.pipeline.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
 #: A value shorter than this is never redacted by value ("true", "1", "dev"
 #: would otherwise blank out half of every transcript).
 MIN_VALUE_LENGTH = 8
-LOG_LEVEL_ENV = "OLLM_LOG_LEVEL"
 _MARK = "[REDACTED"
 
 
@@ -384,109 +377,3 @@ def default_redactor() -> Redactor:
 def redact(text: str) -> str:
     """Mask the secrets in ``text`` with the process-wide :class:`Redactor`."""
     return _default.redact(text)
-
-
-class RedactingFilter(logging.Filter):
-    """A logging filter that formats each record's message, then redacts it.
-
-    After the filter, ``record.msg`` is the final redacted text and
-    ``record.args`` is empty, so every handler downstream sees the same safe
-    message. Exception and stack texts are formatted and redacted too.
-    """
-
-    def __init__(self, redactor: Redactor | None = None) -> None:
-        super().__init__()
-        self._redactor = redactor
-
-    def _redact(self, text: str) -> str:
-        return (self._redactor or _default).redact(text)
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:
-            # Never let logging print the raw arguments of a broken call.
-            message = f"{record.msg} [log arguments could not be formatted]"
-        record.msg = self._redact(message)
-        record.args = None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
-            record.exc_text = self._redact(record.exc_text)
-        if record.stack_info:
-            record.stack_info = self._redact(record.stack_info)
-        return True
-
-
-class _StderrHandler(logging.StreamHandler[TextIO]):
-    """Writes to whatever ``sys.stderr`` is at the time (pytest and typer swap it)."""
-
-    _ollm_redacting = True
-
-    def __init__(self) -> None:
-        super().__init__(sys.stderr)
-
-    @property
-    def stream(self) -> TextIO:
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, value: TextIO) -> None:
-        pass
-
-
-def _parse_level(value: str | int) -> int:
-    if isinstance(value, int):
-        return value
-    text = value.strip()
-    if text.isdigit():
-        return int(text)
-    level = logging.getLevelNamesMapping().get(text.upper())
-    if level is None:
-        raise ValueError(text)
-    return level
-
-
-def configure_logging(level: str | int | None = None) -> None:
-    """Send log records to stderr through the :class:`RedactingFilter`.
-
-    The level comes from ``level``, else ``$OLLM_LOG_LEVEL``, else WARNING.
-    Calling it again only updates the level. Handlers already on the root
-    logger get the filter as well, so no handler prints an unredacted line.
-    """
-    bad_env: str | None = None
-    if level is not None:
-        try:
-            resolved = _parse_level(level)
-        except ValueError:
-            raise ConfigError(
-                f"unknown log level {level!r}",
-                hint="use one of DEBUG, INFO, WARNING, ERROR, CRITICAL",
-            ) from None
-    else:
-        raw = os.environ.get(LOG_LEVEL_ENV, "").strip()
-        resolved = logging.WARNING
-        if raw:
-            try:
-                resolved = _parse_level(raw)
-            except ValueError:
-                bad_env = raw
-    root = logging.getLogger()
-    ours = [h for h in root.handlers if getattr(h, "_ollm_redacting", False)]
-    if ours:
-        handler = ours[0]
-    else:
-        handler = _StderrHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        root.addHandler(handler)
-    for each in root.handlers:
-        if not any(isinstance(f, RedactingFilter) for f in each.filters):
-            each.addFilter(RedactingFilter())
-    handler.setLevel(resolved)
-    root.setLevel(resolved)
-    if bad_env is not None:
-        logger.warning(
-            "%s=%r is not a log level (DEBUG, INFO, WARNING, ERROR, CRITICAL); using WARNING",
-            LOG_LEVEL_ENV,
-            bad_env,
-        )

@@ -12,12 +12,11 @@ from hypothesis import given
 
 from ollm_cli.cli.output import print_error
 from ollm_cli.pipeline.environment import _redaction as redaction
+from ollm_cli.pipeline.environment._logging import RedactingFilter, configure_logging
 from ollm_cli.pipeline.environment._redaction import (
     MIN_VALUE_LENGTH,
     TOKEN_KINDS,
-    RedactingFilter,
     Redactor,
-    configure_logging,
     default_redactor,
     find_secrets,
     redact,
