@@ -31,7 +31,7 @@ from pathlib import Path
 import orjson
 
 from ollm_cli.config.settings import SimulatedSettings
-from ollm_cli.pipeline.harness._load import percentile
+from ollm_cli.pipeline.harness._load_stats import percentile
 from ollm_cli.pipeline.providers import ChatRequest, SimulatedProvider
 from ollm_cli.pipeline.records import SessionMessage
 

@@ -44,14 +44,16 @@ from ollm_cli.cli.state import loaded_settings
 from ollm_cli.config.paths import ollm_home
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.coordinator import Coordinator
-from ollm_cli.pipeline.errors import OllmError
+from ollm_cli.pipeline.errors import OllmError, UsageError
 from ollm_cli.pipeline.harness import (
+    CHART_EXTRA_HINT,
     LATENCY_GROWTH_THRESHOLD,
     MEMORY_GROWTH_THRESHOLD,
     HarnessOptions,
     LoadHarness,
     LoadReport,
     build_report,
+    chart_available,
     draw_chart,
     latency_of_model,
     raise_if_failed,
@@ -325,15 +327,19 @@ def soak(
 ) -> None:
     """Keep a steady load for a duration, sampling memory, files, inboxes and latency.
 
-    Writes the samples as CSV and a PNG chart. Fails (exit code 1) when an actor's
-    memory or the latency keeps climbing (a least-squares trend over the second
-    half of the run adds more than the threshold to the first half's median), a
-    turn failed, or a message is missing from the sessions. With
+    Writes the samples as CSV and a PNG chart (the chart needs the `chart` extra).
+    Fails (exit code 1) when an actor's memory or the latency keeps climbing (a
+    least-squares trend over the second half of the run adds more than the
+    threshold to the first half's median), a turn failed, or a message is
+    missing from the sessions. With
     `--kill-actor-every S` an actor is killed every S seconds and must come back
     with nothing lost.
 
     Example: `ollm soak --duration 10m -c 16 --kill-actor-every 60`
     """
+    charting = chart_available()
+    if chart_path is not None and not charting:
+        raise UsageError("--chart needs matplotlib, which is not installed", hint=CHART_EXTRA_HINT)
     options = HarnessOptions(
         duration_s=parse_duration(duration),
         concurrency=concurrency,
@@ -364,10 +370,16 @@ def soak(
         )
     )
     csv_file = csv_path or Path.cwd() / f"soak-{options.tag}.csv"
-    chart_file = chart_path or Path.cwd() / f"soak-{options.tag}.png"
     write_samples_csv(report.samples, csv_file)
-    draw_chart(report.samples, report.kills, chart_file)
-    report.csv_path, report.chart_path = str(csv_file), str(chart_file)
+    report.csv_path = str(csv_file)
+    if charting:
+        chart_file = chart_path or Path.cwd() / f"soak-{options.tag}.png"
+        draw_chart(report.samples, report.kills, chart_file)
+        report.chart_path = str(chart_file)
+    elif not json_output:
+        err_console.print(
+            f"[dim]no chart: matplotlib is not installed ({escape(CHART_EXTRA_HINT)})[/]"
+        )
     _finish(report, run_dir, keep_sessions, json_output)
 
 

@@ -22,21 +22,25 @@ if TYPE_CHECKING:
         BatchScriptError,
         load_batch_script,
     )
-    from ollm_cli.pipeline.harness._load import (
-        LATENCY_GROWTH_THRESHOLD,
-        MEMORY_GROWTH_THRESHOLD,
-        HarnessOptions,
-        LoadHarness,
+    from ollm_cli.pipeline.harness._load_report import (
+        CHART_EXTRA_HINT,
         LoadReport,
         build_report,
+        chart_available,
         draw_chart,
         latency_of_model,
         raise_if_failed,
-        verify,
         write_samples_csv,
     )
+    from ollm_cli.pipeline.harness._load_runner import HarnessOptions, LoadHarness
+    from ollm_cli.pipeline.harness._load_stats import (
+        LATENCY_GROWTH_THRESHOLD,
+        MEMORY_GROWTH_THRESHOLD,
+    )
+    from ollm_cli.pipeline.harness._load_verify import verify
 
 __all__ = [
+    "CHART_EXTRA_HINT",
     "LATENCY_GROWTH_THRESHOLD",
     "MEMORY_GROWTH_THRESHOLD",
     "BatchProgress",
@@ -49,6 +53,7 @@ __all__ = [
     "LoadReport",
     "batch_failure",
     "build_report",
+    "chart_available",
     "draw_chart",
     "latency_of_model",
     "load_batch_script",
@@ -71,18 +76,24 @@ __getattr__ = lazy_exports(
             "BatchScriptError",
             "load_batch_script",
         ),
-        "_load": (
-            "HarnessOptions",
-            "LATENCY_GROWTH_THRESHOLD",
-            "LoadHarness",
+        "_load_report": (
+            "CHART_EXTRA_HINT",
             "LoadReport",
-            "MEMORY_GROWTH_THRESHOLD",
             "build_report",
+            "chart_available",
             "draw_chart",
             "latency_of_model",
             "raise_if_failed",
-            "verify",
             "write_samples_csv",
         ),
+        "_load_runner": (
+            "HarnessOptions",
+            "LoadHarness",
+        ),
+        "_load_stats": (
+            "LATENCY_GROWTH_THRESHOLD",
+            "MEMORY_GROWTH_THRESHOLD",
+        ),
+        "_load_verify": ("verify",),
     },
 )

@@ -22,8 +22,8 @@ from ollm_cli.cli.batch_cmd import stop_runtime
 from ollm_cli.cli.exit_codes import exit_code_for
 from ollm_cli.cli.load_cmd import parse_duration
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.errors import OllmError
-from ollm_cli.pipeline.harness._load import LoadFailedError
+from ollm_cli.pipeline.errors import OllmError, UsageError
+from ollm_cli.pipeline.harness._load_runner import LoadFailedError
 from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.runtime import InProcessRuntime
 from tests.batch.conftest import OLLM_MAIN, REPO, expected_answer, ollm
@@ -254,6 +254,21 @@ def test_soak_command_writes_csv_and_chart(here: Path) -> None:
     assert "ollm soak" in out and "trends" in out
     assert (here / "s.csv").read_text().startswith("elapsed_s,turns,")
     assert (here / "s.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_without_matplotlib_the_soak_writes_its_csv_and_names_the_extra(
+    here: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    code, _, err, error = invoke(
+        "soak", "--duration", "0.5s", "--sample-every", "250ms", "-c", "1", "-t", "1",
+        "--runtime", "inprocess", "--csv", "s.csv",
+    )  # fmt: skip
+    assert code == 0, (error, err)
+    assert (here / "s.csv").is_file() and not list(here.glob("*.png"))
+    assert "ollm-cli[chart]" in " ".join(err.split())
+    code, _, _, error = invoke("soak", "-d", "1", "--runtime", "inprocess", "--chart", "c.png")
+    assert code == 2 and isinstance(error, UsageError) and "ollm-cli[chart]" in (error.hint or "")
 
 
 def test_soak_failure_is_reported_with_exit_code_1(

@@ -18,28 +18,29 @@ from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.errors import OllmError
-from ollm_cli.pipeline.harness._load import (
-    MIN_TREND_SAMPLES,
-    HarnessOptions,
-    HarnessRun,
-    LatencyStats,
-    LoadFailedError,
-    LoadHarness,
+from ollm_cli.pipeline.harness._load_report import (
     LoadReport,
-    Sample,
-    ServiceSample,
-    Transcript,
     build_report,
-    detect_climb,
     draw_chart,
-    missing_in_order,
-    percentile,
     raise_if_failed,
     soak_trends,
-    verify,
-    verify_with,
     write_samples_csv,
 )
+from ollm_cli.pipeline.harness._load_runner import (
+    HarnessOptions,
+    HarnessRun,
+    LoadFailedError,
+    LoadHarness,
+    Sample,
+    ServiceSample,
+)
+from ollm_cli.pipeline.harness._load_stats import (
+    MIN_TREND_SAMPLES,
+    LatencyStats,
+    detect_climb,
+    percentile,
+)
+from ollm_cli.pipeline.harness._load_verify import Transcript, missing_in_order, verify, verify_with
 from ollm_cli.pipeline.records import Session
 from ollm_cli.pipeline.runtime import RuntimeKind, create_runtime
 from tests.batch.conftest import expected_answer, simulated_settings
@@ -379,7 +380,7 @@ def test_short_soak_with_an_injected_actor_kill_loses_nothing(
 
 
 def test_failures_are_described_by_type_and_never_show_a_secret() -> None:
-    from ollm_cli.pipeline.harness._load import _describe
+    from ollm_cli.pipeline.harness._load_runner import _describe
 
     assert _describe(OllmError("the provider stopped", hint="restart it")) == (
         "the provider stopped"

@@ -1,0 +1,301 @@
+"""The report of a load or soak run: figures, trends, the samples' CSV and chart.
+
+The chart needs matplotlib (the ``chart`` extra: ``pip install 'ollm-cli[chart]'``);
+without it the soak still runs and writes its CSV, and says what to install.
+
+Example::
+
+    report = build_report(run, verification)
+    write_samples_csv(run.samples, Path("soak.csv"))
+    raise_if_failed(report)
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.harness._load_runner import (
+    HarnessRun,
+    InboxDepth,
+    KillEvent,
+    LoadFailedError,
+    Sample,
+)
+from ollm_cli.pipeline.harness._load_stats import (
+    LATENCY_GROWTH_THRESHOLD,
+    MEMORY_GROWTH_THRESHOLD,
+    HarnessModel,
+    LatencyStats,
+    Trend,
+    detect_climb,
+)
+from ollm_cli.pipeline.harness._load_verify import Verification
+
+
+class LoadReport(HarnessModel):
+    """What ``ollm load`` and ``ollm soak`` print (and return as JSON)."""
+
+    mode: Literal["load", "soak"]
+    tag: str
+    runtime: str
+    provider: str = ""
+    model_latency_ms: float | None = None
+    conversations: int
+    turns_per_conversation: int
+    concurrency: int
+    warmup_turns: int = 0
+    turns: int
+    failed_turns: int
+    retried_turns: int
+    elapsed_s: float
+    turns_per_s: float
+    latency: LatencyStats
+    inbox: dict[str, InboxDepth]
+    memory_mb: dict[str, float] = Field(default_factory=dict)
+    open_files: dict[str, int] = Field(default_factory=dict)
+    verification: Verification
+    verified: bool
+    kills: list[KillEvent] = Field(default_factory=list)
+    trends: list[Trend] = Field(default_factory=list)
+    samples: list[Sample] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)
+    stopped: bool = False
+    problems: list[str] = Field(default_factory=list)
+    sessions_dir: str | None = None
+    csv_path: str | None = None
+    chart_path: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the run found nothing wrong."""
+        return not self.problems
+
+
+def soak_trends(
+    samples: Sequence[Sample],
+    *,
+    memory_threshold: float = MEMORY_GROWTH_THRESHOLD,
+    latency_threshold: float = LATENCY_GROWTH_THRESHOLD,
+) -> list[Trend]:
+    """The memory trend of each actor process (since its last restart) and the latency trend."""
+    trends: list[Trend] = []
+    names = [s.name for s in samples[-1].services] if samples else []
+    seen_pids: set[int] = set()
+    for name in names:
+        points = [
+            (sample.elapsed_s, svc)
+            for sample in samples
+            for svc in sample.services
+            if svc.name == name and svc.rss_bytes is not None
+        ]
+        if not points:
+            continue
+        pid = points[-1][1].pid
+        if pid is not None and pid in seen_pids:
+            continue  # several services in one process (in-process runtime): judged once
+        if pid is not None:
+            seen_pids.add(pid)
+        since_restart = [(t, svc) for t, svc in points if svc.pid == pid]
+        trend = detect_climb(
+            f"memory:{name}",
+            [t for t, _ in since_restart],
+            [(svc.rss_bytes or 0) / 2**20 for _, svc in since_restart],
+            memory_threshold,
+        )
+        if trend is not None:
+            trends.append(trend)
+    timed = [(s.elapsed_s, s.latency.p95_ms) for s in samples if s.latency.count]
+    latency = detect_climb(
+        "latency:p95", [t for t, _ in timed], [v for _, v in timed], latency_threshold
+    )
+    if latency is not None:
+        trends.append(latency)
+    return trends
+
+
+def build_report(
+    run: HarnessRun,
+    verification: Verification,
+    *,
+    provider: str = "",
+    model_latency_ms: float | None = None,
+    memory_threshold: float = MEMORY_GROWTH_THRESHOLD,
+    latency_threshold: float = LATENCY_GROWTH_THRESHOLD,
+) -> LoadReport:
+    """The report of ``run``; ``problems`` lists every reason it failed."""
+    soak = run.options.duration_s is not None
+    trends = (
+        soak_trends(
+            run.samples, memory_threshold=memory_threshold, latency_threshold=latency_threshold
+        )
+        if soak
+        else []
+    )
+    problems: list[str] = []
+    if not verification.ok:
+        lost = verification.expected_messages - verification.found_messages
+        problems.append(
+            f"{lost} message(s) the harness sent or received are not in the recorded sessions"
+            + (
+                f", {verification.unreadable_sessions} session(s) unreadable"
+                if verification.unreadable_sessions
+                else ""
+            )
+        )
+    if run.failed_turns:
+        problems.append(f"{run.failed_turns} turn(s) failed")
+    for trend in trends:
+        if trend.climbing:
+            problems.append(
+                f"{trend.series} keeps climbing: median {trend.first_half_median} → "
+                f"{trend.second_half_median}, +{trend.projected_growth} over the run "
+                f"(threshold {trend.threshold:.0%})"
+            )
+    last = run.samples[-1].services if run.samples else []
+    return LoadReport(
+        mode="soak" if soak else "load",
+        tag=run.options.tag,
+        runtime=run.runtime_kind,
+        provider=provider,
+        model_latency_ms=model_latency_ms,
+        conversations=run.measured_conversations,
+        turns_per_conversation=run.options.turns,
+        concurrency=run.options.concurrency,
+        warmup_turns=run.options.warmup_turns,
+        turns=len(run.latencies_ms),
+        failed_turns=run.failed_turns,
+        retried_turns=run.retried_turns,
+        elapsed_s=round(run.elapsed_s, 3),
+        turns_per_s=round(len(run.latencies_ms) / run.elapsed_s, 3) if run.elapsed_s else 0.0,
+        latency=LatencyStats.of(run.latencies_ms),
+        inbox=run.inbox,
+        memory_mb={s.name: round(s.rss_bytes / 2**20, 1) for s in last if s.rss_bytes is not None},
+        open_files={s.name: s.open_files for s in last if s.open_files is not None},
+        verification=verification,
+        verified=verification.ok,
+        kills=run.kills,
+        trends=trends,
+        samples=run.samples if soak else [],
+        errors=run.errors,
+        stopped=run.stopped,
+        problems=problems,
+    )
+
+
+def write_samples_csv(samples: Sequence[Sample], path: Path) -> None:
+    """One row per sample: time, throughput, latency, inbox, open files, RSS per actor (MB)."""
+    names = sorted({s.name for sample in samples for s in sample.services})
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(
+            [
+                "elapsed_s",
+                "turns",
+                "failed_turns",
+                "turns_per_s",
+                "p50_ms",
+                "p95_ms",
+                "p99_ms",
+                "inbox_total",
+                "open_files",
+                "kills",
+                *(f"rss_mb:{name}" for name in names),
+            ]
+        )
+        for sample in samples:
+            rss = {s.name: s.rss_bytes for s in sample.services}
+            writer.writerow(
+                [
+                    sample.elapsed_s,
+                    sample.turns,
+                    sample.failed_turns,
+                    sample.turns_per_s,
+                    sample.latency.p50_ms,
+                    sample.latency.p95_ms,
+                    sample.latency.p99_ms,
+                    sample.inbox_total,
+                    sample.open_files_total,
+                    sample.kills,
+                    *(
+                        "" if rss.get(name) is None else round((rss[name] or 0) / 2**20, 2)
+                        for name in names
+                    ),
+                ]
+            )
+
+
+CHART_EXTRA_HINT = "install the chart extra: pip install 'ollm-cli[chart]'"
+
+
+def chart_available() -> bool:
+    """Whether matplotlib (the ``chart`` extra) can be imported."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def draw_chart(samples: Sequence[Sample], kills: Sequence[KillEvent], path: Path) -> None:
+    """A PNG of memory per actor, latency and inbox depth over time (kills marked)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    times = [s.elapsed_s for s in samples]
+    figure, (memory, latency, inbox) = pyplot.subplots(3, 1, figsize=(10, 9), sharex=True)
+    names = sorted({s.name for sample in samples for s in sample.services})
+    for name in names:
+        values = [
+            next(
+                (
+                    (svc.rss_bytes or 0) / 2**20 if svc.rss_bytes is not None else float("nan")
+                    for svc in sample.services
+                    if svc.name == name
+                ),
+                float("nan"),
+            )
+            for sample in samples
+        ]
+        memory.plot(times, values, label=name, linewidth=1)
+    memory.set_ylabel("resident memory (MB)")
+    memory.legend(fontsize="x-small", ncol=3)
+    for key, label in (("p50_ms", "p50"), ("p95_ms", "p95"), ("p99_ms", "p99")):
+        latency.plot(times, [getattr(s.latency, key) for s in samples], label=label)
+    latency.set_ylabel("turn latency (ms)")
+    latency.legend(fontsize="small")
+    inbox.plot(times, [s.inbox_total for s in samples], label="inbox depth (all actors)")
+    inbox.plot(times, [s.open_files_total for s in samples], label="open files")
+    inbox.set_xlabel("elapsed (s)")
+    inbox.legend(fontsize="small")
+    for axis in (memory, latency, inbox):
+        for kill in kills:
+            axis.axvline(kill.elapsed_s, color="red", alpha=0.3, linestyle="--")
+        axis.grid(alpha=0.3)
+    figure.suptitle("ollm soak" + (f" ({len(kills)} actor kill(s), dashed)" if kills else ""))
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    pyplot.close(figure)
+
+
+def raise_if_failed(report: LoadReport) -> None:
+    """Raise :class:`LoadFailedError` listing the problems of ``report``, if any."""
+    if report.problems:
+        raise LoadFailedError(
+            f"{report.mode} {report.tag} failed: " + "; ".join(report.problems),
+            hint="the JSON report (--json) lists missing messages, errors and trends",
+        )
+
+
+def latency_of_model(settings: OllmSettings) -> float | None:
+    """The simulated provider's latency in ms, when the simulated provider answers."""
+    if settings.provider.name == "simulated":
+        return float(settings.provider.simulated.latency_ms)
+    return None

@@ -1,0 +1,408 @@
+"""Load and soak runs: many conversations through the pipeline, sampled as they go.
+
+``ollm load`` runs N conversations of T turns, C at a time, and reports turns
+per second, turn latency percentiles and the actors' inbox depths. ``ollm
+soak`` keeps C conversations going for a duration and samples, every few
+seconds, each actor's resident memory and open files, the inbox depths and
+the latency of the turns of that interval; it can kill an actor every S
+seconds (Ray restarts it), choosing a moment when it is serving a call so
+that the fault hits work in flight, to show that nothing is lost.
+
+A warm-up conversation (``warmup_turns``, not measured) can run first, so
+that loading code and caches in fresh actors does not count as latency. A
+turn that failed because an actor died is retried; its first attempt may have
+left its user message in the session (harmless: verification checks that what
+the harness saw succeed is there, in order).
+
+Example::
+
+    harness = LoadHarness(coordinator, HarnessOptions(conversations=20, turns=3, concurrency=8))
+    run = await harness.run()
+    report = build_report(run, await verify(coordinator.runtime, run.transcripts))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import Annotated, TypeVar
+
+from pydantic import Field, model_validator
+
+from ollm_cli.actors.shell import ShellBase
+from ollm_cli.pipeline.coordinator import Coordinator, TurnResult
+from ollm_cli.pipeline.environment import redact
+from ollm_cli.pipeline.errors import ActorFailedError, OllmError
+from ollm_cli.pipeline.harness._load_stats import HarnessModel, LatencyStats
+from ollm_cli.pipeline.harness._load_verify import MISSING_SHOWN, Exchange, Transcript
+from ollm_cli.pipeline.runtime import Service
+
+logger = logging.getLogger(__name__)
+
+DEPTH_INTERVAL_S = 0.02
+
+SAMPLE_CALL_TIMEOUT_S = 5.0
+
+KILL_WAIT_S = 2.0
+
+_WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
+
+T = TypeVar("T")
+
+
+class LoadFailedError(OllmError):
+    """A load or soak run lost messages, failed turns, or saw memory or latency climb."""
+
+    exit_code = 1
+
+
+class ServiceSample(HarnessModel):
+    """One actor at one sample time (None where the actor did not answer in time)."""
+
+    name: str
+    pid: int | None = None
+    rss_bytes: int | None = None
+    open_files: int | None = None
+    inbox: int = 0
+
+
+class Sample(HarnessModel):
+    """The state of the run at one moment of a soak."""
+
+    elapsed_s: float
+    turns: int
+    failed_turns: int
+    turns_per_s: float
+    latency: LatencyStats
+    services: list[ServiceSample]
+    kills: int = 0
+
+    @property
+    def inbox_total(self) -> int:
+        """Calls in flight or waiting, over every actor."""
+        return sum(s.inbox for s in self.services)
+
+    @property
+    def open_files_total(self) -> int:
+        """Open files over every distinct actor process."""
+        seen: dict[int | None, int] = {}
+        for service in self.services:
+            if service.open_files is not None:
+                seen[service.pid if service.pid is not None else id(service)] = service.open_files
+        return sum(seen.values())
+
+
+class KillEvent(HarnessModel):
+    """An actor the soak killed on purpose."""
+
+    elapsed_s: float
+    service: str
+
+
+class InboxDepth(HarnessModel):
+    """How deep one actor's inbox (calls in flight plus waiting) got."""
+
+    max: int = 0
+    mean: float = 0.0
+
+
+class HarnessOptions(HarnessModel):
+    """What to run: ``conversations`` for a load, ``duration_s`` for a soak."""
+
+    conversations: Annotated[int, Field(ge=1)] | None = None
+    duration_s: Annotated[float, Field(gt=0)] | None = None
+    turns: Annotated[int, Field(ge=1)] = 3
+    warmup_turns: Annotated[int, Field(ge=0)] = 0
+    concurrency: Annotated[int, Field(ge=1)] = 8
+    sample_interval_s: Annotated[float, Field(gt=0)] = 1.0
+    kill_every_s: Annotated[float, Field(gt=0)] | None = None
+    kill_targets: list[str] | None = None
+    actor_retry_s: Annotated[float, Field(ge=0)] = 60.0
+    message_words: Annotated[int, Field(ge=1, le=200)] = 8
+    tag: str = Field(default_factory=lambda: f"load-{uuid.uuid4().hex[:8]}")
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> HarnessOptions:
+        if (self.conversations is None) == (self.duration_s is None):
+            raise ValueError("give either a number of conversations (load) or a duration (soak)")
+        return self
+
+
+@dataclass
+class HarnessRun:
+    """Everything a run measured, before verification."""
+
+    options: HarnessOptions
+    runtime_kind: str
+    elapsed_s: float
+    latencies_ms: list[float]
+    transcripts: list[Transcript]  # the warm-up's too: it is verified like the others
+    measured_conversations: int
+    failed_turns: int
+    retried_turns: int
+    errors: list[str]
+    samples: list[Sample]
+    kills: list[KillEvent]
+    inbox: dict[str, InboxDepth]
+    stopped: bool
+
+
+class LoadHarness:
+    """Drives conversations through a coordinator and measures them."""
+
+    def __init__(
+        self,
+        coordinator: Coordinator,
+        options: HarnessOptions,
+        *,
+        on_turn: Callable[[int], None] | None = None,
+    ) -> None:
+        self.coordinator = coordinator
+        self.runtime = coordinator.runtime
+        self.options = options
+        self.on_turn = on_turn
+        self._latencies: list[tuple[float, float]] = []  # (finished at, ms)
+        self._transcripts: list[Transcript] = []
+        self._warmup: list[Transcript] = []
+        self._failed = 0
+        self._retried = 0
+        self._errors: list[str] = []
+        self._samples: list[Sample] = []
+        self._kills: list[KillEvent] = []
+        self._depth_max: dict[str, int] = {}
+        self._depth_sum: dict[str, int] = {}
+        self._depth_count = 0
+        self._stopping = False
+        self._started = 0.0
+        self._deadline: float | None = None
+
+    def request_stop(self) -> None:
+        """Finish the turns in flight and stop (Ctrl-C)."""
+        self._stopping = True
+
+    def _elapsed(self) -> float:
+        return time.monotonic() - self._started
+
+    def _over(self) -> bool:
+        return self._stopping or (self._deadline is not None and time.monotonic() >= self._deadline)
+
+    async def run(self) -> HarnessRun:
+        """Run the load (or soak) to its end and return what it measured."""
+        if self.options.kill_every_s is not None and self.runtime.kind != "ray":
+            raise OllmError(
+                "--kill-actor-every needs the Ray runtime (in-process services cannot be killed)",
+                hint="drop --runtime inprocess, or drop --kill-actor-every",
+            )
+        if self.options.warmup_turns:
+            await self._conversation(0, warmup=True)  # first calls load code and caches
+        self._started = time.monotonic()
+        if self.options.duration_s is not None:
+            self._deadline = self._started + self.options.duration_s
+        numbers = self._conversation_numbers()
+        background = [asyncio.ensure_future(self._watch_depths())]
+        if self.options.duration_s is not None:
+            background.append(asyncio.ensure_future(self._sample_periodically()))
+        if self.options.kill_every_s is not None:
+            background.append(asyncio.ensure_future(self._kill_periodically()))
+        workers = [
+            asyncio.ensure_future(self._worker(numbers)) for _ in range(self.options.concurrency)
+        ]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+        elapsed = self._elapsed()
+        self._samples.append(await self._sample())
+        count = max(self._depth_count, 1)
+        return HarnessRun(
+            options=self.options,
+            runtime_kind=self.runtime.kind,
+            elapsed_s=elapsed,
+            latencies_ms=[ms for _, ms in self._latencies],
+            transcripts=[t for t in [*self._warmup, *self._transcripts] if t.exchanges],
+            measured_conversations=sum(1 for t in self._transcripts if t.exchanges),
+            failed_turns=self._failed,
+            retried_turns=self._retried,
+            errors=self._errors[:MISSING_SHOWN],
+            samples=self._samples,
+            kills=self._kills,
+            inbox={
+                name: InboxDepth(max=self._depth_max[name], mean=round(total / count, 3))
+                for name, total in self._depth_sum.items()
+            },
+            stopped=self._stopping,
+        )
+
+    def _conversation_numbers(self) -> Iterator[int]:
+        number = 0
+        while self.options.conversations is None or number < self.options.conversations:
+            number += 1
+            yield number
+
+    def _message(self, conversation: int, turn: int) -> str:
+        words = " ".join(
+            _WORDS[(conversation * 7 + turn * 3 + i) % len(_WORDS)]
+            for i in range(self.options.message_words)
+        )
+        return f"[{self.options.tag}] conversation {conversation} turn {turn}: {words}"
+
+    async def _worker(self, numbers: Iterator[int]) -> None:
+        for number in numbers:
+            if self._over():
+                return
+            await self._conversation(number)
+
+    async def _conversation(self, number: int, *, warmup: bool = False) -> None:
+        turns = self.options.warmup_turns if warmup else self.options.turns
+        try:
+            session_id: str = await self._retrying(
+                partial(
+                    self.coordinator.start_session,
+                    title=f"{self.options.tag} {number}",
+                    tags=[self.options.tag],
+                )
+            )
+        except Exception as error:  # counted and reported: a load test outlives its failures
+            self._failed += turns
+            self._errors.append(f"conversation {number} could not start: {_describe(error)}")
+            return
+        transcript = Transcript(session_id=session_id)
+        (self._warmup if warmup else self._transcripts).append(transcript)
+        try:
+            for turn in range(1, turns + 1):
+                if self._over():
+                    return
+                text = self._message(number, turn)
+                started = time.perf_counter()
+                try:
+                    result: TurnResult = await self._retrying(
+                        partial(self.coordinator.run_turn, session_id, text)
+                    )
+                except Exception as error:
+                    self._failed += 1
+                    self._errors.append(f"{session_id} turn {turn}: {_describe(error)}")
+                    continue
+                latency_ms = (time.perf_counter() - started) * 1000
+                transcript.exchanges.append(Exchange(sent=text, answer=result.answer))
+                if warmup:
+                    continue
+                self._latencies.append((time.monotonic(), latency_ms))
+                if self.on_turn is not None:
+                    self.on_turn(len(self._latencies))
+        finally:
+            try:
+                await self._retrying(partial(self.coordinator.end_session, session_id))
+            except Exception as error:
+                logger.warning("ending load session %s failed: %s", session_id, _describe(error))
+
+    async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """Run ``attempt``, again after a pause while an actor restarts (within the budget)."""
+        deadline = time.monotonic() + self.options.actor_retry_s
+        pause = 0.1
+        while True:
+            try:
+                return await attempt()
+            except ActorFailedError:
+                if time.monotonic() + pause > deadline:
+                    raise
+                self._retried += 1
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 2.0)
+
+    # ---------------------------------------------------------- background
+
+    async def _watch_depths(self) -> None:
+        while True:
+            self._depth_count += 1
+            for service in self.runtime.services:
+                depth = service.inflight + service.waiting
+                self._depth_sum[service.name] = self._depth_sum.get(service.name, 0) + depth
+                if depth > self._depth_max.get(service.name, 0):
+                    self._depth_max[service.name] = depth
+                else:
+                    self._depth_max.setdefault(service.name, 0)
+            await asyncio.sleep(DEPTH_INTERVAL_S)
+
+    async def _sample_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self.options.sample_interval_s)
+            self._samples.append(await self._sample())
+
+    async def _sample(self) -> Sample:
+        elapsed = self._elapsed()
+        previous = self._samples[-1].elapsed_s if self._samples else 0.0
+        since = self._started + previous
+        window = [ms for at, ms in self._latencies if at >= since]
+        services = await asyncio.gather(*(self._sample_service(s) for s in self.runtime.services))
+        interval = max(elapsed - previous, 1e-9)
+        return Sample(
+            elapsed_s=round(elapsed, 3),
+            turns=len(self._latencies),
+            failed_turns=self._failed,
+            turns_per_s=round(len(window) / interval, 3),
+            latency=LatencyStats.of(window),
+            services=list(services),
+            kills=len(self._kills),
+        )
+
+    async def _sample_service(self, service: Service) -> ServiceSample:
+        sample = ServiceSample(name=service.name, inbox=service.inflight + service.waiting)
+        with contextlib.suppress(OllmError, TimeoutError):
+            sample.pid = int(
+                await asyncio.wait_for(service.call(ShellBase.ping), SAMPLE_CALL_TIMEOUT_S)
+            )
+            sample.rss_bytes = int(
+                await asyncio.wait_for(service.memory_rss(), SAMPLE_CALL_TIMEOUT_S)
+            )
+            sample.open_files = int(
+                await asyncio.wait_for(service.call(ShellBase.open_files), SAMPLE_CALL_TIMEOUT_S)
+            )
+        return sample
+
+    async def _kill_periodically(self) -> None:
+        assert self.options.kill_every_s is not None
+        targets = [
+            s
+            for s in self.runtime.services
+            if self.options.kill_targets is None or s.name in self.options.kill_targets
+        ]
+        if not targets:
+            raise OllmError(
+                f"no service is named {', '.join(self.options.kill_targets or [])}",
+                hint="name services as `ollm load --json` lists them (recording, provider, ...)",
+            )
+        index = 0
+        while True:
+            await asyncio.sleep(self.options.kill_every_s)
+            if self._over():
+                return
+            target = targets[index % len(targets)]
+            index += 1
+            await self._until_busy(target)
+            logger.info("soak: killing the %s actor", target.name)
+            await target.kill()
+            self._kills.append(KillEvent(elapsed_s=round(self._elapsed(), 3), service=target.name))
+
+    async def _until_busy(self, target: Service) -> None:
+        """Wait (a little) for ``target`` to serve a call, so the kill hits work in flight."""
+        deadline = time.monotonic() + KILL_WAIT_S
+        while target.inflight == 0 and time.monotonic() < deadline and not self._over():
+            await asyncio.sleep(0.002)
+
+
+def _describe(error: Exception) -> str:
+    """What went wrong, for the report: an OllmError's message, else the exception's type too."""
+    if isinstance(error, OllmError):
+        return error.message
+    return redact(f"{type(error).__name__}: {error}")
