@@ -49,7 +49,8 @@ from ollm_cli.config.paths import ensure_private_dir
 from ollm_cli.config.settings import SnapshotSettings
 from ollm_cli.pipeline.atomic_file import write_atomic
 from ollm_cli.pipeline.compression._service import ActiveContext, is_checkpoint
-from ollm_cli.pipeline.errors import InvalidSessionIdError, SessionError
+from ollm_cli.pipeline.errors import SessionError
+from ollm_cli.pipeline.recording import checked_id, is_session_id
 from ollm_cli.pipeline.records import Record, SessionMessage, Timestamp, now_iso
 
 logger = logging.getLogger(__name__)
@@ -64,7 +65,6 @@ INDEX_FILE = "snapshots-index.json"
 OVERRIDE_FILE = "active-context.json"
 LOCK_FILE = ".lock"
 _ID_PATTERN = re.compile(rf"^[0-9a-f]{{{MIN_PREFIX},32}}$")
-_SESSION_PATTERN = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 class SnapshotError(SessionError):
@@ -227,16 +227,6 @@ class SnapshotMap(Record):
     snapshots: dict[str, str] = Field(default_factory=dict)
 
 
-def validate_session_id(session_id: str) -> str:
-    """``session_id`` if it is a canonical session UUID (safe as a folder name)."""
-    if _SESSION_PATTERN.fullmatch(session_id):
-        return session_id
-    raise InvalidSessionIdError(
-        f"{session_id[:60]!r} is not a session id",
-        hint="give the full session id as shown by `ollm sessions list`",
-    )
-
-
 def normalize_snapshot_id(text: str) -> str:
     """A snapshot id or prefix as typed by a user, checked before it names a file."""
     candidate = text.strip().lower().removeprefix("snapshot-")
@@ -265,7 +255,7 @@ class SnapshotManager:
 
     def session_dir(self, session_id: str) -> Path:
         """``{root}/{sessionId}``: a session's snapshots and its restore override."""
-        return self.root / validate_session_id(session_id)
+        return self.root / checked_id(session_id)
 
     def _snapshots_dir(self, session_id: str) -> Path:
         return self.session_dir(session_id) / "snapshots"
@@ -299,7 +289,7 @@ class SnapshotManager:
     def _rebuild_map(self) -> SnapshotMap:
         mapping = SnapshotMap()
         for folder in sorted(self.root.iterdir()) if self.root.is_dir() else []:
-            if not folder.is_dir() or not _SESSION_PATTERN.fullmatch(folder.name):
+            if not folder.is_dir() or not is_session_id(folder.name):
                 continue
             for info in self._read_index(folder.name).snapshots:
                 mapping.snapshots[info.id] = folder.name
@@ -356,7 +346,7 @@ class SnapshotManager:
         context_size: int | None = None,
     ) -> SnapshotInfo:
         """Write a snapshot of ``context``; the oldest beyond ``maxCount`` are removed."""
-        validate_session_id(session_id)
+        checked_id(session_id)
         snapshot_id = self._new_id()
         snapshot = ContextSnapshot.capture(
             snapshot_id,

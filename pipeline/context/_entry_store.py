@@ -24,7 +24,7 @@ from pydantic import TypeAdapter
 from ollm_cli.config.paths import ensure_private_dir
 from ollm_cli.pipeline.atomic_file import write_atomic
 from ollm_cli.pipeline.context._manager import ContextEntry
-from ollm_cli.pipeline.recording import canonical_id
+from ollm_cli.pipeline.recording import checked_id
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class ContextEntryStore:
 
     def path(self, session_id: str) -> Path:
         """The file of ``session_id`` (checked: it can only name a file in the folder)."""
-        return self.folder / f"{canonical_id(session_id)}.json"
+        return self.folder / f"{checked_id(session_id)}.json"
 
     def load(self, session_id: str) -> list[ContextEntry]:
         """The saved entries of ``session_id`` (none when the file is missing or unreadable)."""

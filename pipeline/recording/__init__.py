@@ -23,7 +23,7 @@ if TYPE_CHECKING:
         session_heading,
         transcript,
     )
-    from ollm_cli.pipeline.recording._ids import canonical_id
+    from ollm_cli.pipeline.recording._ids import canonical_id, checked_id, is_session_id
     from ollm_cli.pipeline.recording._index import MARK_END, MARK_START, SearchHit
     from ollm_cli.pipeline.recording._redaction import redact_record
     from ollm_cli.pipeline.recording._store import ChatRecordingService, StoreHealth
@@ -40,7 +40,9 @@ __all__ = [
     "ToolCallView",
     "call_outcome",
     "canonical_id",
+    "checked_id",
     "format_args",
+    "is_session_id",
     "redact_record",
     "render",
     "session_facts",
@@ -63,7 +65,11 @@ __getattr__ = lazy_exports(
             "session_heading",
             "transcript",
         ),
-        "_ids": ("canonical_id",),
+        "_ids": (
+            "canonical_id",
+            "checked_id",
+            "is_session_id",
+        ),
         "_index": (
             "MARK_END",
             "MARK_START",

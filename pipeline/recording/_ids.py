@@ -33,6 +33,20 @@ def is_session_id(value: str) -> bool:
     return len(value) == 36 and _UUID_RE.fullmatch(value) is not None
 
 
+def checked_id(value: str) -> str:
+    """``value`` if it is a canonical session id, else :class:`InvalidSessionIdError`.
+
+    For ids that name a file or folder and come from the program itself: no
+    normalising, so that the path is the one the id names::
+
+        checked_id("0b0e5d4c-2f55-4e43-9a53-0c8d6f0e4a11")   # the same string
+        checked_id("../etc")                                  # InvalidSessionIdError
+    """
+    if is_session_id(value):
+        return value
+    raise InvalidSessionIdError(f"{_shown(value)} is not a session id", hint=_HINT)
+
+
 def canonical_id(value: str) -> str:
     """The canonical form of a full session id, or :class:`InvalidSessionIdError`."""
     text = value.strip().lower()
