@@ -34,6 +34,7 @@ from cli.overrides import (
     apply_overrides,
 )
 from cli.state import loaded_settings
+from cli.trust_cmd import TrustWorkspaceOption, settle_workspace_trust
 from config.settings import OllmSettings
 from pipeline.batch_runner import BatchProgress, BatchReport, BatchRunner, batch_failure
 from pipeline.batch_script import BatchScript, BatchScriptError, load_batch_script
@@ -93,6 +94,7 @@ def batch(
     json_output: Annotated[
         bool, typer.Option("--json", help="Print the report (with every result) as JSON.")
     ] = False,
+    trust_workspace: TrustWorkspaceOption = False,
 ) -> None:
     """Run the conversations of SCRIPT concurrently, each recorded as a session.
 
@@ -105,6 +107,7 @@ def batch(
     130 when stopped before the end.
     """
     loaded = load_batch_script(script, name=name)
+    settle_workspace_trust(flag=trust_workspace, may_ask=False)
     settings = apply_overrides(
         loaded_settings().settings,
         model=model,

@@ -7,6 +7,7 @@ hint on its own line (or as a JSON object under ``--json``).
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -18,6 +19,34 @@ from pipeline.errors import OllmError
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
+
+
+# ESC-introduced sequences: CSI (ESC [ ... final), OSC/DCS/SOS/PM/APC strings (up to BEL
+# or ESC \\), and two-character escapes; then their 8-bit C1 forms; then any other
+# control character but tab and newline.
+_CONTROL = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]?"
+    r"|\x1b[\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+    r"|\x9b[0-?]*[ -/]*[@-~]?"
+    r"|[\x90\x9d\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
+_CONTROL_GATE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def strip_control(text: str) -> str:
+    """``text`` without terminal control sequences: what a title, an answer or a file
+    may hold must never clear the screen, retitle the window or write the clipboard.
+
+    Tab and newline stay; escape sequences (CSI, OSC such as OSC 52, DCS...) go
+    whole, and so does every other C0 and C1 control character::
+
+        strip_control("ok\\x1b]52;c;aGk=\\x07 \\x1b[2Jdone")   # 'ok done'
+    """
+    if _CONTROL_GATE.search(text) is None:
+        return text
+    return _CONTROL.sub("", text)
 
 
 def _redact(text: str) -> str:
@@ -48,8 +77,8 @@ def print_error(error: BaseException, *, as_json: bool = False) -> None:
     """Tell the user what went wrong and what to do, never leaking a secret."""
     message = error.message if isinstance(error, OllmError) else f"{type(error).__name__}: {error}"
     hint = error.hint if isinstance(error, OllmError) else None
-    message = _redact(message)
-    hint = _redact(hint) if hint else None
+    message = strip_control(_redact(message))
+    hint = strip_control(_redact(hint)) if hint else None
     if as_json:
         payload = {"error": message, "hint": hint, "type": type(error).__name__}
         sys.stderr.buffer.write(orjson.dumps(payload) + b"\n")

@@ -26,6 +26,7 @@ from cli.overrides import (
     apply_overrides,
 )
 from cli.state import loaded_settings
+from cli.trust_cmd import TrustWorkspaceOption, settle_workspace_trust
 from pipeline.coordinator import Coordinator, raise_if_stopped
 from pipeline.errors import SessionNotFoundError, UsageError
 from pipeline.events import EventBus, LoopDetectedEvent, PipelineEvent
@@ -71,6 +72,7 @@ def run(
     json_output: Annotated[
         bool, typer.Option("--json", help="With -p: print the turn result as JSON.")
     ] = False,
+    trust_workspace: TrustWorkspaceOption = False,
 ) -> None:
     """Chat with a local model; every message is recorded as it happens.
 
@@ -81,6 +83,7 @@ def run(
     In the chat: Ctrl-C cancels the answer in flight, Ctrl-D or /exit ends the session,
     /help lists the slash commands.
     """
+    settle_workspace_trust(flag=trust_workspace, may_ask=prompt is None)
     settings = apply_overrides(
         loaded_settings().settings,
         model=model,
