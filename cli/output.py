@@ -7,46 +7,53 @@ hint on its own line (or as a JSON object under ``--json``).
 
 from __future__ import annotations
 
-import re
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
 from rich.console import Console
 from rich.markup import escape
+from rich.segment import Segment
 
 from pipeline.errors import OllmError
+from pipeline.terminal_text import strip_control
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
-
-
-# ESC-introduced sequences: CSI (ESC [ ... final), OSC/DCS/SOS/PM/APC strings (up to BEL
-# or ESC \\), and two-character escapes; then their 8-bit C1 forms; then any other
-# control character but tab and newline.
-_CONTROL = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]?"
-    r"|\x1b[\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-    r"|\x1b[ -/]*[0-~]?"
-    r"|\x9b[0-?]*[ -/]*[@-~]?"
-    r"|[\x90\x9d\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
-)
-_CONTROL_GATE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+__all__ = [
+    "SafeConsole",
+    "console",
+    "err_console",
+    "print_error",
+    "print_json",
+    "strip_control",
+    "write_stdout",
+]
 
 
-def strip_control(text: str) -> str:
-    """``text`` without terminal control sequences: what a title, an answer or a file
-    may hold must never clear the screen, retitle the window or write the clipboard.
+class SafeConsole(Console):
+    """A rich console that strips control sequences from every piece of text it prints.
 
-    Tab and newline stay; escape sequences (CSI, OSC such as OSC 52, DCS...) go
-    whole, and so does every other C0 and C1 control character::
-
-        strip_control("ok\\x1b]52;c;aGk=\\x07 \\x1b[2Jdone")   # 'ok done'
+    Rich's own styling and cursor movement (its control segments) pass; text from
+    a model, a tool, a file or an imported session never reaches the terminal
+    with an escape sequence in it (clearing the screen, retitling the window,
+    OSC 52 writing the clipboard).
     """
-    if _CONTROL_GATE.search(text) is None:
-        return text
-    return _CONTROL.sub("", text)
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            segment if segment.control else Segment(strip_control(segment.text), segment.style)
+            for segment in buffer
+        )
+
+
+console: Console = SafeConsole(highlight=False)
+err_console: Console = SafeConsole(stderr=True, highlight=False)
+
+
+def write_stdout(text: str) -> None:
+    """Write text for the user or a pipe to stdout, control sequences stripped."""
+    sys.stdout.write(strip_control(text))
+    sys.stdout.flush()
 
 
 def _redact(text: str) -> str:

@@ -17,7 +17,7 @@ from rich.markup import escape
 from cli.chat_repl import ChatRepl
 from cli.exit_codes import EXIT_CODES_HELP
 from cli.loop_thread import LoopThread
-from cli.output import console, err_console, print_json
+from cli.output import console, err_console, print_json, write_stdout
 from cli.overrides import (
     NoLoopDetectionOption,
     ProviderChoice,
@@ -169,8 +169,7 @@ def _one_turn(
     if json_output:
         print_json(result)
     else:
-        sys.stdout.write(result.answer.rstrip("\n") + "\n")
-        sys.stdout.flush()
+        write_stdout(result.answer.rstrip("\n") + "\n")
         err_console.print(f"[dim]session {session_id[:8]}[/]")
     raise_if_stopped(result)
 

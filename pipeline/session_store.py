@@ -93,6 +93,7 @@ from pipeline.session_index import SearchHit, SessionIndex, SessionView, file_si
 from pipeline.session_journal import JournalEntry, SessionJournal, claim_dead_logs, entries_for
 from pipeline.session_lock import SessionLock, lock_holder
 from pipeline.session_title import clean_title, title_from_text
+from pipeline.terminal_text import has_control
 
 logger = logging.getLogger(__name__)
 
@@ -756,6 +757,11 @@ class SessionStore:
 
     def set_title(self, session_id: str, title: str) -> None:
         """Set the title by hand; it wins over the automatic one from then on."""
+        if has_control(title):
+            raise SessionError(
+                "a session title cannot hold control characters or escape sequences",
+                hint="give plain text; terminals would run escape sequences when listing it",
+            )
         cleaned = clean_title(title)
         if not cleaned:
             raise SessionError("a session title cannot be empty", hint="give a few words")

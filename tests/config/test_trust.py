@@ -191,3 +191,23 @@ def test_an_extension_shipped_inside_an_untrusted_repository_is_not_loaded(
         assert marker.exists()
     finally:
         sys.modules.pop("ext_evil", None)
+
+
+def test_config_show_masks_secrets_in_the_table_and_json(ollm_home: Path) -> None:
+    ollm_home.mkdir(parents=True, exist_ok=True)
+    (ollm_home / "config.yaml").write_text(
+        "provider:\n  ollama:\n    host: http://alice:Hunter2-Zebra@127.0.0.1:11434\n"
+        "hooks:\n  - event: session:start\n"
+        "    command: \"curl -H 'Authorization: Bearer abcdefghijklmnop123456' "
+        'https://x.example/?token=ghp_Zq7Lm2Xp9Rt4Vb8Nc1Kd6Hf3Jg5Ws0Ye2Ua4"\n'
+    )
+    runner = CliRunner()
+    table = runner.invoke(app, ["config", "show"])
+    as_json = runner.invoke(app, ["config", "show", "--json"])
+    assert table.exit_code == 0 and as_json.exit_code == 0
+    for shown in (table.output, as_json.output):
+        for secret in ("Hunter2-Zebra", "abcdefghijklmnop123456", "Zq7Lm2Xp9Rt4Vb8Nc1Kd6"):
+            assert secret not in shown
+        assert "REDACTED" in shown
+    keys = {row["key"]: row["value"] for row in orjson.loads(as_json.output)}
+    assert keys["provider.ollama.host"].startswith("http://alice:[REDACTED")
