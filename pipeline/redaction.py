@@ -121,7 +121,14 @@ def _random_looking(candidate: str) -> bool:
 HIGH_ENTROPY_BITS = 4.2
 #: A bare AWS secret access key (40 characters of base64), found without an anchor.
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
-_AWS_SECRET_GATE = re.compile(r"[A-Za-z0-9/+]{40}")
+
+
+def _has_long_word(text: str, length: int = 40) -> bool:
+    """Whether ``text`` holds a run of ``length`` non-space characters (``str.split`` runs
+    in C; a regular expression tried at every position costs ten times more on prose)."""
+    return any(len(word) >= length for word in text.split())
+
+
 #: A long unbroken token for the value check of environment variables.
 _HIGH_ENTROPY = re.compile(r"[A-Za-z0-9+/=_.~-]{24,}")
 
@@ -332,7 +339,7 @@ def _try(pattern: _Pattern, text: str, at: int, found: list[SecretMatch]) -> int
 def _scan(text: str) -> list[SecretMatch]:
     """Every token-format match in ``text`` (overlaps not yet resolved)."""
     found = _scan_anchored(text)
-    if len(text) >= 40 and _AWS_SECRET_GATE.search(text) is not None:
+    if len(text) >= 40 and _has_long_word(text):
         for match in _AWS_SECRET.finditer(text):
             if _random_looking(match.group(0)):
                 found.append(SecretMatch(kind="aws-secret", start=match.start(), end=match.end()))
