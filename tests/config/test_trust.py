@@ -211,3 +211,48 @@ def test_config_show_masks_secrets_in_the_table_and_json(ollm_home: Path) -> Non
         assert "REDACTED" in shown
     keys = {row["key"]: row["value"] for row in orjson.loads(as_json.output)}
     assert keys["provider.ollama.host"].startswith("http://alice:[REDACTED")
+
+
+def test_an_interactive_run_asks_once_and_remembers(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    import typer
+
+    from cli import state
+    from cli.trust_cmd import settle_workspace_trust
+
+    monkeypatch.chdir(repo)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    asked: list[str] = []
+
+    def confirm(text: str, default: bool = False) -> bool:
+        asked.append(text)
+        return True
+
+    monkeypatch.setattr(typer, "confirm", confirm)
+    settle_workspace_trust(flag=False, may_ask=True)
+    assert len(asked) == 1 and str(repo.resolve()) in asked[0]
+    assert state.loaded_settings().settings.hooks
+    settle_workspace_trust(flag=False, may_ask=True)  # trusted now: no second question
+    assert len(asked) == 1
+    assert load_trusted() == [str(repo.resolve())]
+
+
+def test_declining_keeps_the_keys_ignored(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import typer
+
+    from cli import state
+    from cli.trust_cmd import settle_workspace_trust
+
+    monkeypatch.chdir(repo)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setattr(typer, "confirm", lambda text, default=False: False)
+    settle_workspace_trust(flag=False, may_ask=True)
+    assert state.loaded_settings().settings.hooks == []
+    assert load_trusted() == []
