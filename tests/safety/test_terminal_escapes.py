@@ -74,7 +74,7 @@ def test_every_printing_command_strips_escape_sequences(
 ) -> None:
     buffer = io.StringIO()
     # the real console of the commands, writing to a terminal-like buffer
-    monkeypatch.setattr(output.console, "file", buffer)
+    monkeypatch.setattr(output.console, "_file", buffer)  # "file" would pin sys.stdout after
     monkeypatch.setattr(output.console, "_force_terminal", True)
     out = invoke(*args)
     assert out.exit_code == 0, out.stderr
