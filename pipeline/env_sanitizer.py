@@ -101,7 +101,8 @@ SECRET_WORDS: frozenset[str] = frozenset(
         "token", "tokens", "secret", "secrets", "key", "keys", "apikey", "apikeys",
         "auth", "authtoken", "oauth", "credential", "credentials", "creds", "cred",
         "dsn", "jwt", "cookie", "cookies", "bearer", "privatekey", "secretkey",
-        "accesskey", "sessionkey", "signingkey", "pat", "otp", "totp",
+        "accesskey", "sessionkey", "signingkey", "pat", "otp", "totp", "private",
+        "cert", "certs",
     }
 )  # fmt: skip
 #: Words that make a credential inside a longer segment too (``PGPASSWORD``, ``APPSECRET``).

@@ -57,6 +57,8 @@ TABLE: list[tuple[str, str, bool]] = [
     ("PRIVATE_KEY_PATH", "/k", False),
     ("SSH_KEYS", "x", False),
     ("passphrase", "x", False),
+    ("PRIVATE_STUFF", "x", False),
+    ("SSL_CERT", "/etc/ssl/me.pem", False),
     # values by shape, whatever the name
     ("BACKUP_BLOB", AWS_SECRET, False),
     ("RANDOM_THING", RANDOM_40, False),
@@ -103,6 +105,9 @@ TABLE: list[tuple[str, str, bool]] = [
     ("HISTSIZE", "1000", True),
     ("TZ", "Europe/Paris", True),
     ("LONG_WORDS", "the-quick-brown-fox-jumps-over-the-lazy-dog", True),
+    ("KEYNOTE_SPEAKER", "Dr. Jane Goodall", True),
+    ("CERTIFIED_DIVER", "true", True),
+    ("SAFE_URL", "https://example.com/foo/bar", True),
 ]
 
 
