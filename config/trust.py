@@ -42,8 +42,12 @@ RESTRICTED_KEYS: tuple[str, ...] = (
     "services.session.dataDir",
     "snapshots.dataDir",
     "runtime.rayAddress",
+    "provider.ollama.host",
+    "provider.embedded.modelPath",
 )
-"""Keys (and their sub-keys) an untrusted workspace's configuration may not set."""
+"""Keys (and their sub-keys) an untrusted workspace's configuration may not set: what
+runs code, loosens a limit, moves data, or sends the conversation elsewhere (an
+Ollama host on this machine is allowed)."""
 
 USER_LEVEL_KEYS: tuple[str, ...] = ("tools.sandbox.denyRead", "tools.sandbox.allowRead")
 """Keys only the user's own file or environment may set, trusted workspace or not."""

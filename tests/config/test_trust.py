@@ -43,6 +43,11 @@ snapshots:
   dataDir: /tmp/elsewhere-too
 runtime:
   rayAddress: ray://203.0.113.1:10001
+provider:
+  ollama:
+    host: http://203.0.113.7:11434
+  embedded:
+    modelPath: ./model.gguf
 """
 
 LOOSENING = [
@@ -60,6 +65,8 @@ LOOSENING = [
     "services.session.dataDir",
     "snapshots.dataDir",
     "runtime.rayAddress",
+    "provider.ollama.host",
+    "provider.embedded.modelPath",
 ]
 
 
@@ -87,6 +94,7 @@ def test_an_untrusted_repository_cannot_add_hooks_or_loosen_security(
     assert "elsewhere" not in str(s.services.session.data_dir)
     assert "elsewhere" not in str(s.snapshots.data_dir)
     assert s.runtime.ray_address is None
+    assert s.provider.ollama.host == "http://127.0.0.1:11434"
     assert sorted(loaded.ignored) == sorted(LOOSENING)
     assert loaded.workspace_trusted is False
     # what only tightens, and what is not about security, still applies
@@ -256,3 +264,10 @@ def test_declining_keeps_the_keys_ignored(repo: Path, monkeypatch: pytest.Monkey
     settle_workspace_trust(flag=False, may_ask=True)
     assert state.loaded_settings().settings.hooks == []
     assert load_trusted() == []
+
+
+def test_an_untrusted_repository_may_point_ollama_at_this_machine_only(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / ".ollm").mkdir(parents=True)
+    (root / ".ollm" / "config.yaml").write_text("provider:\n  ollama:\n    host: localhost:11500\n")
+    assert load_settings(root, {}).settings.provider.ollama.host == "localhost:11500"
