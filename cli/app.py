@@ -22,6 +22,7 @@ from ollm_cli.cli import (
     run_cmd,
     sessions_cmd,
     snapshots_cmd,
+    trust_cmd,
 )
 from ollm_cli.cli.exit_codes import EXIT_CODES_HELP, exit_code_for
 from ollm_cli.cli.output import print_error
@@ -42,6 +43,7 @@ app = typer.Typer(
 run_cmd.register(app)
 batch_cmd.register(app)
 load_cmd.register(app)
+trust_cmd.register(app)
 app.add_typer(sessions_cmd.app, name="sessions")
 app.add_typer(snapshots_cmd.app, name="snapshots")
 app.add_typer(config_cmd.app, name="config")
