@@ -349,6 +349,118 @@ def bench_context(repeats: int) -> None:
     print(f"  additions: {len(text)} chars")
 
 
+# -- issue 14: sanitizer and redactor cost per turn, before and after -------------------------
+
+ISSUE14_BASELINE = "3f0669b"
+"""The commit before issue 14's secret detection (names by segment, value shapes, copies)."""
+
+
+def _module_at(commit: str, path: str, name: str, overrides: dict[str, Any]) -> Any:
+    """The module ``path`` as it was at ``commit`` (read with git), or None without git."""
+    import subprocess
+    import sys
+    import types
+
+    try:
+        source = subprocess.run(
+            ["git", "show", f"{commit}:{path}"], capture_output=True, check=True, text=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    module = types.ModuleType(name)
+    module.__file__ = path
+    saved = {key: sys.modules.get(key) for key in overrides}
+    sys.modules.update(overrides)
+    sys.modules[name] = module
+    try:
+        exec(compile(source, path, "exec"), module.__dict__)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                sys.modules.pop(key, None)
+            else:
+                sys.modules[key] = value
+        sys.modules.pop(name, None)
+    return module
+
+
+def bench_issue14_turn(repeats: int) -> None:
+    """Redaction of one turn's records (a 4 KB answer) and one sanitized environment."""
+    rng = random.Random(14)
+    user = _prose(rng, 30) + " connect to postgres://app:Sup3rS3cr3t@db/prod please"
+    answer = _prose(rng, 700)[:4096]
+    tool_result = "\n".join(_prose(rng, 12) for _ in range(25))[:2048]
+    env = _environment(random.Random(11))
+    old_redaction = _module_at(ISSUE14_BASELINE, "pipeline/redaction.py", "bench_old_redaction", {})
+    old_sanitizer = (
+        _module_at(
+            ISSUE14_BASELINE,
+            "pipeline/env_sanitizer.py",
+            "bench_old_env_sanitizer",
+            {"ollm_cli.pipeline.environment._redaction": old_redaction},
+        )
+        if old_redaction is not None
+        else None
+    )
+    rounds = 200
+    sizes = f"user {len(user)} B, answer {len(answer)} B, tool {len(tool_result)} B"
+    print(f"Issue 14: cost per turn ({sizes})")
+    if old_redaction is None or old_sanitizer is None:
+        print(f"  (no git history here: the before figures of {ISSUE14_BASELINE} are skipped)")
+
+    def redact_turn(redactor: Any) -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(rounds):
+                redactor.redact(user)
+                redactor.redact(answer)
+                redactor.redact(tool_result)
+
+        return run
+
+    def answer_only(redactor: Any) -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(rounds):
+                redactor.redact(answer)
+
+        return run
+
+    def sanitize(sanitizer: Any) -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(rounds):
+                sanitizer.sanitize(env)
+
+        return run
+
+    learned = Redactor()
+    learned.redact(" ".join(f"password is Zq{i}x-{i * 7919}-Lm" for i in range(20)))
+    after_turn = _median_us(redact_turn(learned), rounds, repeats)
+    after_answer = _median_us(answer_only(learned), rounds, repeats)
+    after_env = _median_us(sanitize(EnvironmentSanitizationService()), rounds, repeats)
+    if old_redaction is not None and old_sanitizer is not None:
+        before_turn = _median_us(redact_turn(old_redaction.Redactor()), rounds, repeats)
+        before_answer = _median_us(answer_only(old_redaction.Redactor()), rounds, repeats)
+        before_env = _median_us(
+            sanitize(old_sanitizer.EnvironmentSanitizationService()), rounds, repeats
+        )
+        _row("redact a turn's records, before", before_turn, unit="µs/turn")
+        _row("redact a turn's records, after (20 learned)", after_turn, before_turn, "µs/turn")
+        _row("redact the 4 KB answer, before", before_answer, unit="µs/turn")
+        _row("redact the 4 KB answer, after", after_answer, before_answer, "µs/turn")
+        _row("sanitize 80 variables, before", before_env, unit="µs/env")
+        _row("sanitize 80 variables, after", after_env, before_env, "µs/env")
+        added_ms = (after_answer - before_answer) / 1000
+        verdict = "within" if added_ms <= 1.0 else "OVER"
+        print(f"  redaction added {added_ms:.3f} ms to the 4 KB answer's turn ({verdict} 1 ms)")
+    else:
+        _row("redact a turn's records (20 learned)", after_turn, unit="µs/turn")
+        _row("redact the 4 KB answer", after_answer, unit="µs/turn")
+        _row("sanitize 80 variables", after_env, unit="µs/env")
+        print(f"  redaction costs {after_answer / 1000:.3f} ms on the 4 KB answer (limit 1 ms)")
+
+
+# -- end of issue 14's block --------------------------------------------------------------------
+
+
 def main(argv: list[str] | None = None) -> None:
     """Measure and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
@@ -363,6 +475,8 @@ def main(argv: list[str] | None = None) -> None:
     bench_redactor(options.repeats)
     print()
     bench_context(options.repeats)
+    print()
+    bench_issue14_turn(options.repeats)
 
 
 if __name__ == "__main__":

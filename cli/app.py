@@ -51,6 +51,14 @@ COMMANDS: dict[str, CommandSpec] = {
         "load_cmd",
         "Keep a steady load for a duration, sampling memory, files, inboxes and latency.",
     ),
+    "trust": CommandSpec(
+        "trust_cmd",
+        "Trust a folder: its .ollm/config.yaml may then set hooks and security settings.",
+    ),
+    "untrust": CommandSpec(
+        "trust_cmd",
+        "Stop trusting a folder: its .ollm/config.yaml loses hooks and security settings again.",
+    ),
     "sessions": CommandSpec(
         "sessions_cmd",
         "List, read, search, export, organise and delete recorded sessions.",

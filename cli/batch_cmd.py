@@ -34,6 +34,7 @@ from ollm_cli.cli.overrides import (
     apply_overrides,
 )
 from ollm_cli.cli.state import loaded_settings
+from ollm_cli.cli.trust_cmd import TrustWorkspaceOption, settle_workspace_trust
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.harness import (
@@ -100,6 +101,7 @@ def batch(
     json_output: Annotated[
         bool, typer.Option("--json", help="Print the report (with every result) as JSON.")
     ] = False,
+    trust_workspace: TrustWorkspaceOption = False,
 ) -> None:
     """Run the conversations of SCRIPT concurrently, each recorded as a session.
 
@@ -112,6 +114,7 @@ def batch(
     130 when stopped before the end.
     """
     loaded = load_batch_script(script, name=name)
+    settle_workspace_trust(flag=trust_workspace, may_ask=False)
     settings = apply_overrides(
         loaded_settings().settings,
         model=model,

@@ -31,14 +31,31 @@ def _shown(value: Any) -> str:
     return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
+def redacted_value(key: str, value: Any) -> Any:
+    """``value`` with every secret masked: token shapes, passwords in URLs, tokens in
+    hook commands, and the whole value of a key whose name is a credential's."""
+    from ollm_cli.pipeline.environment import redact, secret_name_word
+
+    if isinstance(value, str):
+        last = key.rsplit(".", 1)[-1]
+        if value and secret_name_word(last) is not None:
+            return "[REDACTED]"
+        return redact(value)
+    if isinstance(value, list):
+        return [redacted_value(key, item) for item in value]
+    if isinstance(value, dict):
+        return {k: redacted_value(f"{key}.{k}", v) for k, v in value.items()}
+    return value
+
+
 @app.command("show")
 def show(json_output: JsonOption = False) -> None:
-    """Print every setting in effect and the layer that set it.
+    """Print every setting in effect and the layer that set it (secrets masked).
 
     Example: `ollm config show --json | jq '.[] | select(.source != "default")'`
     """
     loaded = loaded_settings()
-    items = effective_items(loaded)
+    items = [(k, redacted_value(k, v), source) for k, v, source in effective_items(loaded)]
     if json_output:
         print_json([{"key": k, "value": v, "source": s} for k, v, s in items])
         return

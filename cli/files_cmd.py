@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
-from ollm_cli.cli.output import console, err_console, print_json
+from ollm_cli.cli.output import console, err_console, print_json, write_stdout
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.pipeline.discovery import DiscoveryOptions, DiscoveryResult, FileDiscoveryService
 
@@ -138,5 +137,4 @@ def files(
         console.print(table)
         return
     if result.files:
-        sys.stdout.write("\n".join(result.files) + "\n")
-        sys.stdout.flush()
+        write_stdout("\n".join(result.files) + "\n")

@@ -8,16 +8,52 @@ hint on its own line (or as a JSON object under ``--json``).
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
 from rich.console import Console
 from rich.markup import escape
+from rich.segment import Segment
 
 from ollm_cli.pipeline.errors import OllmError
+from ollm_cli.pipeline.terminal_text import strip_control
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+__all__ = [
+    "SafeConsole",
+    "console",
+    "err_console",
+    "print_error",
+    "print_json",
+    "strip_control",
+    "write_stdout",
+]
+
+
+class SafeConsole(Console):
+    """A rich console that strips control sequences from every piece of text it prints.
+
+    Rich's own styling and cursor movement (its control segments) pass; text from
+    a model, a tool, a file or an imported session never reaches the terminal
+    with an escape sequence in it (clearing the screen, retitling the window,
+    OSC 52 writing the clipboard).
+    """
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            segment if segment.control else Segment(strip_control(segment.text), segment.style)
+            for segment in buffer
+        )
+
+
+console: Console = SafeConsole(highlight=False)
+err_console: Console = SafeConsole(stderr=True, highlight=False)
+
+
+def write_stdout(text: str) -> None:
+    """Write text for the user or a pipe to stdout, control sequences stripped."""
+    sys.stdout.write(strip_control(text))
+    sys.stdout.flush()
 
 
 def _redact(text: str) -> str:
@@ -48,8 +84,8 @@ def print_error(error: BaseException, *, as_json: bool = False) -> None:
     """Tell the user what went wrong and what to do, never leaking a secret."""
     message = error.message if isinstance(error, OllmError) else f"{type(error).__name__}: {error}"
     hint = error.hint if isinstance(error, OllmError) else None
-    message = _redact(message)
-    hint = _redact(hint) if hint else None
+    message = strip_control(_redact(message))
+    hint = strip_control(_redact(hint)) if hint else None
     if as_json:
         payload = {"error": message, "hint": hint, "type": type(error).__name__}
         sys.stderr.buffer.write(orjson.dumps(payload) + b"\n")

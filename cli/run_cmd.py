@@ -17,7 +17,7 @@ from rich.markup import escape
 from ollm_cli.cli.chat_repl import ChatRepl
 from ollm_cli.cli.exit_codes import EXIT_CODES_HELP
 from ollm_cli.cli.loop_thread import LoopThread
-from ollm_cli.cli.output import console, err_console, print_json
+from ollm_cli.cli.output import console, err_console, print_json, write_stdout
 from ollm_cli.cli.overrides import (
     NoLoopDetectionOption,
     ProviderChoice,
@@ -26,6 +26,7 @@ from ollm_cli.cli.overrides import (
     apply_overrides,
 )
 from ollm_cli.cli.state import loaded_settings
+from ollm_cli.cli.trust_cmd import TrustWorkspaceOption, settle_workspace_trust
 from ollm_cli.pipeline.coordinator import Coordinator, raise_if_stopped
 from ollm_cli.pipeline.errors import SessionNotFoundError, UsageError
 from ollm_cli.pipeline.events import EventBus, LoopDetectedEvent, PipelineEvent
@@ -71,6 +72,7 @@ def run(
     json_output: Annotated[
         bool, typer.Option("--json", help="With -p: print the turn result as JSON.")
     ] = False,
+    trust_workspace: TrustWorkspaceOption = False,
 ) -> None:
     """Chat with a local model; every message is recorded as it happens.
 
@@ -81,6 +83,7 @@ def run(
     In the chat: Ctrl-C cancels the answer in flight, Ctrl-D or /exit ends the session,
     /help lists the slash commands.
     """
+    settle_workspace_trust(flag=trust_workspace, may_ask=prompt is None)
     settings = apply_overrides(
         loaded_settings().settings,
         model=model,
@@ -166,8 +169,7 @@ def _one_turn(
     if json_output:
         print_json(result)
     else:
-        sys.stdout.write(result.answer.rstrip("\n") + "\n")
-        sys.stdout.flush()
+        write_stdout(result.answer.rstrip("\n") + "\n")
         err_console.print(f"[dim]session {session_id[:8]}[/]")
     raise_if_stopped(result)
 

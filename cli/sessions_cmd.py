@@ -33,7 +33,14 @@ from rich.table import Table
 from rich.text import Text
 
 from ollm_cli.cli.exit_codes import EXIT_CODES_HELP, USAGE
-from ollm_cli.cli.output import console, err_console, print_error, print_json
+from ollm_cli.cli.output import (
+    console,
+    err_console,
+    print_error,
+    print_json,
+    strip_control,
+    write_stdout,
+)
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.pipeline.errors import (
     OllmError,
@@ -371,6 +378,8 @@ def view(
                     f"cannot read the file of session {session.session_id}: {exc.strerror}",
                     hint="`ollm sessions view ID --json` prints the session as the store has it",
                 ) from None
+            if sys.stdout.isatty():  # a hand-edited file may hold raw escape bytes
+                data = strip_control(data.decode("utf-8", "replace")).encode()
             sys.stdout.buffer.write(data if data.endswith(b"\n") else data + b"\n")
             sys.stdout.flush()
             return
@@ -404,8 +413,7 @@ def export(
         session = store.get_session(session_id)
     text = render(session, fmt)
     if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        write_stdout(text)
         return
     if output.exists() and not force:
         raise SessionError(

@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_SOURCE = "default"
 ENV_PREFIX = "OLLM_"
-_NOT_CONFIG = {"OLLM_HOME", "OLLM_LOG_LEVEL", "OLLM_NO_RAY"}
+_NOT_CONFIG = {"OLLM_HOME", "OLLM_LOG_LEVEL", "OLLM_NO_RAY", "OLLM_TRUST_WORKSPACE"}
 _SHORT_FORMS = {
     "OLLM_MODEL": ("provider", "model"),
     "OLLM_PROVIDER": ("provider", "name"),
@@ -51,6 +51,9 @@ class LoadedSettings:
     settings: OllmSettings
     sources: dict[str, str] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
+    workspace_trusted: bool = True
+    ignored: list[str] = field(default_factory=list)
+    """Keys of the workspace file left out because the folder is not trusted."""
 
     def source_of(self, dotted_key: str) -> str:
         """Where ``dotted_key`` (camelCase, e.g. ``services.compression.threshold``) came from."""
@@ -67,16 +70,111 @@ def _redact(text: str) -> str:
     return redact(text)
 
 
+MAX_CONFIG_BYTES = 1024 * 1024
+"""A config file larger than this is refused (they are a few hundred bytes)."""
+MAX_YAML_DEPTH = 64
+"""Deeper nesting than this is refused before it reaches the parser's recursion."""
+MAX_YAML_NODES = 100_000
+"""A document that expands (aliases included) to more nodes than this is refused."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """A safe loader that refuses deep nesting and alias bombs before building anything."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise _YamlLimit(f"it is nested more than {MAX_YAML_DEPTH} levels deep")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+class _YamlLimit(Exception):
+    """A YAML document beyond the loader's bounds."""
+
+
+def _expanded_size(node: yaml.Node) -> int:
+    """How many nodes ``node`` stands for once every alias is expanded (memoised)."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(node, False)]
+    while stack:
+        current, children_done = stack.pop()
+        key = id(current)
+        if key in sizes:
+            continue
+        children: list[yaml.Node] = []
+        if isinstance(current, yaml.SequenceNode):
+            children = list(current.value)
+        elif isinstance(current, yaml.MappingNode):
+            children = [part for pair in current.value for part in pair]
+        if children_done:
+            total = 1 + sum(sizes[id(child)] for child in children)
+            sizes[key] = min(total, MAX_YAML_NODES + 1)
+            continue
+        stack.append((current, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+    return sizes[id(node)]
+
+
+def parse_yaml(text: str) -> Any:
+    """``text`` parsed as YAML with bounded nesting and alias expansion.
+
+    Raises ``yaml.YAMLError`` for bad syntax and :class:`_YamlLimit` past a bound.
+    """
+    loader = _BoundedLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node) > MAX_YAML_NODES:
+            raise _YamlLimit(
+                f"it expands to more than {MAX_YAML_NODES} values (aliases repeated "
+                f"inside aliases, a 'billion laughs')"
+            )
+        return loader.construct_document(node)
+    except RecursionError:
+        raise _YamlLimit("it is nested too deeply") from None
+    except ValueError:  # int() past Python's digit limit, for one
+        raise _YamlLimit("it holds a number with thousands of digits") from None
+    finally:
+        loader.dispose()
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise ConfigError(
             f"cannot read config file {path}: {exc.strerror}",
             hint="check the file's permissions, or move it away to use the defaults",
         ) from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"config file {path} is larger than {MAX_CONFIG_BYTES // 1024} KiB",
+            hint="a config file holds a few settings; check that this is the right file",
+        )
     try:
-        data = yaml.safe_load(text)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {path} is not valid UTF-8 (bad byte at offset {exc.start})",
+            hint="save it as UTF-8 text, or move it away to use the defaults",
+        ) from None
+    try:
+        data = parse_yaml(text)
+    except _YamlLimit as exc:
+        raise ConfigError(
+            f"config file {path} is refused: {exc}",
+            hint="a config file is a few levels of keys; write it out without deep "
+            "nesting or repeated aliases",
+        ) from None
     except yaml.YAMLError as exc:
         where = ""
         mark = getattr(exc, "problem_mark", None)
@@ -147,19 +245,51 @@ def _resolve_env_path(segments: list[str]) -> tuple[str, ...] | None:
     return tuple(keys)
 
 
+MAX_ENV_VALUE = 64 * 1024
+
+
+def _check_env_text(name: str, raw: str) -> None:
+    """An ``OLLM_*`` value must be UTF-8 text of a sane length."""
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(
+            f"environment variable {name} is not valid UTF-8",
+            hint=f"set {name} to UTF-8 text, or unset it",
+        ) from None
+    if len(raw) > MAX_ENV_VALUE:
+        raise ConfigError(
+            f"environment variable {name} is longer than {MAX_ENV_VALUE // 1024} KiB",
+            hint=f"check the value of {name}",
+        )
+
+
 def _env_layer(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     layer: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for name in sorted(env):
         if not name.startswith(ENV_PREFIX) or name in _NOT_CONFIG:
             continue
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError(
+                "an OLLM_ environment variable has a name that is not valid UTF-8",
+                hint="unset it (`env | grep -a ^OLLM_` lists them)",
+            ) from None
         path = _SHORT_FORMS.get(name) or _resolve_env_path(name[len(ENV_PREFIX) :].split("__"))
         if path is None:
             logger.warning("ignoring environment variable %s: it names no config key", name)
             continue
         raw = env[name]
+        _check_env_text(name, raw)
         try:
-            value = yaml.safe_load(raw) if raw.strip() else raw
+            value = parse_yaml(raw) if raw.strip() else raw
+        except _YamlLimit as exc:
+            raise ConfigError(
+                f"environment variable {name} is refused: {exc}",
+                hint=f"give {name} a plain value (a number, a word, a short [list])",
+            ) from None
         except yaml.YAMLError:
             value = raw
         if isinstance(value, dict):
@@ -194,13 +324,79 @@ def _format_validation_error(exc: ValidationError, loaded: LoadedSettings) -> Co
     )
 
 
+_APPROVAL_RANK = {"allow": 0, "ask": 1, "deny": 2}
+
+
+def _tightens(dotted: str, value: Any, base: Mapping[str, Any]) -> bool:
+    """Whether setting ``dotted`` to ``value`` only makes things stricter than ``base``."""
+    current = base.get(dotted)
+    if dotted.startswith("tools.approval.") or dotted == "tools.defaultApproval":
+        if current is None and dotted.startswith("tools.approval."):
+            current = base.get("tools.defaultApproval", "ask")
+        return (
+            isinstance(value, str)
+            and value in _APPROVAL_RANK
+            and _APPROVAL_RANK[value] >= _APPROVAL_RANK.get(str(current), 2)
+        )
+    if dotted in ("tools.sandbox.network", "tools.sandbox.allowUnsandboxed"):
+        return value is False
+    if dotted == "services.session.redactSecrets":
+        return value is True
+    if dotted == "provider.ollama.host":
+        return isinstance(value, str) and _loopback(value)
+    if dotted.startswith("tools.sandbox.") and isinstance(current, int | float):
+        return (
+            isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= current
+        )
+    return False
+
+
+def _loopback(url: str) -> bool:
+    """Whether ``url`` names this machine (the conversation does not leave it)."""
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(url if "://" in url else f"http://{url}").hostname or ""
+    except ValueError:
+        return False
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _untrusted_layer(
+    layer: dict[str, Any], base: Mapping[str, Any], *, trusted: bool
+) -> tuple[dict[str, Any], list[str]]:
+    """The workspace ``layer`` without the keys it may not set, and those keys."""
+    from ollm_cli.config.trust import restricted
+
+    kept: dict[str, Any] = {}
+    ignored: list[str] = []
+    for dotted, value in _flatten(layer).items():
+        if restricted(dotted, trusted=trusted) and (trusted or not _tightens(dotted, value, base)):
+            ignored.append(dotted)
+            continue
+        cursor = kept
+        parts = dotted.split(".")
+        for key in parts[:-1]:
+            cursor = cursor.setdefault(key, {})
+        cursor[parts[-1]] = value
+    return kept, ignored
+
+
 def load_settings(
     workspace: Path | None = None,
     env: Mapping[str, str] | None = None,
     *,
     user_file: Path | None = None,
+    trusted: bool | None = None,
 ) -> LoadedSettings:
-    """Load the effective settings, raising :class:`ConfigError` for a bad layer."""
+    """Load the effective settings, raising :class:`ConfigError` for a bad layer.
+
+    ``trusted`` says whether the workspace's own file may set security keys
+    (:data:`ollm_cli.config.trust.RESTRICTED_KEYS`); by default the trusted folders list
+    (and ``OLLM_TRUST_WORKSPACE=1``) decide.
+    """
+    from ollm_cli.config.trust import TRUST_ENV, is_trusted
+
     environ = os.environ if env is None else env
     user = user_file or user_config_path()
     workspace_file = workspace_config_path(workspace)
@@ -213,6 +409,17 @@ def load_settings(
             continue
         seen.add(resolved)
         layer = _read_yaml(path)
+        if path is workspace_file:
+            if trusted is None:
+                trusted = environ.get(TRUST_ENV, "") == "1" or is_trusted(
+                    workspace or Path.cwd(), env=dict(environ)
+                )
+            base = _flatten(OllmSettings().model_dump(mode="json", by_alias=True))
+            base.update(_flatten(merged))
+            layer, loaded.ignored = _untrusted_layer(layer, base, trusted=trusted)
+            loaded.workspace_trusted = trusted
+            if loaded.ignored:
+                _warn_ignored(workspace_file, workspace or Path.cwd(), loaded.ignored, trusted)
         _merge(merged, layer)
         for dotted in _flatten(layer):
             loaded.sources[dotted] = str(path)
@@ -224,6 +431,24 @@ def load_settings(
     except ValidationError as exc:
         raise _format_validation_error(exc, loaded) from None
     return loaded
+
+
+def _warn_ignored(path: Path, workspace: Path, keys: list[str], trusted: bool) -> None:
+    if trusted:
+        logger.warning(
+            "%s: ignored %s: only your own config file (%s) may set them",
+            path,
+            ", ".join(keys),
+            user_config_path(),
+        )
+        return
+    logger.warning(
+        "%s: this folder is not trusted, so its config may not set %s (ignored). If you "
+        "trust this repository, run `ollm trust %s` (or pass --trust-workspace for one run)",
+        path,
+        ", ".join(keys),
+        workspace.resolve(),
+    )
 
 
 def effective_items(loaded: LoadedSettings) -> list[tuple[str, Any, str]]:

@@ -18,6 +18,7 @@ import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import pathspec
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -54,6 +55,9 @@ DEFAULT_BUILTIN_IGNORES: tuple[str, ...] = (
     ".cache",
 )
 
+_MAX_TOKENS = 10_000_000
+"""No model has a window or an answer longer than this many tokens."""
+
 _ENV_PATTERN = re.compile(r"^[A-Za-z0-9_*?\[\]!-]+$")
 
 
@@ -65,6 +69,7 @@ class ConfigModel(BaseModel):
         populate_by_name=True,
         extra="forbid",
         validate_assignment=True,
+        allow_inf_nan=False,
     )
 
 
@@ -105,11 +110,32 @@ def keep_valid_patterns(
     return patterns
 
 
+def check_host_url(value: str) -> str:
+    """``value`` if it is an http(s) URL or a bare ``host[:port]``; else ``ValueError``.
+
+    The message never repeats a password the URL may hold.
+    """
+    text = value.strip()
+    if not text or any(ord(c) < 0x20 or c.isspace() or ord(c) == 0x7F for c in text):
+        raise ValueError("must be a URL such as http://127.0.0.1:11434 (no spaces)")
+    parts = urlsplit(text if "://" in text else f"http://{text}")
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"must be an http:// or https:// URL, not {parts.scheme}://")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError("has a port that is not a number from 0 to 65535") from None
+    if not parts.hostname:
+        raise ValueError("names no host (expected http://HOST:PORT)")
+    del port
+    return text
+
+
 class SessionSettings(ConfigModel):
     """``services.session``: where and how sessions are recorded."""
 
     data_dir: Path = Field(default_factory=lambda: ollm_home() / "sessions")
-    max_sessions: Annotated[int, Field(ge=0)] = 100
+    max_sessions: Annotated[int, Field(ge=0, le=1_000_000)] = 100
     auto_save: bool = True
     """Bring a session's file up to date after its turns (off: only when it is closed).
     Either way every record is durable in the journal the moment it is acknowledged."""
@@ -131,18 +157,18 @@ class CompressionSettings(ConfigModel):
     enabled: bool = True
     threshold: Annotated[float, Field(gt=0, le=1)] = 0.8
     strategy: Literal["summarize", "truncate", "hybrid"] = "hybrid"
-    preserve_recent: Annotated[int, Field(ge=0)] = 4096
-    summary_max_tokens: Annotated[int, Field(ge=16)] = 1024
-    response_reserve: Annotated[int, Field(ge=0)] = 1024
-    max_failures: Annotated[int, Field(ge=1)] = 3
+    preserve_recent: Annotated[int, Field(ge=0, le=_MAX_TOKENS)] = 4096
+    summary_max_tokens: Annotated[int, Field(ge=16, le=_MAX_TOKENS)] = 1024
+    response_reserve: Annotated[int, Field(ge=0, le=_MAX_TOKENS)] = 1024
+    max_failures: Annotated[int, Field(ge=1, le=1000)] = 3
 
 
 class LoopDetectionSettings(ConfigModel):
     """``services.loopDetection``: catching runaway tool calls and output."""
 
     enabled: bool = True
-    max_turns: Annotated[int, Field(ge=1)] = 50
-    repeat_threshold: Annotated[int, Field(ge=2)] = 3
+    max_turns: Annotated[int, Field(ge=1, le=100_000)] = 50
+    repeat_threshold: Annotated[int, Field(ge=2, le=1000)] = 3
     output_similarity: Annotated[float, Field(gt=0, le=1)] = 0.9
     max_cycle_period: Annotated[int, Field(ge=1, le=10)] = 5
     on_detect: Literal["nudge", "stop"] = "nudge"
@@ -151,10 +177,10 @@ class LoopDetectionSettings(ConfigModel):
 class FileDiscoverySettings(ConfigModel):
     """``services.fileDiscovery``: which project files the model sees."""
 
-    max_depth: Annotated[int, Field(ge=0)] = 10
+    max_depth: Annotated[int, Field(ge=0, le=1000)] = 10
     follow_symlinks: bool = False
     builtin_ignores: list[str] = Field(default_factory=lambda: list(DEFAULT_BUILTIN_IGNORES))
-    max_files: Annotated[int, Field(ge=1)] = 100_000
+    max_files: Annotated[int, Field(ge=1, le=100_000_000)] = 100_000
 
     @field_validator("builtin_ignores", mode="after")
     @classmethod
@@ -192,7 +218,7 @@ class EnvironmentSettings(ConfigModel):
 class ContextSettings(ConfigModel):
     """``services.context``: the system-prompt additions of the ContextManager."""
 
-    token_budget: Annotated[int, Field(ge=0)] = 2048
+    token_budget: Annotated[int, Field(ge=0, le=_MAX_TOKENS)] = 2048
     load_project_files: bool = True
 
 
@@ -211,7 +237,7 @@ class SnapshotSettings(ConfigModel):
     """``snapshots`` (spec 003): rollback points of the active context."""
 
     enabled: bool = True
-    max_count: Annotated[int, Field(ge=1)] = 5
+    max_count: Annotated[int, Field(ge=1, le=10_000)] = 5
     auto_create: bool = True
     auto_threshold: Annotated[float, Field(gt=0, le=1)] = 0.85
     data_dir: Path = Field(default_factory=lambda: ollm_home() / "context-snapshots")
@@ -226,25 +252,31 @@ class OllamaSettings(ConfigModel):
     """``provider.ollama``: where the Ollama server answers."""
 
     host: str = "http://127.0.0.1:11434"
-    timeout: Annotated[float, Field(gt=0)] = 300.0
-    default_context_window: Annotated[int, Field(ge=512)] = 4096
+
+    @field_validator("host", mode="after")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return check_host_url(value)
+
+    timeout: Annotated[float, Field(gt=0, le=86_400)] = 300.0
+    default_context_window: Annotated[int, Field(ge=512, le=_MAX_TOKENS)] = 4096
     # The most of a model's window OLLM asks Ollama to allocate (``num_ctx``):
     # a 128k window would cost gigabytes of KV cache on a laptop.
-    max_context_window: Annotated[int, Field(ge=512)] = 8192
+    max_context_window: Annotated[int, Field(ge=512, le=_MAX_TOKENS)] = 8192
 
 
 class EmbeddedSettings(ConfigModel):
     """``provider.embedded``: llama.cpp in-process on a GGUF file."""
 
     model_path: Path | None = None
-    context_window: Annotated[int, Field(ge=256)] = 2048
+    context_window: Annotated[int, Field(ge=256, le=_MAX_TOKENS)] = 2048
     # llama.cpp's threads spin while they wait: more threads than half the cores
     # makes a busy machine crawl (2 threads on 2 cores ran 25-80x slower here)
-    threads: Annotated[int, Field(ge=1)] = Field(
+    threads: Annotated[int, Field(ge=1, le=1024)] = Field(
         default_factory=lambda: max(1, (os.cpu_count() or 2) // 2)
     )
-    max_tokens: Annotated[int, Field(ge=1)] = 256
-    seed: int = 1234
+    max_tokens: Annotated[int, Field(ge=1, le=_MAX_TOKENS)] = 256
+    seed: Annotated[int, Field(ge=-(2**63), le=2**63 - 1)] = 1234
     # None keeps llama.cpp's default sampling; 0 makes answers repeatable
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
 
@@ -252,10 +284,10 @@ class EmbeddedSettings(ConfigModel):
 class SimulatedSettings(ConfigModel):
     """``provider.simulated``: the load-test provider (never the chat default)."""
 
-    latency_ms: Annotated[float, Field(ge=0)] = 50.0
-    output_tokens: Annotated[int, Field(ge=1)] = 32
-    tool_call_every: Annotated[int, Field(ge=0)] = 0
-    context_window: Annotated[int, Field(ge=256)] = 8192
+    latency_ms: Annotated[float, Field(ge=0, le=3_600_000)] = 50.0
+    output_tokens: Annotated[int, Field(ge=1, le=_MAX_TOKENS)] = 32
+    tool_call_every: Annotated[int, Field(ge=0, le=1_000_000)] = 0
+    context_window: Annotated[int, Field(ge=256, le=_MAX_TOKENS)] = 8192
 
 
 class ProviderSettings(ConfigModel):
@@ -289,11 +321,21 @@ class SandboxSettings(ConfigModel):
 
     allow_unsandboxed: bool = False
     network: bool = False
-    wall_time_s: Annotated[float, Field(gt=0)] = 60.0
-    cpu_time_s: Annotated[int, Field(ge=1)] = 60
-    memory_mb: Annotated[int, Field(ge=16)] = 1024
-    max_output_bytes: Annotated[int, Field(ge=256)] = 64 * 1024
-    max_processes: Annotated[int, Field(ge=1)] = 256
+    wall_time_s: Annotated[float, Field(gt=0, le=86_400)] = 60.0
+    cpu_time_s: Annotated[int, Field(ge=1, le=86_400)] = 60
+    memory_mb: Annotated[int, Field(ge=16, le=1_048_576)] = 1024
+    max_output_bytes: Annotated[int, Field(ge=256, le=1024**3)] = 64 * 1024
+    max_processes: Annotated[int, Field(ge=1, le=1_000_000)] = 256
+    tmp_mb: Annotated[int, Field(ge=1, le=1_048_576)] = 256
+    """Size of the sandbox's private ``/tmp`` (a tmpfs; without a size it is half the RAM)."""
+    max_file_mb: Annotated[int, Field(ge=1, le=1_048_576)] = 256
+    """The largest file a tool may write (``RLIMIT_FSIZE`` in the sandbox, a check in
+    ``write_file`` and ``edit_file``)."""
+    deny_read: list[str] = Field(default_factory=list)
+    """More paths hidden from tool commands (``~`` expanded); user-level config only."""
+    allow_read: list[str] = Field(default_factory=list)
+    """Paths of the default hidden list tool commands may read after all
+    (``~/.npmrc``); user-level config only."""
 
 
 class ToolSettings(ConfigModel):
@@ -321,8 +363,8 @@ class HookSettings(ConfigModel):
 
     event: HookEvent
     command: str
-    timeout_s: Annotated[float, Field(gt=0)] = 10.0
-    priority: int = 50
+    timeout_s: Annotated[float, Field(gt=0, le=3600)] = 10.0
+    priority: Annotated[int, Field(ge=-1000, le=1000)] = 50
 
 
 class RuntimeSettings(ConfigModel):
@@ -330,12 +372,12 @@ class RuntimeSettings(ConfigModel):
 
     kind: Literal["ray", "inprocess"] = "ray"
     ray_address: str | None = None
-    tool_workers: Annotated[int, Field(ge=1)] = 2
-    compression_actors: Annotated[int, Field(ge=1)] = 1
-    tool_worker_cpus: Annotated[float, Field(ge=0)] = 0.25
-    compression_cpus: Annotated[float, Field(ge=0)] = 0.25
-    max_inflight: Annotated[int, Field(ge=1)] = 256
-    max_restarts: Annotated[int, Field(ge=0)] = 5
+    tool_workers: Annotated[int, Field(ge=1, le=1024)] = 2
+    compression_actors: Annotated[int, Field(ge=1, le=1024)] = 1
+    tool_worker_cpus: Annotated[float, Field(ge=0, le=1024)] = 0.25
+    compression_cpus: Annotated[float, Field(ge=0, le=1024)] = 0.25
+    max_inflight: Annotated[int, Field(ge=1, le=1_000_000)] = 256
+    max_restarts: Annotated[int, Field(ge=0, le=10_000)] = 5
 
 
 class OllmSettings(ConfigModel):

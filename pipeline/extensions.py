@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
@@ -47,7 +48,7 @@ class ExtensionInfo(BaseModel):
     name: str
     target: str
     distribution: str | None = None
-    status: Literal["loaded", "failed"]
+    status: Literal["loaded", "failed", "untrusted"]
     error: str | None = None
     context_keys: list[str] = Field(default_factory=list)
     tools: list[str] = Field(default_factory=list)
@@ -98,8 +99,43 @@ class LoadedExtensions(BaseModel):
     hooks: list[HookSettings] = Field(default_factory=list)
 
 
-def _load_one(entry: EntryPoint, loaded: LoadedExtensions) -> None:
+def _inside_untrusted_workspace(entry: EntryPoint, workspace: Path) -> bool:
+    """Whether ``entry`` is installed inside ``workspace`` (a ``*.dist-info`` in the
+    repository, found because the folder is on ``sys.path``) and that folder is not trusted."""
+    if entry.dist is None:
+        return False
+    try:
+        location = Path(str(entry.dist.locate_file(""))).resolve()
+    except (OSError, NotImplementedError, TypeError):
+        return False
+    root = workspace.resolve()
+    if not location.is_relative_to(root):
+        return False
+    from ollm_cli.config.trust import is_trusted
+
+    return not is_trusted(root)
+
+
+def _load_one(entry: EntryPoint, loaded: LoadedExtensions, workspace: Path) -> None:
     distribution = entry.dist.name if entry.dist is not None else None
+    if _inside_untrusted_workspace(entry, workspace):
+        logger.warning(
+            "extension %s is installed inside the untrusted folder %s and is skipped; "
+            "run `ollm trust %s` if you trust it",
+            entry.name,
+            workspace,
+            workspace,
+        )
+        loaded.infos.append(
+            ExtensionInfo(
+                name=entry.name,
+                target=entry.value,
+                distribution=distribution,
+                status="untrusted",
+                error="installed inside an untrusted workspace",
+            )
+        )
+        return
     api = ExtensionAPI(entry.name)
     try:
         register = entry.load()
@@ -137,9 +173,15 @@ def _load_one(entry: EntryPoint, loaded: LoadedExtensions) -> None:
     )
 
 
-def load_extensions(group: str = GROUP) -> LoadedExtensions:
-    """Load every extension installed in this Python environment."""
+def load_extensions(group: str = GROUP, *, workspace: Path | None = None) -> LoadedExtensions:
+    """Load every extension installed in this Python environment.
+
+    One installed inside the workspace (the current folder by default) is
+    loaded only when that folder is trusted: a repository must not bring code
+    that runs because the folder happens to be on ``sys.path``.
+    """
     loaded = LoadedExtensions()
+    root = workspace or Path.cwd()
     for entry in sorted(entry_points(group=group), key=lambda e: e.name):
-        _load_one(entry, loaded)
+        _load_one(entry, loaded, root)
     return loaded

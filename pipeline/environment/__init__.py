@@ -13,7 +13,11 @@ from ollm_cli.pipeline._lazy import lazy_exports
 if TYPE_CHECKING:
     from ollm_cli.pipeline.environment._logging import configure_logging
     from ollm_cli.pipeline.environment._redaction import Redactor, redact
-    from ollm_cli.pipeline.environment._sanitizer import EnvDecision, EnvironmentSanitizationService
+    from ollm_cli.pipeline.environment._sanitizer import (
+        EnvDecision,
+        EnvironmentSanitizationService,
+        secret_name_word,
+    )
 
 __all__ = [
     "EnvDecision",
@@ -21,6 +25,7 @@ __all__ = [
     "Redactor",
     "configure_logging",
     "redact",
+    "secret_name_word",
 ]
 
 __getattr__ = lazy_exports(
@@ -34,6 +39,7 @@ __getattr__ = lazy_exports(
         "_sanitizer": (
             "EnvDecision",
             "EnvironmentSanitizationService",
+            "secret_name_word",
         ),
     },
 )

@@ -28,7 +28,10 @@ Example::
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
+import math
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -65,6 +68,62 @@ def _mixed(secret: str) -> bool:
 
 def _not_numeric(secret: str) -> bool:
     return not secret.isdigit()
+
+
+def _ordinary_word(candidate: str) -> bool:
+    """A plain lower-case word ("the password is required"), not a secret."""
+    return candidate.isalpha() and candidate.islower()
+
+
+def entropy(text: str) -> float:
+    """Shannon entropy of ``text`` in bits per character."""
+    if not text:
+        return 0.0
+    counts: dict[str, int] = {}
+    for char in text:
+        counts[char] = counts.get(char, 0) + 1
+    size = len(text)
+    return -sum(n / size * math.log2(n / size) for n in counts.values())
+
+
+def _encoded_text(candidate: str) -> bool:
+    """True when ``candidate`` is base64 of readable text (a greeting, not a key)."""
+    padded = candidate + "=" * (-len(candidate) % 4)
+    try:
+        decoded = base64.b64decode(padded, validate=True)
+    except (ValueError, binascii.Error):
+        return False
+    try:
+        text = decoded.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return all(c.isprintable() or c.isspace() for c in text)
+
+
+def _random_looking(candidate: str) -> bool:
+    """Mixed case and digits, high entropy, and not base64 of readable text."""
+    return (
+        _mixed(candidate)
+        and entropy(candidate) >= HIGH_ENTROPY_BITS
+        and not _encoded_text(candidate)
+    )
+
+
+#: Bits per character from which a long unbroken string counts as random (a key):
+#: base64 keys sit at 4.5-5.2; hex digests, UUIDs and words stay under 4.
+HIGH_ENTROPY_BITS = 4.2
+#: A bare AWS secret access key (40 characters of base64), found without an anchor.
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+
+
+def _has_long_word(text: str, length: int = 40) -> bool:
+    """Whether ``text`` holds a run of ``length`` non-space characters (``str.split`` runs
+    in C; a regular expression tried at every position costs ten times more on prose)."""
+    return max(map(len, text.split()), default=0) >= length
+
+
+#: A long unbroken token for the value check of environment variables.
+_HIGH_ENTROPY = re.compile(r"[A-Za-z0-9+/=_.~-]{24,}")
 
 
 @dataclass(frozen=True)
@@ -169,7 +228,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
     ),
     _Pattern(
         "jwt",
-        re.compile(_B + r"eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*"),
+        re.compile(_B + r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*"),
         ("eyJ",),
     ),
     _Pattern(
@@ -179,6 +238,50 @@ _PATTERNS: tuple[_Pattern, ...] = (
         lower_anchors=True,
         group=1,
         check=_not_numeric,
+    ),
+    _Pattern(
+        "basic-auth",
+        re.compile(
+            r"(?i)authorization\s{0,8}[:=]\s{0,8}[\"']?basic\s+"
+            + _NO_MARK
+            + r"([A-Za-z0-9+/=_-]{8,})"
+        ),
+        ("authorization",),
+        lower_anchors=True,
+        group=1,
+    ),
+    _Pattern(
+        "connection-string",
+        re.compile(
+            r"(?i)(?:accountkey|sharedaccesskey|sharedsecretvalue|sharedaccesssignature)"
+            r"\s{0,4}=\s{0,4}" + _NO_MARK + r"([^\s;\"']{8,})"
+        ),
+        ("accountkey", "sharedaccess", "sharedsecret"),
+        lower_anchors=True,
+        group=1,
+    ),
+    _Pattern(
+        "spoken-secret",
+        re.compile(
+            r"(?i)(?:password|passwd|passphrase|pwd|secret|token|api[ _-]?key|credentials?)"
+            r"(?:\s+(?:is|was|being|are|of|for|set\s+to))+\s+[\"'`]?"
+            + _NO_MARK
+            + r"([^\s\"'`,;]{6,})"
+        ),
+        ("passw", "passphrase", "pwd", "secret", "token", "api", "credential"),
+        lower_anchors=True,
+        group=1,
+        check=lambda s: _not_numeric(s) and not _ordinary_word(s),
+    ),
+    _Pattern(
+        "cli-password",
+        re.compile(
+            r"(?i)(?:(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]{0,200}?\s-p"
+            r"|sshpass\b[^\n]{0,40}?\s-p\s+)" + _NO_MARK + r"([^\s\-][^\s]{3,})"
+        ),
+        ("mysql", "mariadb", "sshpass"),
+        lower_anchors=True,
+        group=1,
     ),
     _Pattern(
         "secret",
@@ -228,6 +331,15 @@ def _try(pattern: _Pattern, text: str, at: int, found: list[SecretMatch]) -> int
 
 def _scan(text: str) -> list[SecretMatch]:
     """Every token-format match in ``text`` (overlaps not yet resolved)."""
+    found = _scan_anchored(text)
+    if len(text) >= 40 and _has_long_word(text):
+        for match in _AWS_SECRET.finditer(text):
+            if _random_looking(match.group(0)):
+                found.append(SecretMatch(kind="aws-secret", start=match.start(), end=match.end()))
+    return found
+
+
+def _scan_anchored(text: str) -> list[SecretMatch]:
     lower: str | None = None
     if len(text) <= _GATE_MAX and _GATE.search(text) is None:
         lower = text.lower()
@@ -257,7 +369,9 @@ def _scan(text: str) -> list[SecretMatch]:
 
 #: Kinds recognised by their context rather than their own shape: when one of
 #: them starts where a specific token does, the specific one names the secret.
-_GENERIC_KINDS = frozenset({"secret", "bearer"})
+_GENERIC_KINDS = frozenset(
+    {"secret", "bearer", "spoken-secret", "aws-secret", "high-entropy", "learned"}
+)
 
 
 def _without_overlaps(matches: list[SecretMatch], registered: int = 0) -> list[SecretMatch]:
@@ -283,14 +397,29 @@ def _without_overlaps(matches: list[SecretMatch], registered: int = 0) -> list[S
     return kept
 
 
-def find_secrets(text: str) -> list[SecretMatch]:
+def find_secrets(text: str, *, shapes: bool = False) -> list[SecretMatch]:
     """The credentials in ``text`` recognised by their token format, in text order.
 
     This is the sanitizer's value check: a non-empty result means the text holds
     something that looks like a credential. Specific values registered with
-    :meth:`Redactor.add_values` are not considered here.
+    :meth:`Redactor.add_values` are not considered here. ``shapes`` also counts
+    any long random-looking string (:data:`HIGH_ENTROPY_BITS`): right for one
+    environment value, too eager for prose.
     """
-    return _without_overlaps(_scan(text))
+    found = _scan(text)
+    if shapes and len(text) >= 24:
+        for match in _HIGH_ENTROPY.finditer(text):
+            candidate = match.group(0).strip("=")
+            if len(candidate) >= 24 and _random_looking(candidate):
+                found.append(SecretMatch(kind="high-entropy", start=match.start(), end=match.end()))
+    return _without_overlaps(found)
+
+
+#: At most this many secrets found in passing are remembered by one :class:`Redactor`.
+MAX_LEARNED = 128
+#: A secret found by its shape is remembered (and its other copies masked) from this length.
+MIN_LEARNED_LENGTH = 6
+_UNLEARNED_KINDS = frozenset({"private-key"})
 
 
 class Redactor:
@@ -300,8 +429,12 @@ class Redactor:
     replaces the value table atomically.
     """
 
-    def __init__(self, values: Mapping[str, str] | Iterable[str] | None = None) -> None:
+    def __init__(
+        self, values: Mapping[str, str] | Iterable[str] | None = None, *, learn: bool = True
+    ) -> None:
         self._values: tuple[tuple[str, str], ...] = ()
+        self._learned: dict[str, str] = {}
+        self._learn = learn
         self._lock = threading.Lock()
         if values is not None:
             self.add_values(values)
@@ -336,16 +469,58 @@ class Redactor:
         return len(self._values)
 
     def find(self, text: str) -> list[SecretMatch]:
-        """Every secret in ``text`` (registered values and token formats), in order."""
+        """Every secret in ``text``, in order: registered values, token formats, and
+        every other copy of a secret found (in this text or, with ``learn``, before).
+
+        ``postgres://u:Sup3r-Pass@db, the password being Sup3r-Pass`` masks both
+        copies: the URL's password is found by its place, the second by its value.
+        """
         matches: list[SecretMatch] = []
-        for value, kind in self._values:
-            start = text.find(value)
-            while start != -1:
-                matches.append(SecretMatch(kind=kind, start=start, end=start + len(value)))
-                start = text.find(value, start + len(value))
+        learned = self._learned
+        for table in (self._values, tuple(learned.items())):
+            for value, kind in table:
+                start = text.find(value)
+                while start != -1:
+                    matches.append(SecretMatch(kind=kind, start=start, end=start + len(value)))
+                    start = text.find(value, start + len(value))
         registered = len(matches)
-        matches.extend(_scan(text))
+        scanned = _scan(text)
+        if scanned:
+            fresh: dict[str, str] = {}
+            for match in scanned:
+                secret = text[match.start : match.end]
+                if (
+                    len(secret) >= MIN_LEARNED_LENGTH
+                    and match.kind not in _UNLEARNED_KINDS
+                    and secret not in learned
+                    and "\n" not in secret
+                ):
+                    fresh[secret] = match.kind
+            for secret, kind in fresh.items():
+                start = text.find(secret)
+                while start != -1:
+                    scanned.append(SecretMatch(kind=kind, start=start, end=start + len(secret)))
+                    start = text.find(secret, start + len(secret))
+            if fresh and self._learn:
+                self._remember(fresh)
+            matches.extend(scanned)
         return _without_overlaps(matches, registered)
+
+    def _remember(self, fresh: Mapping[str, str]) -> None:
+        """Keep secrets found in passing, so that later copies (the model's echo of a
+        pasted password) are masked too; the oldest go past :data:`MAX_LEARNED`."""
+        with self._lock:
+            table = dict(self._learned)
+            table.update(fresh)
+            while len(table) > MAX_LEARNED:
+                del table[next(iter(table))]
+            # Longest first, so that a secret containing another is masked whole.
+            self._learned = dict(sorted(table.items(), key=lambda item: -len(item[0])))
+
+    def forget_learned(self) -> None:
+        """Drop the secrets remembered in passing (registered values stay)."""
+        with self._lock:
+            self._learned = {}
 
     def redact(self, text: str) -> str:
         """``text`` with every secret replaced by ``[REDACTED:<kind>]``."""
@@ -366,7 +541,7 @@ class Redactor:
         return bool(self.find(text))
 
 
-_default = Redactor()
+_default = Redactor(learn=False)
 
 
 def default_redactor() -> Redactor:

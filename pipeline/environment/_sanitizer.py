@@ -92,6 +92,72 @@ EXECUTION_VARIABLES: tuple[str, ...] = (
     "_JAVA_OPTIONS",
 )
 
+#: Words that make a variable a credential wherever they stand in its name, as a
+#: whole segment (``_``, ``-``, ``.`` and camelCase split it): ``MYSQL_PWD``,
+#: ``API_KEYS``, ``NPM_CONFIG__AUTH``, ``SENTRY_DSN``, ``AppSecret``, ``some_auth_var``.
+SECRET_WORDS: frozenset[str] = frozenset(
+    {
+        "password", "passwords", "passwd", "pwd", "pass", "passphrase", "passcode",
+        "token", "tokens", "secret", "secrets", "key", "keys", "apikey", "apikeys",
+        "auth", "authtoken", "oauth", "credential", "credentials", "creds", "cred",
+        "dsn", "jwt", "cookie", "cookies", "bearer", "privatekey", "secretkey",
+        "accesskey", "sessionkey", "signingkey", "pat", "otp", "totp", "private",
+        "cert", "certs",
+    }
+)  # fmt: skip
+#: Words that make a credential inside a longer segment too (``PGPASSWORD``, ``APPSECRET``).
+SECRET_INFIXES: tuple[str, ...] = ("password", "passwd", "secret", "apikey", "authtoken")
+#: Names of common tools' credentials the words above would not catch.
+KNOWN_SECRET_NAMES: frozenset[str] = frozenset(
+    {
+        "DOCKER_AUTH_CONFIG", "NETRC", "PGPASSFILE", "MYSQL_PWD", "REDISCLI_AUTH",
+        "VAULT_TOKEN", "CONSUL_HTTP_TOKEN", "NOMAD_TOKEN", "HEROKU_API_KEY",
+        "AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_SAS_TOKEN", "CODECOV_TOKEN",
+        "SLACK_WEBHOOK_URL", "DISCORD_WEBHOOK_URL", "TF_TOKEN_APP_TERRAFORM_IO",
+    }
+)  # fmt: skip
+#: Whole names that look like credentials and are not (``PWD`` is the current folder).
+HARMLESS_NAMES: frozenset[str] = frozenset({"PWD", "OLDPWD", "GPG_TTY", "PASS_MAX_DAYS"})
+#: A name holding one of these beside ``token(s)``/``key(s)`` counts something:
+#: ``MAX_TOKENS``, ``NUM_KEYS``, ``TOKEN_LIMIT``.
+_QUANTITY_WORDS = frozenset(
+    {"max", "min", "num", "count", "limit", "limits", "budget", "size", "len", "length"}
+)
+_COUNTED_WORDS = frozenset({"token", "tokens", "key", "keys"})
+_SEGMENT = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def name_segments(name: str) -> list[str]:
+    """``name`` split into lower-case words: ``someAuthVar`` -> ``['some', 'auth', 'var']``."""
+    return [m.group(0).lower() for m in _SEGMENT.finditer(name)]
+
+
+def secret_name_word(name: str) -> str | None:
+    """The word that makes ``name`` a credential's name, or ``None`` for an ordinary name.
+
+    ``PGPASSWORD`` -> ``password``; ``API_KEYS`` -> ``keys``; ``KEYBOARD_LAYOUT``,
+    ``TOKENIZERS_PARALLELISM`` and ``MAX_TOKENS`` -> ``None``.
+    """
+    upper = name.upper()
+    if upper in HARMLESS_NAMES:
+        return None
+    if upper in KNOWN_SECRET_NAMES:
+        return upper
+    segments = name_segments(name)
+    quantity = any(segment in _QUANTITY_WORDS for segment in segments)
+    for segment in segments:
+        if segment in SECRET_WORDS:
+            if quantity and segment in _COUNTED_WORDS:
+                continue
+            return segment
+        for infix in SECRET_INFIXES:
+            if infix in segment:
+                return infix
+    if "connection" in segments and "string" in segments:
+        return "connection string"
+    return None
+
+
 _PATTERN_CHARS = re.compile(r"^[A-Za-z0-9_*?\[\]!-]+$")
 _PATH_LIKE = re.compile(r"^[~/.]")
 
@@ -279,7 +345,10 @@ class EnvironmentSanitizationService:
             pattern = self._deny.first(name)
             if pattern is not None:
                 return False, f"name matches deny pattern {pattern}"
-        secrets = find_secrets(value) if value else []
+            word = secret_name_word(name)
+            if word is not None:
+                return False, f"name names a credential ({word})"
+        secrets = find_secrets(value, shapes=True) if value else []
         if secrets:
             kinds = sorted({s.kind for s in secrets})
             return False, f"value looks like a credential ({', '.join(kinds)})"
@@ -322,7 +391,7 @@ class EnvironmentSanitizationService:
                 continue
             if self._decide(name, value)[0]:
                 continue
-            if _PATH_LIKE.match(stripped) and not find_secrets(stripped):
+            if _PATH_LIKE.match(stripped) and not find_secrets(stripped, shapes=True):
                 continue
             out[name] = value
         return out

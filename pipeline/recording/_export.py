@@ -41,6 +41,7 @@ from ollm_cli.pipeline.records import (
     ToolResultPart,
     parse_iso,
 )
+from ollm_cli.pipeline.terminal_text import strip_control
 
 
 class ExportFormat(StrEnum):
@@ -433,5 +434,6 @@ def render(session: Session, fmt: ExportFormat) -> str:
     if fmt is ExportFormat.JSON:
         return to_json(session)
     if fmt is ExportFormat.MARKDOWN:
-        return to_markdown(session)
+        # a hostile answer or imported title must not reach a terminal that shows the file
+        return strip_control(to_markdown(session))
     return to_html(session)

@@ -98,6 +98,7 @@ from ollm_cli.pipeline.records import (
     now_iso,
     parse_iso,
 )
+from ollm_cli.pipeline.terminal_text import has_control
 
 logger = logging.getLogger(__name__)
 
@@ -761,6 +762,11 @@ class ChatRecordingService:
 
     def set_title(self, session_id: str, title: str) -> None:
         """Set the title by hand; it wins over the automatic one from then on."""
+        if has_control(title):
+            raise SessionError(
+                "a session title cannot hold control characters or escape sequences",
+                hint="give plain text; terminals would run escape sequences when listing it",
+            )
         cleaned = clean_title(title)
         if not cleaned:
             raise SessionError("a session title cannot be empty", hint="give a few words")

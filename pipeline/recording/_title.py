@@ -12,13 +12,15 @@ Example::
 
 from __future__ import annotations
 
+from ollm_cli.pipeline.terminal_text import strip_control
+
 TITLE_LIMIT = 80
 ELLIPSIS = "…"
 
 
 def title_from_text(text: str, limit: int = TITLE_LIMIT) -> str | None:
     """The title for a first user message ``text``, or None when it has no words."""
-    for line in text.splitlines():
+    for line in strip_control(text).splitlines():
         words = line.split()
         if words:
             return shorten(" ".join(words), limit)

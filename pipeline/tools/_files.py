@@ -1,9 +1,14 @@
 """The file tools: ``read_file``, ``write_file``, ``edit_file``.
 
-They run in the tool worker's own process (no sandbox), so each resolves its
-path with :func:`~ollm_cli.pipeline.tools._workspace.resolve_in_workspace` and refuses
-anything outside the workspace. Writes are atomic (a temporary file in the
-same directory, then a rename), so a failed write never leaves half a file.
+They run in the tool worker's own process (no sandbox), so each opens its path
+with :func:`~ollm_cli.pipeline.tools._workspace.open_in_workspace`: from a descriptor of
+the workspace, one folder at a time, never through a symlink that leads out,
+so a folder swapped for a symlink mid-call cannot send a read or a write
+outside. Writes are atomic (a temporary file created in the already opened
+folder, then a rename inside it), so a failed write never leaves half a file;
+they never touch ``.ollm/`` or ``.git/`` and never exceed
+``tools.sandbox.maxFileMb``. Anything that is not a regular file (a FIFO, a
+device) is refused at once.
 
 Example::
 
@@ -14,16 +19,17 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import io
 import os
-import tempfile
-from pathlib import Path
+import secrets
+import stat
 from typing import Annotated
 
 from pydantic import Field
 
 from ollm_cli.pipeline.errors import ToolError
 from ollm_cli.pipeline.tools._base import Tool, ToolArgs, ToolContext, ToolOutput
-from ollm_cli.pipeline.tools._workspace import display_path, resolve_in_workspace
+from ollm_cli.pipeline.tools._workspace import WorkspaceEntry, open_in_workspace
 
 READ_MAX_BYTES = 256 * 1024
 """``read_file`` returns at most this many bytes of text in one call."""
@@ -32,52 +38,66 @@ READ_MAX_LINES = 2000
 _BINARY_SNIFF = 8192
 
 
-def _existing_file(ctx: ToolContext, path: str) -> Path:
-    resolved = resolve_in_workspace(ctx.workspace, path)
-    if not resolved.exists():
-        raise ToolError(
-            f"{path} does not exist in the workspace",
-            hint="check the name with list_files or glob",
-        )
-    if not resolved.is_file():
-        raise ToolError(f"{path} is not a file", hint="use list_files to see a directory")
-    return resolved
+def _read_bytes(entry: WorkspaceEntry) -> bytes:
+    fd = entry.open_file(os.O_RDONLY)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
 
 
-def _is_binary(path: Path) -> bool:
-    with path.open("rb") as handle:
-        return b"\0" in handle.read(_BINARY_SNIFF)
-
-
-def _read_text(path: Path, shown: str) -> str:
-    if _is_binary(path):
+def _decode(data: bytes, shown: str) -> str:
+    if b"\0" in data[:_BINARY_SNIFF]:
         raise ToolError(f"{shown} is a binary file", hint="only text files can be edited")
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            return handle.read()
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ToolError(
             f"{shown} is not UTF-8 text", hint="only UTF-8 text files can be edited"
         ) from None
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename."""
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def _check_size(data: bytes, shown: str, ctx: ToolContext) -> None:
+    limit_mb = ctx.sandbox.settings.max_file_mb
+    if len(data) > limit_mb * 1024 * 1024:
+        raise ToolError(
+            f"{shown} would be {len(data)} bytes, more than tools.sandbox.maxFileMb "
+            f"({limit_mb} MiB); nothing was written",
+            hint="write a smaller file, or raise tools.sandbox.maxFileMb in your config",
+        )
+
+
+def _write_atomically(entry: WorkspaceEntry, data: bytes) -> None:
+    """Write ``data`` to the entry through a temporary file in its (opened) folder."""
+    assert entry.name is not None
+    folder, name = entry.parent_fd, entry.name
+    old = entry.lstat()
+    if old is not None and not stat.S_ISREG(old.st_mode):
+        from ollm_cli.pipeline.tools._workspace import describe_kind
+
+        raise ToolError(
+            f"{entry.shown} is {describe_kind(old.st_mode)}, not a regular file",
+            hint="write_file replaces regular files only",
+        )
+    if old is not None:
+        mode = old.st_mode & 0o7777
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    temporary = f".{name[:200]}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(
+        temporary,
+        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+        0o600,
+        dir_fd=folder,
+    )
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        if mode is not None:
-            os.chmod(temporary, mode)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, path)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            os.fchmod(handle.fileno(), mode)
+        os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
+            os.unlink(temporary, dir_fd=folder)
         raise
 
 
@@ -105,19 +125,27 @@ class ReadFileTool(Tool[ReadFileArgs]):
     args_model = ReadFileArgs
 
     def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolOutput:
-        path = _existing_file(ctx, args.path)
-        shown = display_path(ctx.workspace, path)
-        if _is_binary(path):
-            size = path.stat().st_size
-            raise ToolError(
-                f"{shown} is a binary file ({size} bytes)",
-                hint="read_file reads text only; use shell (e.g. file, xxd | head) to inspect it",
-            )
-        wanted = args.limit or READ_MAX_LINES
-        lines: list[str] = []
-        size = total = 0
-        more = cut = False
-        with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+        with open_in_workspace(ctx.workspace, args.path) as entry:
+            shown = entry.shown
+            if entry.is_dir:
+                raise ToolError(
+                    f"{args.path} is not a file", hint="use list_files to see a directory"
+                )
+            fd = entry.open_file(os.O_RDONLY)
+        with os.fdopen(fd, "rb") as raw:
+            if b"\0" in raw.read(_BINARY_SNIFF):
+                size = os.fstat(raw.fileno()).st_size
+                raise ToolError(
+                    f"{shown} is a binary file ({size} bytes)",
+                    hint="read_file reads text only; use shell (e.g. file, xxd | head) to "
+                    "inspect it",
+                )
+            raw.seek(0)
+            wanted = args.limit or READ_MAX_LINES
+            lines: list[str] = []
+            size = total = 0
+            more = cut = False
+            handle = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
             for number, line in enumerate(handle):
                 total = number + 1
                 if number < args.offset:
@@ -173,18 +201,18 @@ class WriteFileTool(Tool[WriteFileArgs]):
     args_model = WriteFileArgs
 
     def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolOutput:
-        path = resolve_in_workspace(ctx.workspace, args.path)
-        shown = display_path(ctx.workspace, path)
-        if path.is_dir():
-            raise ToolError(f"{shown} is a directory", hint="give the path of a file")
-        existed = path.exists()
-        parent = path.parent
-        if parent.exists() and not parent.is_dir():
-            raise ToolError(f"{display_path(ctx.workspace, parent)} is not a directory")
-        parent.mkdir(parents=True, exist_ok=True)
-        _write_atomically(path, args.content)
-        size = len(args.content.encode())
+        data = args.content.encode()
+        with open_in_workspace(
+            ctx.workspace, args.path, create_parents=True, for_write=True
+        ) as entry:
+            shown = entry.shown
+            if entry.is_dir:
+                raise ToolError(f"{shown} is a directory", hint="give the path of a file")
+            _check_size(data, shown, ctx)
+            existed = entry.lstat() is not None
+            _write_atomically(entry, data)
         verb = "Overwrote" if existed else "Created"
+        size = len(data)
         return ToolOutput.ok(f"{verb} {shown} ({size} bytes).", f"{verb} {shown} ({size} bytes)")
 
 
@@ -210,9 +238,24 @@ class EditFileTool(Tool[EditFileArgs]):
     args_model = EditFileArgs
 
     def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolOutput:
-        path = _existing_file(ctx, args.path)
-        shown = display_path(ctx.workspace, path)
-        text = _read_text(path, shown)
+        with open_in_workspace(ctx.workspace, args.path, for_write=True) as entry:
+            shown = entry.shown
+            if entry.is_dir:
+                raise ToolError(
+                    f"{args.path} is not a file", hint="use list_files to see a directory"
+                )
+            text = _decode(_read_bytes(entry), shown)
+            self._edit(entry, text, args, ctx)
+        removed = args.old_string.count("\n") + 1
+        added = args.new_string.count("\n") + 1
+        return ToolOutput.ok(
+            f"Edited {shown}: replaced {removed} line(s) with {added} line(s).",
+            f"Edited {shown} (-{removed} +{added} lines)",
+        )
+
+    @staticmethod
+    def _edit(entry: WorkspaceEntry, text: str, args: EditFileArgs, ctx: ToolContext) -> None:
+        shown = entry.shown
         count = text.count(args.old_string)
         if count == 0:
             raise ToolError(
@@ -226,10 +269,6 @@ class EditFileTool(Tool[EditFileArgs]):
             )
         if args.old_string == args.new_string:
             raise ToolError("old_string and new_string are the same: nothing to change")
-        _write_atomically(path, text.replace(args.old_string, args.new_string, 1))
-        removed = args.old_string.count("\n") + 1
-        added = args.new_string.count("\n") + 1
-        return ToolOutput.ok(
-            f"Edited {shown}: replaced {removed} line(s) with {added} line(s).",
-            f"Edited {shown} (-{removed} +{added} lines)",
-        )
+        data = text.replace(args.old_string, args.new_string, 1).encode()
+        _check_size(data, shown, ctx)
+        _write_atomically(entry, data)

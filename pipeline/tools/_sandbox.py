@@ -39,12 +39,15 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import functools
+import itertools
 import logging
 import os
 import re
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -56,6 +59,7 @@ from typing import IO, Literal
 import psutil
 from pydantic import BaseModel, ConfigDict
 
+from ollm_cli.config.paths import ollm_home
 from ollm_cli.config.settings import SandboxSettings
 from ollm_cli.pipeline.errors import SandboxUnavailableError, ToolError
 
@@ -70,7 +74,9 @@ _PROBE_TIMEOUT_S = 10.0
 _REAP_TIMEOUT_S = 5.0
 _UNSET_VARIABLES = ("GIT_ASKPASS", "SSH_ASKPASS")
 
-KilledBy = Literal["wall_time", "cpu_time", "max_processes", "max_output"] | str
+KilledBy = (
+    Literal["wall_time", "cpu_time", "max_processes", "max_output", "memory", "max_file_size"] | str
+)
 
 
 class SandboxResult(BaseModel):
@@ -91,6 +97,9 @@ class SandboxResult(BaseModel):
     killed_by: KilledBy | None = None
     duration_ms: float
     sandboxed: bool = True
+    memory_limit: Literal["cgroup", "rlimit"] = "rlimit"
+    """Which memory limit applied: ``cgroup`` (the whole call, ``/tmp`` included, in a
+    memory cgroup of its own) or ``rlimit`` (``RLIMIT_AS``, per process)."""
 
 
 def harden_environment(env: Mapping[str, str]) -> dict[str, str]:
@@ -271,6 +280,183 @@ def _join_cgroup(mount_point: str, root: str, path: str) -> Path:
     return Path(mount_point) / relative.lstrip("/")
 
 
+class MemoryCgroup:
+    """A memory cgroup of its own for one run: the whole call (every process, and the
+    pages of its ``/tmp``) gets ``tools.sandbox.memoryMb``.
+
+    Made in the cgroup v1 ``memory`` hierarchy or in cgroup v2 where the
+    ``memory`` controller is delegated; :meth:`parent` is ``None`` elsewhere,
+    and then ``RLIMIT_AS`` (per process) is the only memory limit.
+    """
+
+    _parent: Path | None = None
+    _checked = False
+    _lock = threading.Lock()
+
+    def __init__(self, parent: Path, limit_bytes: int) -> None:
+        self.path = parent / f"ollm-sandbox-mem-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.path.mkdir()
+        self.v2 = (self.path / "memory.max").exists()
+        try:
+            if self.v2:
+                (self.path / "memory.max").write_text(str(limit_bytes))
+                with contextlib.suppress(OSError):
+                    (self.path / "memory.swap.max").write_text("0")
+            else:
+                (self.path / "memory.limit_in_bytes").write_text(str(limit_bytes))
+        except OSError:
+            self.path.rmdir()
+            raise
+
+    @classmethod
+    def parent(cls) -> Path | None:
+        """The directory runs' memory cgroups are made in, or ``None`` (checked once)."""
+        with cls._lock:
+            if not cls._checked:
+                cls._parent = cls._find_parent()
+                cls._checked = True
+            return cls._parent
+
+    @classmethod
+    def _find_parent(cls) -> Path | None:
+        try:
+            memberships = Path("/proc/self/cgroup").read_text()
+            mounts = Path("/proc/self/mountinfo").read_text()
+        except OSError:  # pragma: no cover - /proc is always there on Linux
+            return None
+        for candidate in memory_cgroup_candidates(memberships, mounts):
+            try:
+                probe = cls(candidate, 64 * 1024 * 1024)
+            except OSError:
+                continue
+            probe.remove()
+            return candidate
+        return None
+
+    def oom_killed(self) -> bool:
+        """Whether the kernel killed a process of the run for want of memory."""
+        name = "memory.events" if self.v2 else "memory.oom_control"
+        try:
+            fields = (self.path / name).read_text().split()
+        except OSError:  # pragma: no cover
+            return False
+        return any(key == "oom_kill" and value != "0" for key, value in itertools.pairwise(fields))
+
+    def remove(self) -> None:
+        """Kill what is left and remove the cgroup."""
+        deadline = time.monotonic() + _REAP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                pids = [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+            except OSError:
+                break
+            if not pids:
+                break
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.001)
+        for _ in range(100):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:  # pragma: no cover
+                return
+            except OSError:  # pragma: no cover - busy while the last exits are reaped
+                time.sleep(0.01)
+        logger.warning("sandbox: could not remove cgroup %s", self.path)  # pragma: no cover
+
+
+def memory_cgroup_candidates(memberships: str, mounts: str) -> list[Path]:
+    """Where a memory cgroup could be made for this process (v1 ``memory`` hierarchy,
+    or this process's v2 directory where ``memory`` is delegated)."""
+    v1_path = v2_path = None
+    for line in memberships.splitlines():
+        number, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            v1_path = path
+        elif number == "0" and controllers == "":
+            v2_path = path
+    found: list[Path] = []
+    for line in mounts.splitlines():
+        left, _, right = line.partition(" - ")
+        fields, extra = left.split(), right.split()
+        if len(fields) < 5 or len(extra) < 3:
+            continue
+        root, mount_point, fstype = fields[3], fields[4], extra[0]
+        if fstype == "cgroup" and v1_path and "memory" in extra[2].split(","):
+            found.append(_join_cgroup(mount_point, root, v1_path))
+        elif fstype == "cgroup2" and v2_path is not None:
+            directory = _join_cgroup(mount_point, root, v2_path)
+            subtree = directory / "cgroup.subtree_control"
+            if subtree.exists() and "memory" in subtree.read_text().split():
+                found.append(directory)
+    return found
+
+
+#: Credential stores under a home folder that tool commands never see.
+HIDDEN_IN_HOME: tuple[str, ...] = (
+    ".ssh", ".gnupg", ".aws", ".config/gcloud", ".azure", ".kube", ".docker",
+    ".netrc", ".git-credentials", ".pypirc", ".npmrc", ".yarnrc", ".config/gh",
+    ".config/hub", ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials",
+    ".terraform.d/credentials.tfrc.json", ".vault-token", ".pgpass", ".my.cnf",
+    ".config/op", ".password-store", ".local/share/keyrings", ".config/rclone",
+    ".s3cfg", ".boto", ".mozilla", ".config/google-chrome", ".config/chromium",
+    ".bash_history", ".zsh_history", ".python_history", ".psql_history",
+    ".mysql_history", ".config/git/credentials",
+)  # fmt: skip
+#: Folders of ``/etc`` whose files only root should read are looked at, one level deep.
+_ROOT_ONLY_DIRS = ("/etc", "/etc/ssh", "/etc/sudoers.d", "/etc/ssl/private")
+
+
+@functools.lru_cache(maxsize=1)
+def root_only_files() -> tuple[str, ...]:
+    """Files of ``/etc`` that other users may not read (``/etc/shadow``, host keys...)."""
+    found: list[str] = []
+    for folder in _ROOT_ONLY_DIRS:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if not stat.S_ISLNK(info.st_mode) and not info.st_mode & 0o004:
+                found.append(entry.path)
+    return tuple(sorted(found))
+
+
+def hidden_paths(
+    settings: SandboxSettings, homes: list[Path], ollm_home_dir: Path
+) -> list[tuple[Path, bool]]:
+    """What tool commands may not read: ``(path, is_dir)`` of each that exists.
+
+    The OLLM home, the credential stores under each home, root-only files, and
+    ``tools.sandbox.denyRead``, less ``tools.sandbox.allowRead``.
+    """
+    wanted: list[Path] = [ollm_home_dir]
+    for home in homes:
+        wanted.extend(home / name for name in HIDDEN_IN_HOME)
+    wanted.extend(Path(p) for p in root_only_files())
+    wanted.extend(Path(p).expanduser() for p in settings.deny_read)
+    allowed = {Path(p).expanduser().resolve() for p in settings.allow_read}
+    out: list[tuple[Path, bool]] = []
+    seen: set[Path] = set()
+    for path in wanted:
+        try:
+            real = path.resolve()
+            info = real.stat()
+        except (OSError, RuntimeError):
+            continue
+        if real in seen or real in allowed or real == Path(real.anchor):
+            continue
+        seen.add(real)
+        out.append((real, stat.S_ISDIR(info.st_mode)))
+    return out
+
+
 class _Output:
     """stdout and stderr read incrementally, sharing one byte budget."""
 
@@ -419,6 +605,7 @@ class Sandbox:
         sandboxed = self.probe().ok
         full_env = harden_environment(env)
         cgroup = self._make_cgroup()
+        memory = self._make_memory_cgroup()
         args_fd: int | None = None
         try:
             if sandboxed:
@@ -441,15 +628,19 @@ class Sandbox:
                 )
                 command = [*self._limits(nproc=self._unsandboxed_nproc()), *argv]
                 launch_env, launch_cwd = full_env, workdir
-            if cgroup is not None:
+            joins = [c.path / "cgroup.procs" for c in (cgroup, memory) if c is not None]
+            if joins:
                 command = [
                     "/bin/sh",
                     "-c",
-                    'echo 0 > "$0" && exec "$@"',
-                    str(cgroup.path / "cgroup.procs"),
+                    'n=$1; shift; while [ "$n" -gt 0 ]; do echo 0 > "$1" || exit 126; '
+                    'shift; n=$((n-1)); done; exec "$@"',
+                    "ollm-sandbox",
+                    str(len(joins)),
+                    *(str(path) for path in joins),
                     *command,
                 ]
-            return self._execute(
+            result = self._execute(
                 command,
                 env=launch_env,
                 cwd=launch_cwd,
@@ -458,18 +649,26 @@ class Sandbox:
                 cgroup=cgroup,
                 sandboxed=sandboxed,
             )
+            if memory is None:
+                return result
+            update: dict[str, object] = {"memory_limit": "cgroup"}
+            if memory.oom_killed() and result.killed_by in (None, "SIGKILL"):
+                update["killed_by"] = "memory"
+            return result.model_copy(update=update)
         finally:
             if args_fd is not None:
                 os.close(args_fd)
             if cgroup is not None:
                 cgroup.remove()
+            if memory is not None:
+                memory.remove()
 
     def _namespace_args(self, *, network: bool) -> list[str]:
         args = [
             "--ro-bind", "/", "/",
             "--dev", "/dev",
             "--proc", "/proc",
-            "--tmpfs", "/tmp",
+            "--size", str(self.settings.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp",
             "--unshare-all",
             "--new-session",
             "--die-with-parent",
@@ -480,8 +679,24 @@ class Sandbox:
 
     def _args_memfd(self, env: Mapping[str, str], workdir: Path) -> int:
         options = self._namespace_args(network=self.settings.network)
+        homes = [Path.home()]
+        if env.get("HOME"):
+            homes.append(Path(env["HOME"]))
+        hidden = hidden_paths(self.settings, homes, ollm_home())
+        inside = [(p, d) for p, d in hidden if p.is_relative_to(self.workspace)]
+        # Hidden folders become empty read-only tmpfs, hidden files /dev/null; those
+        # holding the workspace are hidden first, the workspace is bound back in.
+        options += _hide_args([(p, d) for p, d in hidden if (p, d) not in inside], self.workspace)
         # The workspace is bound after /tmp's tmpfs so that a workspace under /tmp shows.
-        options += ["--bind", str(self.workspace), str(self.workspace), "--clearenv"]
+        options += ["--bind", str(self.workspace), str(self.workspace)]
+        options += _hide_args(inside)
+        # The workspace's control folders stay read-only: a tool that could write
+        # .ollm/config.yaml or .git/hooks could make the next command run code.
+        for name in (".ollm", ".git"):
+            control = self.workspace / name
+            if control.exists() and not control.is_symlink():
+                options += ["--ro-bind", str(control), str(control)]
+        options += ["--clearenv"]
         for name, value in env.items():
             options += ["--setenv", name, value]
         options += ["--chdir", str(workdir)]
@@ -497,6 +712,7 @@ class Sandbox:
             self.prlimit_path,
             f"--cpu={settings.cpu_time_s}:{settings.cpu_time_s + 1}",
             f"--as={settings.memory_mb * 1024 * 1024}",
+            f"--fsize={settings.max_file_mb * 1024 * 1024}",
             f"--nproc={processes}",
             "--",
         ]
@@ -513,6 +729,17 @@ class Sandbox:
         bind (a cgroup costs a few milliseconds per command), and only where one can be made.
         """
         return PidsCgroup.parent() if os.geteuid() == 0 else None
+
+    def _make_memory_cgroup(self) -> MemoryCgroup | None:
+        """A memory cgroup for the whole call where the machine allows one."""
+        parent = MemoryCgroup.parent()
+        if parent is None:
+            return None
+        try:
+            return MemoryCgroup(parent, self.settings.memory_mb * 1024 * 1024)
+        except OSError as error:  # pragma: no cover - it worked at the probe
+            logger.warning("sandbox: could not create a memory cgroup (%s)", error)
+            return None
 
     def _make_cgroup(self) -> PidsCgroup | None:
         parent = self.pids_cgroup_parent()
@@ -658,6 +885,18 @@ class Sandbox:
             time.sleep(0.001)
 
 
+def _hide_args(paths: list[tuple[Path, bool]], workspace: Path | None = None) -> list[str]:
+    args: list[str] = []
+    for path, is_dir in paths:
+        if is_dir and workspace is not None and workspace.is_relative_to(path):
+            args += ["--tmpfs", str(path)]  # writable, so that the workspace can be bound in
+        elif is_dir:
+            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+        else:
+            args += ["--ro-bind", "/dev/null", str(path)]
+    return args
+
+
 def _signal_cause(exit_code: int) -> str | None:
     """The limit or signal behind an exit code of 128+N (bubblewrap's and the shell's form)."""
     if exit_code <= 128 or exit_code > 128 + 64:
@@ -665,6 +904,8 @@ def _signal_cause(exit_code: int) -> str | None:
     number = exit_code - 128
     if number == signal.SIGXCPU:
         return "cpu_time"
+    if number == signal.SIGXFSZ:
+        return "max_file_size"
     try:
         return signal.Signals(number).name
     except ValueError:

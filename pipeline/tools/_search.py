@@ -14,6 +14,8 @@ Example::
 
 from __future__ import annotations
 
+import io
+import os
 import stat
 import time
 from pathlib import Path
@@ -25,7 +27,7 @@ from pydantic import Field
 from ollm_cli.pipeline.discovery import DiscoveryOptions, DiscoveryResult
 from ollm_cli.pipeline.errors import ToolError
 from ollm_cli.pipeline.tools._base import Tool, ToolArgs, ToolContext, ToolOutput
-from ollm_cli.pipeline.tools._workspace import display_path, resolve_in_workspace
+from ollm_cli.pipeline.tools._workspace import describe_kind, display_path, resolve_in_workspace
 
 MAX_ENTRIES = 500
 """``list_files`` and ``glob`` list at most this many paths."""
@@ -187,13 +189,20 @@ class GrepTool(Tool[GrepArgs]):
         limit = ctx.sandbox.settings.wall_time_s
         deadline = time.monotonic() + limit
         target = resolve_in_workspace(ctx.workspace, args.path)
-        if target.is_file():
+        try:
+            kind = target.stat().st_mode
+        except OSError:
+            raise ToolError(f"{args.path} does not exist in the workspace") from None
+        if stat.S_ISREG(kind):
             files = [target]
-        elif target.is_dir():
+        elif stat.S_ISDIR(kind):
             result = _scan(ctx, target, args.include)
             files = [target / f for f in result.files if f not in result.symlinks]
         else:
-            raise ToolError(f"{args.path} does not exist in the workspace")
+            raise ToolError(
+                f"{args.path} is {describe_kind(kind)}, not a regular file or folder",
+                hint="grep searches regular files; give a file or a folder",
+            )
         matches: list[str] = []
         skipped = 0
         capped = False
@@ -235,20 +244,25 @@ class GrepTool(Tool[GrepArgs]):
             info = resolved.stat()
             if not stat.S_ISREG(info.st_mode) or info.st_size > GREP_MAX_FILE_BYTES:
                 return [], 1  # a FIFO or device would block; a huge file is not source
-            with resolved.open("rb") as handle:
-                if b"\0" in handle.read(_BINARY_SNIFF):
+            # O_NONBLOCK: a file swapped for a FIFO after the stat cannot block the open
+            fd = os.open(resolved, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
                     return [], 1
+                data = handle.read(GREP_MAX_FILE_BYTES + 1)
+            if len(data) > GREP_MAX_FILE_BYTES or b"\0" in data[:_BINARY_SNIFF]:
+                return [], 1
             shown = display_path(ctx.workspace, resolved)
             found: list[str] = []
-            with resolved.open(encoding="utf-8", errors="replace") as handle:
-                for number, line in enumerate(handle, start=1):
-                    if compiled.search(line, timeout=max(0.0, deadline - time.monotonic())):
-                        text = line.rstrip("\n")
-                        if len(text) > GREP_MAX_LINE_CHARS:
-                            text = text[:GREP_MAX_LINE_CHARS] + "…"
-                        found.append(f"{shown}:{number}: {text}")
-                        if len(found) >= room:
-                            break
+            text = io.StringIO(data.decode("utf-8", errors="replace"), newline=None)
+            for number, line in enumerate(text, start=1):
+                if compiled.search(line, timeout=max(0.0, deadline - time.monotonic())):
+                    shown_line = line.rstrip("\n")
+                    if len(shown_line) > GREP_MAX_LINE_CHARS:
+                        shown_line = shown_line[:GREP_MAX_LINE_CHARS] + "…"
+                    found.append(f"{shown}:{number}: {shown_line}")
+                    if len(found) >= room:
+                        break
             return found, 0
         except TimeoutError:  # the pattern's time ran out (an OSError too): not a skip
             raise

@@ -176,7 +176,7 @@ def test_readme_example_config_is_valid(tmp_path: Path) -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     example = readme.split("```yaml", 1)[1].split("```", 1)[0]
     write(tmp_path / ".ollm" / "config.yaml", example)
-    settings = load_settings(tmp_path, {}).settings
+    settings = load_settings(tmp_path, {}, trusted=True).settings
     assert settings.provider.model == "llama3.2:3b"
     assert settings.tools.approval["shell"] == "ask"
     assert settings.hooks[0].event == "session:start"

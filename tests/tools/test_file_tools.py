@@ -243,7 +243,7 @@ def test_write_file_failure_leaves_the_old_content(
     target = workspace / "keep.txt"
     target.write_text("precious\n")
 
-    def broken_replace(src: str, dst: str) -> None:
+    def broken_replace(src: str, dst: str, **_: object) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken_replace)

@@ -1,0 +1,42 @@
+"""Stripping terminal control sequences from text that did not come from OLLM itself.
+
+A title, a model's answer, a tool's output or an imported session may hold
+escape sequences that clear the screen, retitle the window or write the
+clipboard (OSC 52). :func:`strip_control` removes them whole, and every other
+C0/C1 control character but tab and newline; the CLI's consoles and the
+Markdown export run all such text through it.
+
+Example::
+
+    strip_control("ok\\x1b]52;c;aGk=\\x07 \\x1b[2Jdone")   # 'ok done'
+"""
+
+from __future__ import annotations
+
+import re
+
+# ESC-introduced sequences: CSI (ESC [ ... final), OSC/DCS/SOS/PM/APC strings (up to BEL
+# or ESC \\), and two-character escapes; then their 8-bit C1 forms; then any other
+# control character but tab and newline.
+_CONTROL = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]?"
+    r"|\x1b[\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+    r"|\x9b[0-?]*[ -/]*[@-~]?"
+    r"|[\x90\x9d\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
+_CONTROL_GATE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def strip_control(text: str) -> str:
+    """``text`` without escape sequences (CSI, OSC, DCS... removed whole) and
+    without any other control character but tab and newline."""
+    if _CONTROL_GATE.search(text) is None:
+        return text
+    return _CONTROL.sub("", text)
+
+
+def has_control(text: str) -> bool:
+    """Whether ``text`` holds a control character other than tab and newline."""
+    return _CONTROL_GATE.search(text) is not None

@@ -1,0 +1,47 @@
+"""Pasted secrets never reach the session file, the journal or the search index, in any copy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ollm_cli.actors.recording import RecordingShell
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.records import SessionMessage
+
+PASSWORD = "Sup3rS3cr3t-Pw!"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+def _all_bytes(folder: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
+
+
+def test_a_pasted_secret_is_masked_in_every_record_and_every_copy(tmp_path: Path) -> None:
+    settings = OllmSettings.model_validate(
+        {"services": {"session": {"dataDir": str(tmp_path / "sessions"), "saveDelayMs": 0}}}
+    )
+    shell = RecordingShell(settings)
+    sid = shell.create_session("m", "simulated")
+    shell.record_message(
+        sid,
+        SessionMessage.user(
+            f"connect to postgres://admin:{PASSWORD}@db/prod, the db password being {PASSWORD}; "
+            f"my password is Hunter2-Zebra; mysql -u root -pMyPw-9911 shop; key {AWS_SECRET}"
+        ),
+    )
+    shell.record_answer(
+        sid,
+        SessionMessage.of_text("assistant", f"I will use {PASSWORD} and Hunter2-Zebra."),
+        prompt_tokens=10,
+        completion_tokens=5,
+        turn_end_tokens=15,
+    )
+    shell.save_session(sid)
+    assert shell.search("Hunter2") == []
+    assert shell.search("postgres")  # the rest of the text is indexed
+    shell.close_session(sid)
+    shell.close()
+    stored = _all_bytes(tmp_path / "sessions")
+    for secret in (PASSWORD, "Hunter2-Zebra", "MyPw-9911", AWS_SECRET):
+        assert secret.encode() not in stored, secret
+    assert b"[REDACTED:" in stored
