@@ -14,6 +14,7 @@ from config.settings import OllmSettings
 class ProviderChoice(StrEnum):
     auto = "auto"
     ollama = "ollama"
+    openai = "openai"
     embedded = "embedded"
     simulated = "simulated"
 
