@@ -231,10 +231,10 @@ def load_settings(
     env_layer, env_sources = _env_layer(environ)
     _merge(merged, env_layer)
     loaded.sources.update(env_sources)
-    for name, path, value in standard_env_values(environ):
-        if loaded.source_of(".".join(path)) == DEFAULT_SOURCE:
-            _merge(merged, _nested(path, value))
-            loaded.sources[".".join(path)] = f"env {name}"
+    for name, key, value in standard_env_values(environ):
+        if loaded.source_of(".".join(key)) == DEFAULT_SOURCE:
+            _merge(merged, _nested(key, value))
+            loaded.sources[".".join(key)] = f"env {name}"
     try:
         loaded.settings = OllmSettings.model_validate(merged)
     except ValidationError as exc:

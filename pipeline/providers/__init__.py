@@ -1,4 +1,5 @@
-"""Model providers: Ollama, embedded llama.cpp, simulated, and ``auto``.
+"""Model providers: Ollama, OpenAI-compatible servers, embedded llama.cpp, simulated,
+and ``auto``.
 
 Example::
 
@@ -29,7 +30,9 @@ from pipeline.providers.embedded import (
 from pipeline.providers.factory import PROBE_TIMEOUT_S, create_provider
 from pipeline.providers.gguf_metadata import GgufMetadata, read_gguf_metadata
 from pipeline.providers.ollama import OllamaProvider, display_host, ollama_answers
+from pipeline.providers.openai_compat import OpenAIProvider, openai_server_answers
 from pipeline.providers.simulated import SimulatedProvider
+from pipeline.providers.think_tags import ThinkTagSplitter
 
 __all__ = [
     "BUNDLED_SHA256",
@@ -40,9 +43,11 @@ __all__ = [
     "GgufMetadata",
     "ModelInfo",
     "OllamaProvider",
+    "OpenAIProvider",
     "Provider",
     "SimulatedProvider",
     "StreamChunk",
+    "ThinkTagSplitter",
     "ToolCallTextParser",
     "bundled_model_path",
     "create_provider",
@@ -50,6 +55,7 @@ __all__ = [
     "embedded_model_available",
     "new_tool_call_id",
     "ollama_answers",
+    "openai_server_answers",
     "read_gguf_metadata",
     "verify_sha256",
 ]

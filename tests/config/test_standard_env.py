@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from config.loader import load_settings
 from config.standard_env import ollama_host_from_env
-from pipeline.providers.factory import create_provider
 from pipeline.providers.base import ChatRequest
+from pipeline.providers.factory import create_provider
 from pipeline.records import SessionMessage
 from tests.fake_ollama import FakeOllama, Reply
 
@@ -109,9 +109,7 @@ def test_provider_follows_ollama_host_without_a_scheme(tmp_path: Path) -> None:
 def test_ollm_run_and_config_show_follow_ollama_host(tmp_path: Path, ollm_home: Path) -> None:
     with FakeOllama() as server:
         server.script(Reply.text("answer through OLLAMA_HOST"))
-        env = {
-            k: v for k, v in os.environ.items() if not k.startswith(("OLLM_", "OLLAMA_"))
-        } | {
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OLLM_", "OLLAMA_"))} | {
             "OLLM_HOME": str(ollm_home),
             "OLLAMA_HOST": server.url,
             "OLLM_MODEL": "llama3.2:latest",
