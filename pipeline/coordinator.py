@@ -60,6 +60,7 @@ from pipeline.events import (
     SessionStarted,
     StatusEvent,
     TextDelta,
+    ThinkingDelta,
     ToolCallEvent,
 )
 from pipeline.extensions import load_extensions
@@ -72,6 +73,7 @@ from pipeline.records import (
     SessionMessage,
     SessionToolCall,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolResultPart,
 )
@@ -503,11 +505,17 @@ class Coordinator:
         self._status(conversation, "model")
         text_parts: list[str] = []
         calls: list[ToolCallPart] = []
+        thinking: list[str] = []  # reasoning: recorded and shown, never sent back as answer
+        thinking_tokens: int | None = None
         unchecked: list[str] = []
         unchecked_chars = 0
         stream = self._answer(conversation, request, gate)
         try:
             async for chunk in stream:
+                if chunk.thinking:
+                    thinking.append(chunk.thinking)
+                    self.events.publish(ThinkingDelta(session_id=sid, text=chunk.thinking))
+                thinking_tokens = chunk.thinking_tokens or thinking_tokens
                 if chunk.text:
                     text_parts.append(chunk.text)
                     unchecked.append(chunk.text)
@@ -528,6 +536,10 @@ class Coordinator:
             await stream.aclose()
         text = "".join(text_parts)
         parts: list[Any] = [TextPart(text=text)] if text else []
+        if thinking:
+            reasoning = "".join(thinking)
+            tokens = thinking_tokens or self.counter.count_text(reasoning)
+            parts.insert(0, ThinkingPart(text=reasoning, tokens=tokens))
         parts.extend(calls if not result.stopped else [])
         # the answer is recorded whatever the loop detector says of it: both at once
         ends_turn = bool(result.stopped) or not calls

@@ -77,6 +77,7 @@ from pipeline.records import (
     SessionMetadata,
     SessionSummary,
     SessionToolCall,
+    ThinkingPart,
     now_iso,
     parse_iso,
 )
@@ -384,6 +385,9 @@ class SessionStore:
         def change(state: _OpenSession) -> Change:
             out: Change = {"m": data, "la": self._activity(state)}
             meta = state.doc.metadata
+            thought = sum(p.tokens or 0 for p in message.parts if isinstance(p, ThinkingPart))
+            if thought:  # of completionTokens, those spent on reasoning
+                out["md"] = {"thinkingTokens": int(meta.get("thinkingTokens") or 0) + thought}
             if message.role == "user" and meta.get("title") is None:
                 title = title_from_text(message.text)
                 if title:

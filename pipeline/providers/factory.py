@@ -34,7 +34,7 @@ def create_provider(
 ) -> Provider:
     """The provider ``settings`` name; ``auto`` resolves as the module docstring says."""
     if settings.name == "ollama":
-        return OllamaProvider(settings.ollama, model=settings.model)
+        return OllamaProvider(settings.ollama, model=settings.model, thinking=settings.thinking)
     if settings.name == "openai":
         return OpenAIProvider(settings.openai, model=settings.model)
     if settings.name == "embedded":
@@ -48,7 +48,7 @@ def _auto(settings: ProviderSettings, probe_timeout: float) -> Provider:
     host = display_host(settings.ollama.host)
     if ollama_answers(settings.ollama, min(probe_timeout, settings.ollama.timeout)):
         logger.info("provider auto: Ollama answers at %s", host)
-        return OllamaProvider(settings.ollama, model=settings.model)
+        return OllamaProvider(settings.ollama, model=settings.model, thinking=settings.thinking)
     url = display_url(settings.openai.base_url)
     if openai_server_answers(settings.openai, min(probe_timeout, settings.openai.timeout)):
         logger.info(
