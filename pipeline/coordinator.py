@@ -79,6 +79,13 @@ from pipeline.records import (
 )
 from pipeline.runtime import Runtime
 from pipeline.snapshots import SnapshotInfo
+from pipeline.telemetry import telemetry_for
+from pipeline.telemetry_steps import (
+    traced_compression,
+    traced_model_round,
+    traced_tool,
+    traced_turn,
+)
 from pipeline.tokens import TokenCounter
 from pipeline.tools.approval import ApprovalPolicy
 
@@ -160,6 +167,8 @@ class Coordinator:
         self.settings = settings
         self.workspace = workspace or runtime.workspace
         self.events = events or EventBus()
+        self.telemetry = telemetry_for(settings.telemetry)  # off (a no-op) without an endpoint
+        self.telemetry.watch(self.events)
         self.approval = ApprovalPolicy(settings.tools, interactive=ask is not None)
         self.ask = ask
         self.system_prompt = system_prompt
@@ -289,6 +298,7 @@ class Coordinator:
 
     # -------------------------------------------------------------------- turns
 
+    @traced_turn
     async def run_turn(self, session_id: str, text: str) -> TurnResult:
         """Run one user turn to its end (answer, loop stop, limit, or error)."""
         conversation = self.conversations[session_id]
@@ -485,6 +495,7 @@ class Coordinator:
             conversation.nudge = None
         return "\n\n".join(parts)
 
+    @traced_model_round
     async def _model_round(
         self,
         conversation: Conversation,
@@ -630,6 +641,7 @@ class Coordinator:
                 conversation.model, estimate, prompt, window=conversation.info.context_window
             )
 
+    @traced_tool
     async def _run_tool(
         self, conversation: Conversation, call: ToolCallPart, result: TurnResult
     ) -> None:
@@ -742,6 +754,7 @@ class Coordinator:
             self._compress(conversation, force=force, focus=focus)
         )
 
+    @traced_compression
     async def _compress(
         self, conversation: Conversation, *, force: bool, focus: str | None
     ) -> CompressionResult | None:
