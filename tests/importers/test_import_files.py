@@ -174,3 +174,14 @@ def test_ollm_own_session_files_keep_the_plain_import(tmp_path: Path) -> None:
     outcome = invoke("import", str(exported), "--new-id", "--json")
     assert outcome.exit_code == 0, outcome.stderr
     assert orjson.loads(outcome.stdout)[0]["sessionId"] != session.session_id
+
+
+def test_imported_reasoning_is_shown_folded_by_sessions_view(tmp_path: Path) -> None:
+    path = claude_code_transcript(tmp_path / "projects")
+    imported = invoke("import", str(path), "--json")
+    assert imported.exit_code == 0, imported.stderr
+    [row] = orjson.loads(imported.stdout)
+    viewed = invoke("view", row["sessionId"][:8])
+    assert viewed.exit_code == 0, viewed.stderr
+    assert "reasoning (" in viewed.stdout and "I should read it." in viewed.stdout
+    assert "this version does not display" not in viewed.stdout
