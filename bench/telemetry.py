@@ -8,7 +8,8 @@ provider (no latency, so the pipeline's own work is what is measured) in three
 rounds of ``--turns`` turns each (interleaved, after a warm-up): ``baseline``
 (the coordinator's telemetry replaced by nothing at all), ``off`` (no
 endpoint: the decorators and the actor-call check are reached and return at
-once) and ``on`` (spans and metrics exported). Targets: ``off`` within 1.05 times the baseline; ``on`` reported.
+once) and ``on`` (spans and metrics exported). Targets: ``off`` within 1.05
+times the baseline; ``on`` reported.
 """
 
 from __future__ import annotations
