@@ -185,3 +185,19 @@ def test_imported_reasoning_is_shown_folded_by_sessions_view(tmp_path: Path) -> 
     assert viewed.exit_code == 0, viewed.stderr
     assert "reasoning (" in viewed.stdout and "I should read it." in viewed.stdout
     assert "this version does not display" not in viewed.stdout
+
+
+def test_import_without_paths_or_a_tool_says_what_to_give() -> None:
+    outcome = invoke("import")
+    assert outcome.exit_code == 4
+    assert "--from" in outcome.stderr
+
+
+def test_a_missing_default_location_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    outcome = invoke("import", "--from", "codex")
+    assert outcome.exit_code == 4
+    assert str(tmp_path / ".codex" / "sessions") in outcome.stderr

@@ -216,3 +216,20 @@ def test_ollm_run_with_provider_openai_records_the_turn_without_the_key(
     session = orjson.loads(max(files, key=lambda p: p.stat().st_size).read_bytes())
     assert session["provider"] == "openai"
     assert session["model"] == MODEL
+
+
+def test_reasoning_fields_and_think_tags_of_a_delta_are_kept_apart() -> None:
+    """vLLM and llama-server send ``reasoning_content``, LM Studio ``reasoning``; others
+    inline ``<think>`` tags in the content."""
+    from openai.types.chat.chat_completion_chunk import ChoiceDelta
+
+    from pipeline.providers.openai_compat import _text_chunk
+    from pipeline.providers.think_tags import ThinkTagSplitter
+
+    splitter = ThinkTagSplitter()
+    first = _text_chunk(ChoiceDelta.model_validate({"reasoning_content": "Hm."}), splitter)
+    second = _text_chunk(ChoiceDelta.model_validate({"reasoning": " Yes."}), splitter)
+    third = _text_chunk(ChoiceDelta.model_validate({"content": "<think>so</think>Done."}), splitter)
+    assert first is not None and (first.thinking, first.text) == ("Hm.", "")
+    assert second is not None and second.thinking == " Yes."
+    assert third is not None and (third.thinking, third.text) == ("so", "Done.")
