@@ -18,8 +18,9 @@ loop checks, ...). Metrics: ``ollm.turn.duration``,
 The standard variables are honoured: ``OTEL_SERVICE_NAME`` and
 ``OTEL_RESOURCE_ATTRIBUTES``, ``OTEL_EXPORTER_OTLP_HEADERS`` (and the per-signal
 ``…_TRACES_…``/``…_METRICS_…`` endpoints and headers), ``OTEL_BSP_*`` and
-``OTEL_METRIC_EXPORT_INTERVAL``. OLLM exports ``http/protobuf``; another
-``OTEL_EXPORTER_OTLP_PROTOCOL`` is reported once and ignored.
+``OTEL_METRIC_EXPORT_INTERVAL``; ``OTEL_SDK_DISABLED=true`` turns it all off.
+OLLM exports ``http/protobuf``; another ``OTEL_EXPORTER_OTLP_PROTOCOL`` is
+reported once and ignored.
 
 Prompts and answers go into spans only with ``telemetry.logPrompts`` (and
 then with secrets redacted); no key, token or environment value ever does.
@@ -259,7 +260,7 @@ without warning, so its spans go out soon rather than in batches of 5 s."""
 def telemetry_for(settings: TelemetrySettings, *, span_delay_ms: float | None = None) -> Telemetry:
     """This process's telemetry for ``settings`` (one per endpoint; :data:`DISABLED` without)."""
     global _active
-    if not settings.otlp_endpoint:
+    if not settings.otlp_endpoint or os.environ.get("OTEL_SDK_DISABLED", "").lower() == "true":
         return DISABLED
     key = (
         settings.otlp_endpoint,

@@ -201,3 +201,14 @@ def test_a_missing_default_location_is_named(
     outcome = invoke("import", "--from", "codex")
     assert outcome.exit_code == 4
     assert str(tmp_path / ".codex" / "sessions") in outcome.stderr
+
+
+def test_secrets_in_imported_sessions_are_redacted(tmp_path: Path, ollm_home: Path) -> None:
+    secret = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    path = claude_code_transcript(tmp_path / "projects")
+    path.write_text(path.read_text().replace("buy milk", f"token {secret}"))
+    outcome = invoke("import", "--from", "claude-code", str(path))
+    assert outcome.exit_code == 0, outcome.stderr
+    stored = [p for p in ollm_home.rglob("*") if p.is_file()]
+    assert stored
+    assert all(secret.encode() not in p.read_bytes() for p in stored)
