@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import psutil
+
+from ollm_cli.pipeline.telemetry import TraceCarrier, actor_span
 
 
 class ShellBase:
@@ -13,6 +16,11 @@ class ShellBase:
     def ping(self) -> int:
         """The shell's process id (proves the actor is alive and says which process it is)."""
         return os.getpid()
+
+    def traced(self, carrier: TraceCarrier, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Call ``method`` in a span of the trace ``carrier`` names (telemetry on)."""
+        with actor_span(carrier, type(self).__name__.removesuffix("Shell"), method):
+            return getattr(self, method)(*args, **kwargs)
 
     def memory_rss(self) -> int:
         """Resident memory of this shell's process, in bytes."""

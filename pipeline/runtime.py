@@ -42,6 +42,7 @@ from ollm_cli.actors.sanitizer import SanitizerShell
 from ollm_cli.actors.tool_worker import ToolWorkerShell
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import ActorFailedError, OllmError
+from ollm_cli.pipeline.telemetry import trace_carrier
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +72,8 @@ class Service(ABC):
             self.waiting -= 1
             self.inflight += 1
             self.calls += 1
+            if (carrier := trace_carrier()) is not None:  # the actor's span joins the trace
+                method, args = "traced", (carrier, method, *args)
             try:
                 return await self._call(method, args, kwargs)
             finally:

@@ -1,4 +1,5 @@
-"""Model providers: Ollama, embedded llama.cpp, simulated, and ``auto``.
+"""Model providers: Ollama, OpenAI-compatible servers, embedded llama.cpp, simulated,
+and ``auto``.
 
 Example::
 
@@ -30,6 +31,8 @@ from ollm_cli.pipeline.providers._factory import PROBE_TIMEOUT_S, create_provide
 from ollm_cli.pipeline.providers._gguf_metadata import GgufMetadata, read_gguf_metadata
 from ollm_cli.pipeline.providers._ollama import OllamaProvider, display_host, ollama_answers
 from ollm_cli.pipeline.providers._simulated import SimulatedProvider
+from ollm_cli.pipeline.providers.openai_compat import OpenAIProvider, openai_server_answers
+from ollm_cli.pipeline.providers.think_tags import ThinkTagSplitter
 
 __all__ = [
     "BUNDLED_SHA256",
@@ -40,9 +43,11 @@ __all__ = [
     "GgufMetadata",
     "ModelInfo",
     "OllamaProvider",
+    "OpenAIProvider",
     "Provider",
     "SimulatedProvider",
     "StreamChunk",
+    "ThinkTagSplitter",
     "ToolCallTextParser",
     "bundled_model_path",
     "create_provider",
@@ -50,6 +55,7 @@ __all__ = [
     "embedded_model_available",
     "new_tool_call_id",
     "ollama_answers",
+    "openai_server_answers",
     "read_gguf_metadata",
     "verify_sha256",
 ]
