@@ -129,6 +129,10 @@ app = typer.Typer(
     help=(
         "OLLM: chat with local language models, with every conversation recorded durably.\n\n"
         "Start with `ollm run` to chat, `ollm sessions list` to see past conversations.\n\n"
+        "Models from Ollama (`OLLAMA_HOST` is honoured), any OpenAI-compatible server "
+        "(`--provider openai`: llama-server, LM Studio, vLLM) or the embedded SmolLM2; "
+        "`ollm sessions import --from claude-code|codex|gemini|llm` brings history from "
+        "other tools; `OTEL_EXPORTER_OTLP_ENDPOINT` turns on OpenTelemetry export.\n\n"
         + EXIT_CODES_HELP
     ),
     no_args_is_help=True,

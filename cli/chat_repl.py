@@ -26,6 +26,7 @@ from ollm_cli.pipeline.events import (
     PipelineEvent,
     StatusEvent,
     TextDelta,
+    ThinkingDelta,
     ToolCallEvent,
 )
 from ollm_cli.pipeline.records import ToolCallPart
@@ -40,6 +41,7 @@ HELP = """\
 /history                       the whole recorded history of this session
 /compress [focus]              compress the active context now
 /snapshot                      save a snapshot of the active context
+/thinking on|off               show a reasoning model's reasoning (dimmed), or fold it
 """
 
 
@@ -60,11 +62,20 @@ class ChatRepl:
         self.coordinator: Coordinator
         self.session_id = ""
         self._streaming = False
+        self.show_thinking = False
+        """Reasoning is shown dimmed when on; folded to one line when off (``/thinking``)."""
+        self._thinking = False
 
     # ----------------------------------------------------------------- rendering
 
     def render_event(self, event: PipelineEvent) -> None:
         """Show one pipeline event to the user."""
+        if isinstance(event, ThinkingDelta):
+            self._render_thinking(event.text)
+            return
+        if self._thinking and not isinstance(event, StatusEvent):
+            self.console.print()
+            self._thinking = False
         if isinstance(event, TextDelta):
             self._streaming = True
             self.console.print(event.text, end="", markup=False, highlight=False)
@@ -96,6 +107,14 @@ class ChatRepl:
             self.console.print(
                 f"[dim]{event.tokens_used}/{event.context_window} tokens ({share:.0f}%)[/]"
             )
+
+    def _render_thinking(self, text: str) -> None:
+        """Reasoning, dimmed: in full with ``/thinking on``, else one folded line."""
+        if self.show_thinking:
+            self.console.print(text, end="", style="dim italic", markup=False, highlight=False)
+        elif not self._thinking:
+            self.console.print("[dim]▸ thinking… (/thinking on shows it)[/]", end="")
+        self._thinking = True
 
     # ----------------------------------------------------------------- prompts
 
@@ -223,6 +242,11 @@ class ChatRepl:
                 result = self.loop.run(self.coordinator.compress_now(self.session_id, focus))
                 if result is None:
                     self.console.print("[dim]nothing to compress[/]")
+            elif name == "/thinking" and args[:1] in (["on"], ["off"]):
+                self.show_thinking = args[0] == "on"
+                self.console.print(
+                    f"[dim]reasoning {'shown' if self.show_thinking else 'folded'}[/]"
+                )
             elif name == "/snapshot":
                 info = self.loop.run(self.coordinator.snapshot_now(self.session_id))
                 self.console.print(f"[dim]snapshot {escape(info.id)} saved[/]")

@@ -14,6 +14,7 @@ from ollm_cli.config.settings import OllmSettings
 class ProviderChoice(StrEnum):
     auto = "auto"
     ollama = "ollama"
+    openai = "openai"
     embedded = "embedded"
     simulated = "simulated"
 

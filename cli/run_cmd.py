@@ -78,7 +78,8 @@ def run(
 
     Examples: `ollm run`, `ollm run --continue`, `ollm run --resume 3f1c2a9e`,
     `ollm run -p "Summarize README.md"`,
-    `ollm run --provider embedded --runtime inprocess`.
+    `ollm run --provider embedded --runtime inprocess`,
+    `OPENAI_BASE_URL=http://127.0.0.1:8080/v1 ollm run --provider openai`.
 
     In the chat: Ctrl-C cancels the answer in flight, Ctrl-D or /exit ends the session,
     /help lists the slash commands.

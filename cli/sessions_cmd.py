@@ -41,6 +41,7 @@ from ollm_cli.cli.output import (
     strip_control,
     write_stdout,
 )
+from ollm_cli.cli.session_import_cmd import ImportFrom, import_from_tools, is_foreign
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.pipeline.errors import (
     OllmError,
@@ -774,9 +775,21 @@ def _existing_ids(store: ChatRecordingService, sessions: list[Session]) -> list[
 @app.command("import")
 def import_sessions(
     files: Annotated[
-        list[Path],
-        typer.Argument(help="Session files (the spec's JSON format).", dir_okay=False),
-    ],
+        list[Path] | None,
+        typer.Argument(
+            help="Session files (the spec's JSON format), or files and folders of another "
+            "tool's sessions (its default location when none is given with --from).",
+            show_default=False,
+        ),
+    ] = None,
+    source: Annotated[
+        ImportFrom | None,
+        typer.Option(
+            "--from",
+            help="The tool that wrote them: claude-code, codex, gemini or llm "
+            "(recognised from the files when left out).",
+        ),
+    ] = None,
     new_id: Annotated[
         bool, typer.Option("--new-id", help="Give each imported session a fresh id.")
     ] = False,
@@ -784,10 +797,24 @@ def import_sessions(
 ) -> None:
     """Import session files; every file is checked before any is imported.
 
-    An id that is already recorded is refused unless --new-id.
+    An id that is already recorded is refused unless --new-id. Sessions of Claude Code,
+    Codex, Gemini CLI and llm are imported with --from (or recognised); importing them
+    again creates nothing new.
 
-    Example: `ollm sessions import chat.json --new-id`
+    Example: `ollm sessions import chat.json --new-id`; also
+    `ollm sessions import --from codex`, `ollm sessions import ~/.claude/projects/-home-me-app`
     """
+    files = files or []
+    if source is not None or not files or is_foreign(files):
+        with open_store() as store:
+            import_from_tools(
+                store,
+                files,
+                source,
+                redact=loaded_settings().settings.services.session.redact_secrets,
+                json_output=json_output,
+            )
+        return
     sessions = [read_session_file(path) for path in files]
     if not new_id:
         counts = Counter(s.session_id for s in sessions)

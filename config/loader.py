@@ -14,6 +14,10 @@ Environment variables address a key by its path, segments joined by ``__``
 
 plus three short forms: ``OLLM_MODEL``, ``OLLM_PROVIDER`` and ``OLLM_OLLAMA_HOST``.
 Values are read as YAML scalars (``true``, ``0.7``, ``[a, b]``).
+
+Last, the variables other tools share (``OLLAMA_HOST``, ``OPENAI_BASE_URL``,
+``OTEL_EXPORTER_OTLP_ENDPOINT``; see ``config/standard_env.py``) fill their key
+when no layer set it.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 
 from ollm_cli.config.paths import user_config_path, workspace_config_path
 from ollm_cli.config.settings import OllmSettings
+from ollm_cli.config.standard_env import standard_env_values
 from ollm_cli.pipeline.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -302,6 +307,13 @@ def _env_layer(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     return layer, sources
 
 
+def _nested(path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    layer: dict[str, Any] = {path[-1]: value}
+    for key in reversed(path[:-1]):
+        layer = {key: layer}
+    return layer
+
+
 def _format_validation_error(exc: ValidationError, loaded: LoadedSettings) -> ConfigError:
     lines = []
     for err in exc.errors():
@@ -426,6 +438,10 @@ def load_settings(
     env_layer, env_sources = _env_layer(environ)
     _merge(merged, env_layer)
     loaded.sources.update(env_sources)
+    for name, key, value in standard_env_values(environ):
+        if loaded.source_of(".".join(key)) == DEFAULT_SOURCE:
+            _merge(merged, _nested(key, value))
+            loaded.sources[".".join(key)] = f"env {name}"
     try:
         loaded.settings = OllmSettings.model_validate(merged)
     except ValidationError as exc:

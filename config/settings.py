@@ -290,12 +290,38 @@ class SimulatedSettings(ConfigModel):
     context_window: Annotated[int, Field(ge=256, le=_MAX_TOKENS)] = 8192
 
 
+class OpenAISettings(ConfigModel):
+    """``provider.openai``: any OpenAI-compatible chat-completions server (llama.cpp's
+    ``llama-server``, LM Studio, vLLM, LocalAI, Jan, llamafile).
+
+    The key is read from the variable ``apiKeyEnv`` names, never from this file:
+    a secret has no place in a config file, a session or a log."""
+
+    base_url: str = "http://127.0.0.1:8080/v1"
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: Annotated[float, Field(gt=0, le=86_400)] = 300.0
+    context_window: Annotated[int, Field(ge=256, le=_MAX_TOKENS)] | None = None
+    """The context window when the server does not report one."""
+    default_context_window: Annotated[int, Field(ge=256, le=_MAX_TOKENS)] = 4096
+    max_context_window: Annotated[int, Field(ge=256, le=_MAX_TOKENS)] = 8192
+
+    @field_validator("api_key_env", mode="after")
+    @classmethod
+    def _variable_name(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+            raise ValueError("must be the name of an environment variable, like OPENAI_API_KEY")
+        return value
+
+
 class ProviderSettings(ConfigModel):
     """``provider``: which model answers."""
 
-    name: Literal["auto", "ollama", "embedded", "simulated"] = "auto"
+    name: Literal["auto", "ollama", "openai", "embedded", "simulated"] = "auto"
     model: str | None = None
+    thinking: bool = True
+    """Ask reasoning models for their reasoning (kept apart from the answer)."""
     ollama: OllamaSettings = Field(default_factory=OllamaSettings)
+    openai: OpenAISettings = Field(default_factory=OpenAISettings)
     embedded: EmbeddedSettings = Field(default_factory=EmbeddedSettings)
     simulated: SimulatedSettings = Field(default_factory=SimulatedSettings)
 
@@ -380,6 +406,19 @@ class RuntimeSettings(ConfigModel):
     max_restarts: Annotated[int, Field(ge=0, le=10_000)] = 5
 
 
+class TelemetrySettings(ConfigModel):
+    """``telemetry``: OpenTelemetry traces and metrics over OTLP, off without an endpoint.
+
+    The standard ``OTEL_*`` variables are honoured (``OTEL_EXPORTER_OTLP_ENDPOINT``
+    fills ``otlpEndpoint``; service name, headers, protocol and intervals are read
+    by the exporters). Prompts and answers go into spans only with ``logPrompts``."""
+
+    otlp_endpoint: str | None = None
+    service_name: str | None = None
+    log_prompts: bool = False
+    metric_interval_ms: Annotated[float, Field(gt=0, le=86_400_000)] | None = None
+
+
 class OllmSettings(ConfigModel):
     """The effective configuration of OLLM (defaults < user file < workspace file < env)."""
 
@@ -389,3 +428,4 @@ class OllmSettings(ConfigModel):
     tools: ToolSettings = Field(default_factory=ToolSettings)
     hooks: list[HookSettings] = Field(default_factory=list)
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)

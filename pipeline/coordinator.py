@@ -77,6 +77,7 @@ from ollm_cli.pipeline.events import (
     SessionStarted,
     StatusEvent,
     TextDelta,
+    ThinkingDelta,
     ToolCallEvent,
 )
 from ollm_cli.pipeline.extensions import load_extensions
@@ -90,10 +91,18 @@ from ollm_cli.pipeline.records import (
     SessionSummary,
     SessionToolCall,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolResultPart,
 )
 from ollm_cli.pipeline.runtime import Runtime
+from ollm_cli.pipeline.telemetry import (
+    telemetry_for,
+    traced_compression,
+    traced_model_round,
+    traced_tool,
+    traced_turn,
+)
 from ollm_cli.pipeline.tools import ApprovalPolicy
 
 logger = logging.getLogger(__name__)
@@ -174,6 +183,8 @@ class Coordinator:
         self.settings = settings
         self.workspace = workspace or runtime.workspace
         self.events = events or EventBus()
+        self.telemetry = telemetry_for(settings.telemetry)  # off (a no-op) without an endpoint
+        self.telemetry.watch(self.events)
         self.approval = ApprovalPolicy(settings.tools, interactive=ask is not None)
         self.ask = ask
         self.system_prompt = system_prompt
@@ -309,6 +320,7 @@ class Coordinator:
 
     # -------------------------------------------------------------------- turns
 
+    @traced_turn
     async def run_turn(self, session_id: str, text: str) -> TurnResult:
         """Run one user turn to its end (answer, loop stop, limit, or error)."""
         conversation = self.conversations[session_id]
@@ -511,6 +523,7 @@ class Coordinator:
             conversation.nudge = None
         return "\n\n".join(parts)
 
+    @traced_model_round
     async def _model_round(
         self,
         conversation: Conversation,
@@ -531,11 +544,17 @@ class Coordinator:
         self._status(conversation, "model")
         text_parts: list[str] = []
         calls: list[ToolCallPart] = []
+        thinking: list[str] = []  # reasoning: recorded and shown, never sent back as answer
+        thinking_tokens: int | None = None
         unchecked: list[str] = []
         unchecked_chars = 0
         stream = self._answer(conversation, request, gate)
         try:
             async for chunk in stream:
+                if chunk.thinking:
+                    thinking.append(chunk.thinking)
+                    self.events.publish(ThinkingDelta(session_id=sid, text=chunk.thinking))
+                thinking_tokens = chunk.thinking_tokens or thinking_tokens
                 if chunk.text:
                     text_parts.append(chunk.text)
                     unchecked.append(chunk.text)
@@ -556,6 +575,10 @@ class Coordinator:
             await stream.aclose()
         text = "".join(text_parts)
         parts: list[Any] = [TextPart(text=text)] if text else []
+        if thinking:
+            reasoning = "".join(thinking)
+            tokens = thinking_tokens or self.counter.count_text(reasoning)
+            parts.insert(0, ThinkingPart(text=reasoning, tokens=tokens))
         parts.extend(calls if not result.stopped else [])
         # the answer is recorded whatever the loop detector says of it: both at once
         ends_turn = bool(result.stopped) or not calls
@@ -648,6 +671,7 @@ class Coordinator:
                 conversation.model, estimate, prompt, window=conversation.info.context_window
             )
 
+    @traced_tool
     async def _run_tool(
         self, conversation: Conversation, call: ToolCallPart, result: TurnResult
     ) -> None:
@@ -765,6 +789,7 @@ class Coordinator:
             self._compress(conversation, force=force, focus=focus)
         )
 
+    @traced_compression
     async def _compress(
         self, conversation: Conversation, *, force: bool, focus: str | None
     ) -> CompressionResult | None:

@@ -25,7 +25,7 @@ from ollm_cli.pipeline.records import now_iso
 
 logger = logging.getLogger(__name__)
 
-EventKind = Literal[HookEvent, "model:text", "pipeline:status"]
+EventKind = Literal[HookEvent, "model:text", "model:thinking", "pipeline:status"]
 
 
 class PipelineEvent(BaseModel):
@@ -100,6 +100,13 @@ class TextDelta(PipelineEvent):
     text: str
 
 
+class ThinkingDelta(PipelineEvent):
+    """A piece of a reasoning model's streamed reasoning (shown folded, apart from the answer)."""
+
+    kind: Literal["model:thinking"] = "model:thinking"
+    text: str
+
+
 class StatusEvent(PipelineEvent):
     """What the pipeline is doing now, and how full the window is."""
 
@@ -119,6 +126,7 @@ AnyEvent = Annotated[
     | CompressionStarted
     | CompressionFinished
     | TextDelta
+    | ThinkingDelta
     | StatusEvent,
     Field(discriminator="kind"),
 ]

@@ -87,6 +87,16 @@ class TextPart(Record):
     text: str
 
 
+class ThinkingPart(Record):
+    """The reasoning a thinking model gave before its answer (spec 003's "thinking
+    traces"): recorded and shown folded, never sent back to the model as answer
+    text, left out of summaries. ``tokens`` is how many tokens it took, when known."""
+
+    type: Literal["thinking"] = "thinking"
+    text: str
+    tokens: int | None = None
+
+
 class ToolCallPart(Record):
     """The model asked for a tool to run (in an assistant message)."""
 
@@ -123,11 +133,12 @@ class UnknownPart(Record):
 
 def _part_tag(value: Any) -> str:
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    return kind if kind in {"text", "tool_call", "tool_result", "image"} else "unknown"
+    return kind if kind in {"text", "thinking", "tool_call", "tool_result", "image"} else "unknown"
 
 
 MessagePart = Annotated[
     Annotated[TextPart, Tag("text")]
+    | Annotated[ThinkingPart, Tag("thinking")]
     | Annotated[ToolCallPart, Tag("tool_call")]
     | Annotated[ToolResultPart, Tag("tool_result")]
     | Annotated[ImagePart, Tag("image")]
@@ -147,6 +158,11 @@ class SessionMessage(Record):
     def text(self) -> str:
         """The text parts joined by newlines (tool calls and images left out)."""
         return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def thinking(self) -> str:
+        """The reasoning parts joined by newlines (empty when the model gave none)."""
+        return "\n".join(p.text for p in self.parts if isinstance(p, ThinkingPart))
 
     @property
     def tool_calls(self) -> list[ToolCallPart]:
@@ -218,6 +234,8 @@ class SessionMetadata(Record):
     custom: dict[str, Any] = Field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    thinking_tokens: int = 0
+    """Of ``completionTokens``, those spent on reasoning (``thinking`` parts)."""
     compression_history: list[CompressionEvent] = Field(default_factory=list)
     mode_history: list[dict[str, Any]] = Field(default_factory=list)
 

@@ -45,6 +45,7 @@ from ollm_cli.actors.shell import ShellBase
 from ollm_cli.actors.tool_worker import ToolWorkerShell
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import ActorFailedError, OllmError
+from ollm_cli.pipeline.telemetry import trace_carrier
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +93,8 @@ class Service(ABC, Generic[ShellT]):
             self.waiting -= 1
             self.inflight += 1
             self.calls += 1
+            if (carrier := trace_carrier()) is not None:  # the actor's span joins the trace
+                method, args = "traced", (carrier, method, *args)
             try:
                 return await self._call(method, args, kwargs)
             finally:
@@ -381,6 +384,10 @@ class RayRuntime(Runtime):
         import ray
 
         await self._close_services()
+        # a killed actor loses what its telemetry has not sent yet
+        flushes = [s.call(ShellBase.flush_telemetry) for s in self.services]
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.gather(*flushes, return_exceptions=True), 10)
         for handle in self._handles:
             with contextlib.suppress(Exception):
                 ray.kill(handle, no_restart=True)

@@ -25,12 +25,16 @@ settings.register_profile(
 settings.load_profile("ollm")
 
 
+_OTHER_TOOLS_VARIABLES = {"OLLAMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY"}
+
+
 @pytest.fixture(autouse=True)
 def ollm_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A private OLLM home for the test, with no ``OLLM_*`` variables leaking in."""
+    """A private OLLM home for the test, with no ``OLLM_*`` (nor ``OLLAMA_HOST``,
+    ``OPENAI_*``, ``OTEL_*``) variables leaking in."""
     home = tmp_path / "ollm-home"
     for name in list(os.environ):
-        if name.startswith("OLLM_"):
+        if name.startswith(("OLLM_", "OTEL_")) or name in _OTHER_TOOLS_VARIABLES:
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OLLM_HOME", str(home))
     from ollm_cli.cli import state

@@ -7,6 +7,9 @@ and answers what OLLM and the official ``ollama`` client use:
   "created_at", "message": {"role": "assistant", "content", "tool_calls"}, "done": false}``
   lines and a final ``done: true`` line with ``done_reason``, ``prompt_eval_count``,
   ``eval_count`` and the durations; or one JSON object when ``"stream": false``.
+  A reply with ``thinking`` streams it first in ``message.thinking`` lines when the
+  request asks ``"think": true`` (a thinking model asked not to think sends none);
+  ``think: true`` for a model without the ``thinking`` capability is Ollama's 400.
 - ``POST /api/show``: ``model_info`` with ``<family>.context_length``, ``details``,
   ``parameters`` (``num_ctx`` when the model sets one).
 - ``GET /api/tags``, ``GET /api/version``, ``GET /`` ("Ollama is running").
@@ -99,6 +102,7 @@ class Reply:
     """One scripted answer of ``/api/chat``.
 
     - ``chunks``: the text pieces, one NDJSON line each.
+    - ``thinking``: reasoning pieces, sent first in ``message.thinking`` when asked for.
     - ``tool_calls``: ``{"name": ..., "arguments": {...}}`` sent in one line after the text.
     - ``delay``: seconds slept before each line (a slow stream).
     - ``hold`` / ``hold_after``: after ``hold_after`` lines, wait until the test
@@ -112,6 +116,7 @@ class Reply:
     """
 
     chunks: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     delay: float = 0.0
     hold: threading.Event | None = None
@@ -433,6 +438,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if self.path == "/api/show":
             self._send(200, self._show(model))
+        elif body.get("think") and "thinking" not in model.capabilities:
+            self._error(400, f'"{name}" does not support thinking')
         else:
             self._chat(name, body)
 
@@ -480,7 +487,11 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status != 200:
             self._error(reply.status, reply.error or "error")
             return
-        lines = [self._line(model, {"role": "assistant", "content": c}) for c in reply.chunks]
+        thinking = reply.thinking if body.get("think") else []
+        lines = [
+            self._line(model, {"role": "assistant", "content": "", "thinking": t}) for t in thinking
+        ]
+        lines += [self._line(model, {"role": "assistant", "content": c}) for c in reply.chunks]
         if reply.tool_calls:
             calls = [
                 {
@@ -499,6 +510,8 @@ class _Handler(BaseHTTPRequestHandler):
         final = self._final(model, body, reply)
         if body.get("stream") is False:
             message = {"role": "assistant", "content": "".join(reply.chunks)}
+            if thinking:
+                message["thinking"] = "".join(thinking)
             if reply.tool_calls:
                 message["tool_calls"] = lines[-1]["message"]["tool_calls"]
             self._send(200, {**final, "message": message})
@@ -517,6 +530,8 @@ class _Handler(BaseHTTPRequestHandler):
             if isinstance(m, dict)
         )
         answer_words = len("".join(reply.chunks).split()) + len(reply.tool_calls)
+        if body.get("think"):
+            answer_words += len("".join(reply.thinking).split())
         return {
             "model": model,
             "created_at": _CREATED_AT,

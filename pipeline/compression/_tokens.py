@@ -45,6 +45,7 @@ from ollm_cli.pipeline.records import (
     ImagePart,
     SessionMessage,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolResultPart,
     now_iso,
@@ -227,6 +228,8 @@ class TokenCounter:
                 total += len(encode(orjson.dumps(part.args, default=str).decode()))
             elif isinstance(part, ImagePart):
                 total += IMAGE_TOKENS
+            elif isinstance(part, ThinkingPart):
+                continue  # reasoning is never sent back to the model
             else:
                 total += len(encode(orjson.dumps(part.to_dict(), default=str).decode()))
         return total

@@ -12,7 +12,7 @@ from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ollm_cli.pipeline.environment._logging import configure_logging
-    from ollm_cli.pipeline.environment._redaction import Redactor, redact
+    from ollm_cli.pipeline.environment._redaction import Redactor, default_redactor, redact
     from ollm_cli.pipeline.environment._sanitizer import (
         EnvDecision,
         EnvironmentSanitizationService,
@@ -24,6 +24,7 @@ __all__ = [
     "EnvironmentSanitizationService",
     "Redactor",
     "configure_logging",
+    "default_redactor",
     "redact",
     "secret_name_word",
 ]
@@ -34,6 +35,7 @@ __getattr__ = lazy_exports(
         "_logging": ("configure_logging",),
         "_redaction": (
             "Redactor",
+            "default_redactor",
             "redact",
         ),
         "_sanitizer": (

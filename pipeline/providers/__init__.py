@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ollm_cli.pipeline.providers._factory import PROBE_TIMEOUT_S, create_provider
     from ollm_cli.pipeline.providers._gguf_metadata import GgufMetadata, read_gguf_metadata
     from ollm_cli.pipeline.providers._ollama import OllamaProvider, display_host, ollama_answers
+    from ollm_cli.pipeline.providers._openai import OpenAIProvider
     from ollm_cli.pipeline.providers._service import ProviderService
     from ollm_cli.pipeline.providers._simulated import SimulatedProvider
 
@@ -52,6 +53,7 @@ __all__ = [
     "GgufMetadata",
     "ModelInfo",
     "OllamaProvider",
+    "OpenAIProvider",
     "Provider",
     "ProviderService",
     "SimulatedProvider",
@@ -102,6 +104,7 @@ __getattr__ = lazy_exports(
             "display_host",
             "ollama_answers",
         ),
+        "_openai": ("OpenAIProvider",),
         "_service": ("ProviderService",),
         "_simulated": ("SimulatedProvider",),
     },

@@ -37,9 +37,14 @@ class ChatRequest(BaseModel):
     system_prompt: str = ""
     messages: list[SessionMessage] = Field(default_factory=list)
     tools: list[dict[str, Any]] = Field(default_factory=list)
+    tool_choice: Literal["auto", "required", "none"] | None = None
+    """Whether the model must, may or must not call a tool (``None``: the server's
+    default); the OpenAI-compatible provider sends it, others ignore it."""
     max_tokens: int | None = None
     temperature: float | None = None
     num_ctx: int | None = None
+    think: bool | None = None
+    """Ask a reasoning model for its reasoning (``None``: the server's default)."""
 
 
 class StreamChunk(BaseModel):
@@ -50,11 +55,15 @@ class StreamChunk(BaseModel):
     """
 
     text: str = ""
+    thinking: str = ""
+    """Reasoning of a thinking model, kept apart from ``text`` (the answer)."""
     tool_calls: list[ToolCallPart] = Field(default_factory=list)
     done: bool = False
     done_reason: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    thinking_tokens: int | None = None
+    """Of ``completion_tokens``, those the server says went to reasoning."""
 
 
 class ChatOpening(BaseModel):
@@ -119,7 +128,8 @@ class Provider(ABC):
         """
 
     def complete(self, request: ChatRequest) -> str:
-        """The whole text of the answer (used for summaries and titles)."""
+        """The whole text of the answer (used for summaries and titles); reasoning
+        is left out."""
         return "".join(chunk.text for chunk in self.chat(request))
 
     @abstractmethod

@@ -2,8 +2,12 @@
 
 ``/api/chat`` streams the answer (text and tool calls) and, on its last line,
 the token counts Ollama measured; ``/api/show`` tells the model's real context
-window. A model Ollama does not describe gets ``provider.ollama.defaultContextWindow``
-(4096), never an assumed large window.
+window and its capabilities. A model with the ``thinking`` capability (qwen3,
+deepseek-r1, gpt-oss, ...) is asked ``think: true`` (``provider.thinking``, on
+by default; off sends ``think: false``) and its reasoning, streamed in
+``message.thinking``, is kept apart from the answer; reasoning inlined in
+``<think>`` tags is split off too. A model Ollama does not describe gets
+``provider.ollama.defaultContextWindow`` (4096), never an assumed large window.
 
 Example::
 
@@ -33,6 +37,7 @@ from ollm_cli.pipeline.providers._base import (
     StreamChunk,
     new_tool_call_id,
 )
+from ollm_cli.pipeline.providers._think_tags import ThinkTagSplitter
 from ollm_cli.pipeline.records import (
     ImagePart,
     SessionMessage,
@@ -141,9 +146,13 @@ class OllamaProvider(Provider):
 
     name = "ollama"
 
-    def __init__(self, settings: OllamaSettings, *, model: str | None = None) -> None:
+    def __init__(
+        self, settings: OllamaSettings, *, model: str | None = None, thinking: bool = True
+    ) -> None:
         self.settings = settings
         self.configured_model = model
+        self.thinking = thinking
+        self._capabilities: dict[str, frozenset[str]] = {}
         self.host = display_host(settings.host)
         self._client = ollama.Client(host=settings.host, timeout=settings.timeout)
         self._info: dict[str, ModelInfo] = {}
@@ -188,6 +197,8 @@ class OllamaProvider(Provider):
         if request.temperature is not None:
             options["temperature"] = request.temperature
         received = 0
+        think = self._think(request)
+        splitter = ThinkTagSplitter()
         try:
             stream = self._client.chat(
                 model=request.model,
@@ -195,10 +206,11 @@ class OllamaProvider(Provider):
                 tools=request.tools or None,
                 stream=True,
                 options=options or None,
+                think=think,
             )
             for part in stream:
                 received += 1
-                chunk = self._chunk(part)
+                chunk = self._chunk(part, splitter)
                 yield chunk
                 if chunk.done:
                     return
@@ -230,7 +242,20 @@ class OllamaProvider(Provider):
             hint="the answer so far was kept; check that Ollama is still running and ask again",
         )
 
-    def _chunk(self, part: ollama.ChatResponse) -> StreamChunk:
+    def _think(self, request: ChatRequest) -> bool | None:
+        """``think`` for the request: asked for models that can think, left out otherwise."""
+        if request.think is not None:
+            return request.think
+        capabilities = self._capabilities.get(request.model)
+        if capabilities is None:
+            try:
+                self.model_info(request.model)
+            except ProviderError:  # the chat request reports what is wrong
+                return None
+            capabilities = self._capabilities.get(request.model, frozenset())
+        return self.thinking if "thinking" in capabilities else None
+
+    def _chunk(self, part: ollama.ChatResponse, splitter: ThinkTagSplitter) -> StreamChunk:
         message = part.message
         calls = [
             ToolCallPart(
@@ -241,8 +266,13 @@ class OllamaProvider(Provider):
             for call in message.tool_calls or []
         ]
         done = bool(part.done)
+        text, tagged = splitter.feed(message.content or "")
+        if done:
+            held_text, held_thinking = splitter.flush()
+            text, tagged = text + held_text, tagged + held_thinking
         return StreamChunk(
-            text=message.content or "",
+            text=text,
+            thinking=(message.thinking or "") + tagged,
             tool_calls=calls,
             done=done,
             done_reason=part.done_reason if done else None,
@@ -280,6 +310,8 @@ class OllamaProvider(Provider):
             if num_ctx.isdigit() and int(num_ctx) > 0:
                 candidates.append(int(num_ctx))
             family = shown.details.family if shown.details else None
+            with self._lock:
+                self._capabilities[model] = frozenset(shown.capabilities or ())
         if candidates:
             info = ModelInfo(
                 name=model, context_window=min(candidates), context_source="server", family=family

@@ -33,6 +33,7 @@ def _join(first: StreamChunk, second: StreamChunk) -> StreamChunk:
     return second.model_copy(
         update={
             "text": first.text + second.text,
+            "thinking": first.thinking + second.thinking,
             "tool_calls": [*first.tool_calls, *second.tool_calls],
         }
     )

@@ -37,6 +37,7 @@ from ollm_cli.pipeline.records import (
     SessionMessage,
     SessionToolCall,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolResultPart,
     parse_iso,
@@ -162,6 +163,10 @@ def _view_of_call(
 
 
 def _note_for(part: Any) -> str:
+    if isinstance(part, ThinkingPart):  # shown folded: its start, and its size
+        size = f"{part.tokens} tokens" if part.tokens else f"{len(part.text)} characters"
+        head = part.text[:300].replace("\n", " ")
+        return f"reasoning ({size}): {head}{'…' if len(part.text) > 300 else ''}"
     if isinstance(part, ImagePart):
         where = part.path or part.url or "no location recorded"
         kind = f", {part.mime_type}" if part.mime_type else ""

@@ -95,6 +95,7 @@ from ollm_cli.pipeline.records import (
     SessionMetadata,
     SessionSummary,
     SessionToolCall,
+    ThinkingPart,
     now_iso,
     parse_iso,
 )
@@ -390,6 +391,9 @@ class ChatRecordingService:
         def change(state: _OpenSession) -> Change:
             out: Change = {"m": data, "la": self._activity(state)}
             meta = state.doc.metadata
+            thought = sum(p.tokens or 0 for p in message.parts if isinstance(p, ThinkingPart))
+            if thought:  # of completionTokens, those spent on reasoning
+                out["md"] = {"thinkingTokens": int(meta.get("thinkingTokens") or 0) + thought}
             if message.role == "user" and meta.get("title") is None:
                 title = title_from_text(message.text)
                 if title:

@@ -1,0 +1,141 @@
+"""Codex's rollout files: ``~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``.
+
+One JSON object a line, ``{"timestamp", "type", "payload"}``:
+
+- ``session_meta``: the session's ``id``, ``timestamp`` and ``cwd``;
+- ``turn_context``: each turn's ``model`` (and ``cwd``);
+- ``response_item``: what went to and came from the model, in the Responses API
+  shape: ``message`` (``role``, ``content`` of ``input_text``/``output_text``
+  items), ``reasoning`` (``summary`` texts), ``function_call`` (``name``,
+  ``arguments`` as JSON text, ``call_id``), ``function_call_output``
+  (``call_id``, ``output``), ``custom_tool_call``/``custom_tool_call_output``
+  and ``local_shell_call`` (``action.command``);
+- ``event_msg``: UI events, of which ``token_count`` gives the usage so far;
+- ``compacted``: a summary that replaced history (skipped).
+
+Files of early versions begin with the bare session meta (``id``,
+``timestamp``, ``instructions``) followed by bare response items and
+``{"record_type": "state"}`` lines; they are read too. The context Codex
+injects into user messages (``<environment_context>``, ``<user_instructions>``,
+AGENTS.md) and ``developer`` messages are not the conversation and are skipped.
+
+Example::
+
+    [session] = read_codex(Path("~/.codex/sessions/2025/10/29/rollout-….jsonl"))
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+from ollm_cli.pipeline.importers._sessions import SessionBuilder, bad_file, iso_time, json_lines
+from ollm_cli.pipeline.records import Session
+
+SOURCE: Final = "codex"
+_INJECTED = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<INSTRUCTIONS>",
+)
+_LINE_TYPES = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
+
+
+def read_codex(path: Path) -> list[Session]:
+    """The session of one rollout file (none when it holds no message)."""
+    builder = SessionBuilder(source=SOURCE, source_id=path.stem, path=path)
+    meta_seen = False
+    for number, line in json_lines(path, "Codex"):
+        where = f"line {number}"
+        kind = line.get("type")
+        if kind in _LINE_TYPES and "payload" in line:
+            payload = line["payload"]
+            if not isinstance(payload, dict):
+                raise bad_file(
+                    path, where, f"the payload of a {kind} line is not an object", "Codex"
+                )
+            at = iso_time(line.get("timestamp"))
+        elif number == 1 and "id" in line and "type" not in line:
+            kind, payload, at = "session_meta", line, iso_time(line.get("timestamp"))
+        elif line.get("record_type") == "state":
+            continue
+        elif isinstance(kind, str) and meta_seen:
+            payload, kind, at = line, "response_item", iso_time(line.get("timestamp"))
+        else:
+            raise bad_file(path, where, "not a Codex rollout line (no type and payload)", "Codex")
+        if kind == "session_meta":
+            if not meta_seen:
+                meta_seen = True
+                if isinstance(payload.get("id"), str):
+                    builder.source_id = payload["id"]
+                if isinstance(payload.get("cwd"), str):
+                    builder.working_dir = payload["cwd"]
+                if isinstance(payload.get("cli_version"), str):
+                    builder.extra["version"] = payload["cli_version"]
+            continue
+        meta_seen = True
+        if kind == "turn_context":
+            if isinstance(payload.get("model"), str):
+                builder.model = payload["model"]
+            if builder.working_dir is None and isinstance(payload.get("cwd"), str):
+                builder.working_dir = payload["cwd"]
+        elif kind == "event_msg":
+            _event(builder, payload)
+        elif kind == "response_item":
+            _item(builder, payload, at)
+    session = builder.build()
+    return [session] if session is not None else []
+
+
+def _event(builder: SessionBuilder, payload: dict[str, Any]) -> None:
+    if payload.get("type") != "token_count":
+        return
+    info = payload.get("info")
+    total = info.get("total_token_usage") if isinstance(info, dict) else None
+    if isinstance(total, dict):
+        builder.prompt_tokens = int(total.get("input_tokens") or 0)
+        builder.completion_tokens = int(total.get("output_tokens") or 0)
+        builder.thinking_tokens = int(total.get("reasoning_output_tokens") or 0)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    texts = []
+    for item in content if isinstance(content, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("text"), str):
+            texts.append(item["text"])
+    return "\n".join(texts)
+
+
+def _item(builder: SessionBuilder, item: dict[str, Any], at: str) -> None:
+    kind = item.get("type")
+    if kind == "message":
+        role = item.get("role")
+        text = _content_text(item.get("content"))
+        if role == "user" and not text.lstrip().startswith(_INJECTED):
+            builder.say("user", text, at)
+        elif role == "assistant":
+            builder.say("assistant", text, at)
+    elif kind == "reasoning":
+        summary = _content_text(item.get("summary"))
+        builder.think(summary or _content_text(item.get("content")), at)
+    elif kind == "function_call":
+        builder.call(item.get("call_id"), str(item.get("name") or ""), item.get("arguments"), at)
+    elif kind == "custom_tool_call":
+        builder.call(
+            item.get("call_id"), str(item.get("name") or ""), {"input": item.get("input")}, at
+        )
+    elif kind == "local_shell_call":
+        action = item.get("action") if isinstance(item.get("action"), dict) else {}
+        builder.call(
+            item.get("call_id") or item.get("id"),
+            "shell",
+            {"command": action.get("command")} if action else {},
+            at,
+        )
+    elif kind in ("function_call_output", "custom_tool_call_output"):
+        output = item.get("output")
+        failed = isinstance(output, dict) and output.get("success") is False
+        builder.result(item.get("call_id"), output, at, is_error=failed)
