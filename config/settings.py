@@ -151,7 +151,9 @@ class LoopDetectionSettings(ConfigModel):
 class FileDiscoverySettings(ConfigModel):
     """``services.fileDiscovery``: which project files the model sees."""
 
-    max_depth: Annotated[int, Field(ge=0)] = 10
+    max_depth: Annotated[int, Field(ge=0)] = 64
+    """Deepest level listed (0: the root's own files). Deep enough for monorepos
+    (sveltejs/kit's tracked files go 15 deep); a scan cut by it says so."""
     follow_symlinks: bool = False
     builtin_ignores: list[str] = Field(default_factory=lambda: list(DEFAULT_BUILTIN_IGNORES))
     max_files: Annotated[int, Field(ge=1)] = 100_000
