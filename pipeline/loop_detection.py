@@ -26,14 +26,17 @@ showed up:
   or ``=====``, does not count). It is found incrementally with a bounded
   amount of work per chunk; ``end_stream()`` closes the response.
 
-  The check reads markdown line by line. Inside a fenced code block it is off,
-  and a table row, list item, heading, block quote or fence line resets it:
-  thirty identical ``| TBD | pending |`` rows or twenty identical lines of code
-  are content, not chanting. Text that repeats what a tool returned (log lines
+  The check reads markdown line by line. A table row, list item, heading, block
+  quote or fence line resets it, and inside a fenced code block it reads only the
+  current line, with a longer span (``CODE_MIN_SPAN``): thirty identical
+  ``| TBD | pending |`` rows or twenty identical lines of code are content, not
+  chanting. Text that repeats what a tool returned (log lines
   quoted from a result) is quotation, allowed as many times as the source has
-  it. Behind these, a whole-line check catches a reply whose last
-  ``LINE_LOOP_LINES`` lines (``CODE_LOOP_LINES`` inside code) are one block of at
-  most 8 lines repeated: a table or list that never ends is still stopped.
+  it. Behind these, a whole-line check catches a reply whose last lines are one
+  line repeated ``LINE_LOOP_LINES`` times, or a block of 2 to 8 lines repeated
+  ``BLOCK_MIN_REPEATS`` times over at least ``BLOCK_MIN_LINES`` lines
+  (``CODE_LOOP_LINES`` lines inside code): a table or a list that never ends,
+  like SmolLM2's week of days again and again, is still stopped.
 
 Polling is work. A repeated call (or cycle) with an unchanged result is a
 *poll* when its result says the work is still going (``in_progress``,
@@ -95,6 +98,10 @@ STREAM_MIN_PERIOD = 8
 STREAM_MAX_PERIOD = 200
 STREAM_MIN_REPEATS = 4
 STREAM_MIN_SPAN = 256
+#: Inside a fenced code block only a repetition within one line counts, and it
+#: must span this much: a model chanting inside a fence (SmolLM2 writes the week's
+#: days again and again inside a code block) is still stopped.
+CODE_MIN_SPAN = 512
 #: Candidate periods examined per chunk (bounded work whatever the text).
 STREAM_MAX_CANDIDATES = 8
 #: Whole-line repetition: a block of up to LINE_MAX_PERIOD lines filling the last
@@ -102,6 +109,10 @@ STREAM_MAX_CANDIDATES = 8
 LINE_MAX_PERIOD = 8
 LINE_LOOP_LINES = 40
 CODE_LOOP_LINES = 80
+#: A block of two or more lines (a list of the week's days, again and again) is a
+#: loop sooner: BLOCK_MIN_REPEATS times and at least BLOCK_MIN_LINES lines.
+BLOCK_MIN_REPEATS = 4
+BLOCK_MIN_LINES = 16
 #: Tool results kept as sources of quotation (the newest, each up to SOURCE_CHARS).
 SOURCE_KEEP = 8
 SOURCE_CHARS = 65_536
@@ -640,7 +651,7 @@ class LoopDetector:
         start = stream.chars
         stream.chars += len(chunk)
         buffer = stream.buffer + chunk
-        keep = STREAM_MAX_PERIOD * (STREAM_MIN_REPEATS + 1) + STREAM_MIN_SPAN
+        keep = STREAM_MAX_PERIOD * (STREAM_MIN_REPEATS + 1) + CODE_MIN_SPAN
         if len(buffer) > 2 * keep:
             buffer = buffer[-keep:]
         stream.buffer = buffer
@@ -652,12 +663,11 @@ class LoopDetector:
                 return event
         else:
             stream.line += chunk
-        if stream.fence:
-            return None  # inside a fenced code block: content, not chanting
-        # Only the text after the last structural line is looked at.
+        # Only the text after the last structural line is looked at: inside a
+        # fenced code block, the current line alone (lines of code may repeat).
         tail_start = max(0, stream.reset_at - (stream.chars - len(buffer)))
         tail = buffer[tail_start:] if tail_start else buffer
-        period = _tail_period(tail)
+        period = _tail_period(tail, CODE_MIN_SPAN if stream.fence else STREAM_MIN_SPAN)
         if period is None:
             return None
         repeats = _tail_repeats(tail, period)
@@ -705,13 +715,18 @@ class LoopDetector:
         lines, runs = stream.lines, stream.runs
         lines.append(digest)
         size = len(lines)
-        limit = CODE_LOOP_LINES if code else LINE_LOOP_LINES
-        found = 0
+        found = limit = 0
+        covered = 0  # the longest tail a shorter period explains
         for period in range(1, LINE_MAX_PERIOD + 1):
             if size > period and lines[-1 - period] == digest:
                 runs[period] += 1
-                if not found and runs[period] + period >= limit:
-                    found = period
+                cover = runs[period] + period
+                # Only the smallest period counts: identical lines are no 2-line block.
+                if not found and cover > covered:
+                    bar = _line_limit(period, code)
+                    if cover >= bar:
+                        found, limit = period, bar
+                covered = max(covered, cover)
             else:
                 runs[period] = 0
         stream.last_line = line
@@ -759,11 +774,20 @@ class LoopDetector:
         self._state.stream = _StreamState()
 
 
-def _needed(period: int) -> int:
-    return max(period * STREAM_MIN_REPEATS, STREAM_MIN_SPAN)
+def _line_limit(period: int, code: bool) -> int:
+    """How many lines a repeated block of ``period`` lines must fill to be a loop."""
+    if code:
+        return CODE_LOOP_LINES
+    if period == 1:
+        return LINE_LOOP_LINES
+    return max(BLOCK_MIN_REPEATS * period, BLOCK_MIN_LINES)
 
 
-def _tail_period(buffer: str) -> int | None:
+def _needed(period: int, min_span: int = STREAM_MIN_SPAN) -> int:
+    return max(period * STREAM_MIN_REPEATS, min_span)
+
+
+def _tail_period(buffer: str, min_span: int = STREAM_MIN_SPAN) -> int | None:
     """The smallest period p in [8, 200] whose repetition fills the end of ``buffer``.
 
     Candidates are the distances back to earlier occurrences of the last 8
@@ -771,7 +795,7 @@ def _tail_period(buffer: str) -> int | None:
     of them, each verified with one slice comparison: bounded work per chunk.
     """
     size = len(buffer)
-    if size < _needed(STREAM_MIN_PERIOD):
+    if size < _needed(STREAM_MIN_PERIOD, min_span):
         return None
     probe = buffer[-STREAM_MIN_PERIOD:]
     probe_start = size - STREAM_MIN_PERIOD
@@ -783,7 +807,7 @@ def _tail_period(buffer: str) -> int | None:
             return None
         period = probe_start - found
         if period >= STREAM_MIN_PERIOD:
-            span = _needed(period)
+            span = _needed(period, min_span)
             if span <= size:
                 tail = buffer[size - span :]
                 if tail[period:] == tail[:-period]:

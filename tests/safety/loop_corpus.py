@@ -657,6 +657,18 @@ LOOPS: tuple[Scenario, ...] = (
         "SmolLM2",
     ),
     Scenario(
+        "SmolLM2: the days of the week as a list, again and again",
+        turns([reply(smol.DAYS_AS_A_LIST)], [reply(smol.DAYS_AS_A_LIST)]),
+        True,
+        "SmolLM2",
+    ),
+    Scenario(
+        "SmolLM2: the days of the week in a code block",
+        turns([reply(smol.DAYS_IN_A_CODE_BLOCK)], [reply(smol.DAYS_IN_A_CODE_BLOCK)]),
+        True,
+        "SmolLM2",
+    ),
+    Scenario(
         "SmolLM2: a table row until the token limit",
         turns([reply(smol.PLANET_TABLE)], [reply(smol.PLANET_TABLE)]),
         True,

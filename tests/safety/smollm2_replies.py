@@ -5,6 +5,12 @@ Two of them are the model's own degenerate loops (``DAYS_AGAIN_AND_AGAIN``: one 
 that never ends, ``PLANET_TABLE``: a table row repeated until the token limit); the
 others are ordinary answers (a short list, a greeting, code blocks with their output).
 Recorded once (see ``PROMPTS``) so that the loop-detection corpus runs without the model.
+
+``DAYS_AS_A_LIST`` is the same request made through the coordinator (its system
+prompt, 300 tokens, as in ``tests/pipeline/test_embedded_pipeline.py``): the model
+loops on a bulleted list of six days, which the markdown-aware check must still stop.
+``DAYS_IN_A_CODE_BLOCK`` is the same request after another turn in the same process:
+the model chants the days inside a code fence.
 """
 
 from __future__ import annotations
@@ -1141,4 +1147,116 @@ PLANET_TABLE: tuple[str, ...] = (
     " Europa",
     " |",
     " Europa",
+)
+
+
+DAYS_AS_A_LIST: tuple[str, ...] = (
+    "Here's a list of all the days of the week:\n",
+    "\n",
+    "* Monday\n",
+    "* Tuesday\n",
+    "* Wednesday\n",
+    "* Thursday\n",
+    "* Friday\n",
+    "* Saturday\n",
+    "* Sunday\n",
+    "* Monday\n",
+    "* Tuesday\n",
+    "* Wednesday\n",
+    "* Friday\n",
+    "* Saturday\n",
+    "* Sunday\n",
+    "* Monday\n",
+    "* Wednesday\n",
+    "* Friday\n",
+    "* Saturday\n",
+    "* Sunday\n",
+    "* Monday\n",
+    "* Tuesday\n",
+    "* Wednesday\n",
+    "* Friday\n",
+    "* Saturday\n",
+    "* Sunday\n",
+    "* Monday\n",
+    "* Tuesday\n",
+    "* Wednesday\n",
+    "* Friday\n",
+    "* Saturday\n",
+    "* Sunday\n",
+    "* Monday\n",
+    "* Tuesday\n",
+    "* Wednesday\n",
+    "* Friday\n",
+    "* Saturday\n",
+    "* Sunday\n",
+    "* Monday\n",
+    "* Tuesday\n",
+    "* Wednesday\n",
+    "* Friday\n",
+    "* Saturday\n",
+    "* Sunday\n",
+    "* Monday\n",
+    "* Tuesday\n",
+    "* Wednesday\n",
+    "* Friday\n",
+    "* Saturday\n",
+    "* Sunday\n",
+    "* Monday\n",
+    "* Tuesday\n",
+    "* Wednesday\n",
+    "* Friday\n",
+    "* Saturday\n",
+    "* Sunday\n",
+    "* Monday\n",
+    "* Tuesday\n",
+    "* Wednesday\n",
+    "* Friday\n",
+    "* Saturday\n",
+    "* Sunday\n",
+    "* Monday\n",
+    "* Tuesday\n",
+    "* Wednesday\n",
+    "* Friday\n",
+    "* Saturday\n",
+    "* Sunday\n",
+    "* Monday\n",
+    "* Tuesday\n",
+    "* Wednesday\n",
+    "* Friday\n",
+    "* Saturday\n",
+    "* Sunday\n",
+    "* Monday\n",
+    "* Tuesday\n",
+    "* Wednesday\n",
+    "* Friday",
+)
+
+
+# As the coordinator checks a stream: pieces of 400 characters.
+DAYS_IN_A_CODE_BLOCK: tuple[str, ...] = (
+    (
+        "Here's a list of all the days of the week:\n\nMonday = 1\nTuesday = 2\nWed"
+        "nesday = 3\nThursday = 4\nFriday = 5\nSaturday = 6\nSunday = 7\n\nYou can us"
+        "e this list to create a custom day of the week list:\n\n```\n[Monday, Tue"
+        "sday, Wednesday, Thursday, Friday, Saturday, Sunday, Monday, Tuesday, "
+        "Wednesday, Thursday, Friday, Saturday, Sunday, Monday, Tuesday, Wednes"
+        "day, Thursday, Friday, Saturday, Sunday, Monday, T"
+    ),
+    (
+        "uesday, Wednesday, Thursday, Friday, Saturday, Sunday, Monday, Tuesday"
+        ", Wednesday, Thursday, Friday, Saturday, Sunday, Monday, Tuesday, Wedn"
+        "esday, Thursday, Friday, Saturday, Sunday, Monday, Tuesday, Wednesday,"
+        " Thursday, Friday, Saturday, Sunday, Monday, Tuesday, Wednesday, Thurs"
+        "day, Friday, Saturday, Sunday, Monday, Tuesday, Wednesday, Thursday, F"
+        "riday, Saturday, Sunday, Monday, Tuesday, Wednesda"
+    ),
+    (
+        "y, Thursday, Friday, Saturday, Sunday, Monday, Tuesday, Wednesday, Thu"
+        "rsday, Friday, Saturday, Sunday, Monday, Tuesday, Wednesday, Thursday,"
+        " Friday, Saturday, Sunday, Monday, Tuesday, Wednesday, Thursday, Frida"
+        "y, Saturday, Sunday, Monday, Tuesday, Wednesday, Thursday, Friday, Sat"
+        "urday, Sunday, Monday, Tuesday, Wednesday, Thursday, Friday, Saturday,"
+        " Sunday, Monday, Tuesday, Wednesday, Thursday, Fri"
+    ),
+    ("day, Saturday, Sunday, Monday, Tuesday, Wednesday,"),
 )

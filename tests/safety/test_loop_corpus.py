@@ -10,7 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from config.settings import LoopDetectionSettings
-from pipeline.loop_detection import CODE_LOOP_LINES, LINE_LOOP_LINES, LoopDetector, LoopEvent
+from pipeline.loop_detection import (
+    CODE_LOOP_LINES,
+    LINE_LOOP_LINES,
+    LoopDetector,
+    LoopEvent,
+)
 from tests.safety.loop_corpus import LEGITIMATE, LOOPS, Clock, Scenario, run, score
 
 
@@ -41,12 +46,16 @@ def _feed(loop: LoopDetector, text: str, size: int = 5) -> list[LoopEvent]:
     return [event for event in found if event is not None]
 
 
-def test_a_fence_switches_the_content_check_off_until_it_closes() -> None:
+def test_inside_a_fence_only_long_chanting_within_one_line_counts() -> None:
     unit = "The same sentence comes back again. "
     loop = LoopDetector()
-    assert _feed(loop, "Code:\n```text\n" + unit * 20 + "\n```\n") == []
+    code = "```text\n" + (unit * 3 + "\n") * 30 + unit * 12 + "\n```\n"
+    assert _feed(loop, "Code:\n" + code) == []  # 432 characters on one line: not yet
     after = _feed(loop, unit * 20)
     assert [event.kind for event in after] == ["stream-repetition"]
+    chanting = LoopDetector()
+    events = _feed(chanting, "```\n[" + "Monday, Tuesday, Sunday, " * 40)
+    assert len(events) == 1 and "Monday" in events[0].offending
 
 
 def test_a_tilde_fence_is_closed_only_by_tildes() -> None:
