@@ -113,9 +113,12 @@ CODE_LOOP_LINES = 80
 #: loop sooner: BLOCK_MIN_REPEATS times and at least BLOCK_MIN_LINES lines.
 BLOCK_MIN_REPEATS = 4
 BLOCK_MIN_LINES = 16
-#: Tool results kept as sources of quotation (the newest, each up to SOURCE_CHARS).
+#: Tool results kept as sources of quotation (the newest, each its head and tail
+#: up to SOURCE_CHARS: a log's repeated lines are usually at its end).
 SOURCE_KEEP = 8
-SOURCE_CHARS = 65_536
+SOURCE_CHARS = 32_768
+#: The longest line kept whole for the markdown and whole-line checks.
+LINE_KEEP = 4096
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _STRUCTURE = re.compile(
@@ -333,7 +336,7 @@ class _StreamState:
     lines: deque[int] = field(default_factory=lambda: deque(maxlen=LINE_MAX_PERIOD + 1))
     runs: list[int] = field(default_factory=lambda: [0] * (LINE_MAX_PERIOD + 1))
     last_line: str = ""
-    quoted: tuple[int, int] | None = None
+    quoted: tuple[str, int] | None = None
 
 
 @dataclass
@@ -394,7 +397,7 @@ class LoopDetector:
         ``text`` (the user's message) is a source the reply may quote."""
         self.reset()
         if text:
-            self._state.sources.append(text[:SOURCE_CHARS])
+            self._state.sources.append(_source(text))
 
     @property
     def turns(self) -> int:
@@ -590,7 +593,7 @@ class LoopDetector:
             return
         state = self._state
         if result.strip():
-            state.sources.append(result[:SOURCE_CHARS])
+            state.sources.append(_source(result))
         digest = hash(canonical_call(name, args))
         for call in reversed(state.calls):
             if call.digest == digest and call.result is None:
@@ -662,7 +665,8 @@ class LoopDetector:
             if event is not None:
                 return event
         else:
-            stream.line += chunk
+            if len(stream.line) < LINE_KEEP:
+                stream.line += chunk[: LINE_KEEP - len(stream.line)]
         # Only the text after the last structural line is looked at: inside a
         # fenced code block, the current line alone (lines of code may repeat).
         tail_start = max(0, stream.reset_at - (stream.chars - len(buffer)))
@@ -688,7 +692,7 @@ class LoopDetector:
         pieces = chunk.split("\n")
         position = start
         for index, piece in enumerate(pieces[:-1]):
-            line = stream.line + piece if index == 0 else piece
+            line = (stream.line + piece if index == 0 else piece)[:LINE_KEEP]
             position += len(piece) + 1
             fence = _FENCE.match(line)
             in_code = bool(stream.fence)
@@ -705,7 +709,7 @@ class LoopDetector:
                 event = self._line_repetition(line, in_code or fence is not None)
                 if event is not None:
                     return event
-        stream.line = pieces[-1]
+        stream.line = pieces[-1][:LINE_KEEP]
         return None
 
     def _line_repetition(self, line: str, code: bool) -> LoopEvent | None:
@@ -758,20 +762,29 @@ class LoopDetector:
         result, the user's message) no more times than the source has it."""
         stream = self._state.stream
         block = tail[-2 * period :]
-        if stream.quoted is not None and stream.quoted[0] == period:
+        unit = tail[-period:]
+        if stream.quoted is not None and stream.quoted[0] == unit:
             allowed = stream.quoted[1]
         else:
             allowed = 0
             for source in reversed(self._state.sources):
                 if block in source:
-                    allowed = source.count(tail[-period:]) + 2
+                    allowed = source.count(unit) + 2
                     break
-            stream.quoted = (period, allowed)
+            stream.quoted = (unit, allowed)
         return repeats <= allowed
 
     def end_stream(self) -> None:
         """The streamed response is complete; the next one is watched afresh."""
         self._state.stream = _StreamState()
+
+
+def _source(text: str) -> str:
+    """What is kept of a tool result or a user message: all of it, or its head and tail."""
+    if len(text) <= SOURCE_CHARS:
+        return text
+    head = SOURCE_CHARS // 4
+    return text[:head] + "\n" + text[-(SOURCE_CHARS - head) :]
 
 
 def _line_limit(period: int, code: bool) -> int:

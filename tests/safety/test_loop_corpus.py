@@ -190,3 +190,28 @@ def test_chanting_prose_is_always_caught(words: list[str], size: int) -> None:
     loop = LoopDetector()
     repeats = max(5, 300 // len(unit) + 2)
     assert len(_feed(loop, "Well. " + unit * repeats, size)) == 1
+
+
+def test_quotation_is_judged_per_repeated_text() -> None:
+    """A text quoted from a result does not lend its allowance to another text of
+    the same length."""
+    quoted = "Connection reset by peer on 10.0.0.7\n"
+    other = "Connection reset by peer on 10.0.0.9\n"
+    loop = LoopDetector()
+    loop.record_tool_result("read_file", {"path": "x.log"}, quoted * 20)
+    assert _feed(loop, quoted * 20 + "and then:\n") == []
+    assert _feed(loop, other * 12) != []
+
+
+def test_the_end_of_a_long_result_is_kept_for_quotation() -> None:
+    line = "FATAL out of memory in worker 3\n"
+    loop = LoopDetector()
+    loop.record_tool_result("read_file", {"path": "big.log"}, "x" * 200_000 + "\n" + line * 12)
+    assert _feed(loop, line * 12) == []
+
+
+def test_a_line_without_end_keeps_bounded_memory() -> None:
+    loop = LoopDetector()
+    for index in range(3000):
+        loop.check_stream(f"word{index} ")
+    assert len(loop._state.stream.line) <= 4096
