@@ -875,12 +875,11 @@ def _walk(
                     counts["dirs_ignored" if is_dir else "files_ignored"] += 1
                     continue
             if is_dir:
-                if relative in tracked:  # a submodule: one entry, never walked into
-                    special = False
-                elif not enter:
-                    walk.depth_cut += 1
-                    continue
-                else:
+                # A directory git tracks is a submodule: one entry, never walked into.
+                if relative not in tracked:
+                    if not enter:
+                        walk.depth_cut += 1
+                        continue
                     if is_link:
                         target = _link_target(entry.path)
                         if target is None or target in ancestors:
