@@ -185,3 +185,12 @@ def test_generated_trees_with_tracked_ignored_files_equal_git(
         assert compare(probe, root, scanned) == ([], [])
     finally:
         shutil.rmtree(work)
+
+
+def test_names_shown_on_a_terminal_carry_no_control_sequence() -> None:
+    from cli.files_cmd import shown
+
+    assert shown("red\x1b[31m.txt") == "red\\x1b[31m.txt"
+    assert shown(os.fsdecode(b"caf\xe9\x9b.txt")) == "caf\\xe9\\x9b.txt"
+    assert shown("naïve.txt") == "naïve.txt"
+    assert shown("\u009bcsi") == "\\x9bcsi"
