@@ -293,8 +293,17 @@ class _Call:
     canonical: str
     result: int | None = None
     at: float = 0.0
-    wait: bool = False
     pending: bool = False
+    name: str = ""
+    args: Mapping[str, Any] | str | None = None
+    _wait: bool | None = None
+
+    @property
+    def wait(self) -> bool:
+        """Whether the call waits (worked out only when a repeat makes it matter)."""
+        if self._wait is None:
+            self._wait = _is_wait(self.name, self.args)
+        return self._wait
 
 
 def _is_wait(name: str, args: Mapping[str, Any] | str | None) -> bool:
@@ -492,7 +501,8 @@ class LoopDetector:
             digest,
             canonical[: OFFENDING_CHARS * 2].decode(errors="replace"),
             at=self._clock(),
-            wait=_is_wait(name, args),
+            name=name,
+            args=args,
         )
         calls.append(call)
         state.calls_since_output.append(call)
