@@ -83,6 +83,7 @@ from pipeline.ignore_rules import (
 logger = logging.getLogger(__name__)
 
 ChangeEvent = Literal["add", "change", "unlink"]
+EntryKind = Literal["file", "directory", "symlink"]
 ChangeCallback = Callable[[ChangeEvent, str], None]
 
 # A directory modified this close to the start of a scan may change again within
@@ -105,7 +106,7 @@ class FileEntry(_Model):
 
     path: str
     relative_path: str
-    type: Literal["file", "directory", "symlink"] = "file"
+    type: EntryKind = "file"
     size: int | None = None
     modified: datetime | None = None
 
@@ -169,18 +170,20 @@ class DiscoveryResult(_Model):
 
     def entry(self, relative: str, with_stats: bool = False) -> FileEntry:
         """The :class:`FileEntry` of one of :attr:`files`."""
+        kind: EntryKind = "file"
         if relative in self.repositories:
-            path = os.path.join(self.root, relative.rstrip("/"))
-            return FileEntry(path=path, relative_path=relative, type="directory")
-        return _make_entry(self.root, relative, relative in self.symlinks, with_stats)
+            kind = "directory"
+        elif relative in self.symlinks:
+            kind = "symlink"
+        return _make_entry(self.root, relative, kind, with_stats)
 
 
-def _make_entry(root: str, relative: str, is_link: bool, with_stats: bool) -> FileEntry:
-    if relative.endswith("/"):  # a nested repository, streamed by discover()
+def _make_entry(root: str, relative: str, kind: EntryKind, with_stats: bool) -> FileEntry:
+    if kind == "directory":  # a nested repository or a submodule: one entry
         path = os.path.join(root, relative.rstrip("/"))
         return FileEntry(path=path, relative_path=relative, type="directory")
     path = os.path.join(root, relative)
-    kind: Literal["file", "symlink"] = "symlink" if is_link else "file"
+    is_link = kind == "symlink"
     if not with_stats:
         return FileEntry(path=path, relative_path=relative, type=kind)
     try:
@@ -516,18 +519,18 @@ class FileDiscoveryService:
                     await asyncio.sleep(0)
             return
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[list[tuple[str, bool]] | None] = asyncio.Queue()
+        queue: asyncio.Queue[list[tuple[str, EntryKind]] | None] = asyncio.Queue()
         cancel = threading.Event()
 
-        def on_batch(batch: list[tuple[str, bool]]) -> None:
+        def on_batch(batch: list[tuple[str, EntryKind]]) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, batch)
 
         future = loop.run_in_executor(None, self._scan, plan, on_batch, cancel)
         future.add_done_callback(lambda _: loop.call_soon_threadsafe(queue.put_nowait, None))
         try:
             while (batch := await queue.get()) is not None:
-                for relative, is_link in batch:
-                    yield _make_entry(plan.root, relative, is_link, False)
+                for relative, kind in batch:
+                    yield _make_entry(plan.root, relative, kind, False)
             await future
         finally:
             cancel.set()
@@ -679,7 +682,7 @@ class FileDiscoveryService:
     def _scan(
         self,
         plan: _Plan,
-        on_batch: Callable[[list[tuple[str, bool]]], None] | None,
+        on_batch: Callable[[list[tuple[str, EntryKind]]], None] | None,
         cancel: threading.Event | None,
     ) -> DiscoveryResult:
         started_ns = time.time_ns()
@@ -759,7 +762,7 @@ def _walk(
     plan: _Plan,
     root_rules: IgnoreStack,
     git_view: GitView,
-    on_batch: Callable[[list[tuple[str, bool]]], None] | None,
+    on_batch: Callable[[list[tuple[str, EntryKind]]], None] | None,
     cancel: threading.Event | None,
 ) -> _Walk:
     """Walk ``plan.root`` depth first, pruning ignored directories as it goes.
@@ -807,7 +810,7 @@ def _walk(
         stamps.append((directory, info.st_mtime_ns))
         if follow:
             ancestors = (*ancestors, (info.st_dev, info.st_ino))
-        batch: list[tuple[str, bool]] = []
+        batch: list[tuple[str, EntryKind]] = []
         if rel_dir:
             git_file = ollm_file = None
             nested = False
@@ -838,7 +841,7 @@ def _walk(
                 files.append(entry_name)
                 walk.repositories.add(entry_name)
                 if on_batch is not None:
-                    on_batch([(entry_name, False)])
+                    on_batch([(entry_name, "directory")])
                 continue
             rules = rules.child(git_file, ollm_file)
         verdict_here = rules.for_directory(rel_dir).verdict
@@ -911,7 +914,9 @@ def _walk(
             elif is_link:
                 symlinks.add(relative)
             if on_batch is not None:
-                batch.append((relative, is_link))
+                batch.append(
+                    (relative, "directory" if is_dir else "symlink" if is_link else "file")
+                )
         if on_batch is not None and batch:
             on_batch(batch)
         pending.extend(reversed(subdirs))

@@ -3,6 +3,7 @@ on generated trees where git tracks some of the ignored files."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
@@ -194,3 +195,20 @@ def test_names_shown_on_a_terminal_carry_no_control_sequence() -> None:
     assert shown(os.fsdecode(b"caf\xe9\x9b.txt")) == "caf\\xe9\\x9b.txt"
     assert shown("naïve.txt") == "naïve.txt"
     assert shown("\u009bcsi") == "\\x9bcsi"
+
+
+@pytest.mark.parametrize("probe", PROBES[:4], ids=[p.name for p in PROBES[:4]])
+def test_streamed_discovery_lists_what_the_scan_lists(tmp_path: Path, probe: Probe) -> None:
+    root = prepare(probe, tmp_path)
+
+    async def streamed() -> list[tuple[str, str]]:
+        service = FileDiscoveryService()
+        options = DiscoveryOptions(root=root)
+        return [(e.relative_path, e.type) async for e in service.discover(options)]
+
+    with git_environment(tmp_path):
+        entries = asyncio.run(streamed())
+        result = FileDiscoveryService().scan(DiscoveryOptions(root=root))
+    assert sorted(path for path, _ in entries) == list(result.files)
+    kinds = dict(entries)
+    assert {path for path, kind in kinds.items() if kind == "directory"} == result.repositories
