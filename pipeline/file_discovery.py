@@ -365,6 +365,7 @@ class _Watcher:
         self._debounce_ms = debounce_ms
         self._step_ms = step_ms
         self._thread = threading.Thread(target=self._run, name="ollm-file-watch", daemon=True)
+        self._index = os.path.join(root, ".git", "index")
 
     def start(self, timeout_s: float) -> None:
         self._thread.start()
@@ -417,6 +418,9 @@ class _Watcher:
     def _dispatch(self, changes: set[tuple[int, str]]) -> None:
         if any(os.path.basename(path) in (GITIGNORE, OLLMIGNORE) for _, path in changes):
             self.tree.refresh()
+        if any(path == self._index for _, path in changes):
+            # git add / rm: what is tracked (and so reported although ignored) changed
+            self.tree.tracked = read_git(self.root).tracked
         events: set[tuple[str, ChangeEvent]] = set()
         for change, path in changes:
             events.update(self._events_for(change, path))

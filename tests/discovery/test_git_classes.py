@@ -7,6 +7,7 @@ import asyncio
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import orjson
@@ -212,3 +213,27 @@ def test_streamed_discovery_lists_what_the_scan_lists(tmp_path: Path, probe: Pro
     assert sorted(path for path, _ in entries) == list(result.files)
     kinds = dict(entries)
     assert {path for path, kind in kinds.items() if kind == "directory"} == result.repositories
+
+
+def test_a_watcher_reports_a_file_once_git_tracks_it(tmp_path: Path) -> None:
+    from tests.discovery.test_discovery_properties import Recorder
+
+    root = prepare(PROBES[0], tmp_path)
+    with git_environment(tmp_path):
+        service = FileDiscoveryService(watch_debounce_ms=50, watch_step_ms=5)
+        recorder = Recorder()
+        handle = service.watch_changes(root, recorder)
+        try:
+            tree = service._watchers[str(root.resolve())].tree
+            assert "src/other.generated.js" not in tree.tracked
+            git(root, "add", "-f", "src/other.generated.js")
+            for _ in range(500):
+                if "src/other.generated.js" in tree.tracked:
+                    break
+                time.sleep(0.02)
+            assert "src/other.generated.js" in tree.tracked
+            (root / "src" / "other.generated.js").write_text("export const x = 1\n")
+            assert recorder.wait_for("change", "src/other.generated.js")
+        finally:
+            handle.dispose()
+            service.dispose()
