@@ -127,7 +127,7 @@ _STRUCTURE = re.compile(
 #: Words by which a status says that the work it reports is not finished.
 _PENDING = re.compile(
     r"\b(?:in[ _-]?progress|pending|queued|running|waiting|starting|scheduled|building|"
-    r"not (?:yet )?(?:ready|finished|done|complete|available)|still)\b",
+    r"not (?:yet )?(?:ready|finished|done|complete|available))\b",
     re.IGNORECASE,
 )
 #: Tool names that wait, and argument names that ask a call to wait.

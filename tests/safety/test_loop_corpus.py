@@ -215,3 +215,13 @@ def test_a_line_without_end_keeps_bounded_memory() -> None:
     for index in range(3000):
         loop.check_stream(f"word{index} ")
     assert len(loop._state.stream.line) <= 4096
+
+
+def test_a_finished_result_that_says_still_is_no_poll() -> None:
+    loop = LoopDetector(LoopDetectionSettings(on_detect="stop"))
+    args = {"path": "src/app.py"}
+    events = []
+    for _ in range(3):
+        events.append(loop.record_tool_call("lint", args))
+        loop.record_tool_result("lint", args, "src/app.py:3: the import is still unused")
+    assert events[-1] is not None and events[-1].action == "stop"
