@@ -10,7 +10,9 @@ Trees:
   full of files, ``git init`` so that ``fd`` honours the ignore files;
 - ``cpython-lib``: a copy of this interpreter's standard library (a real
   project's tree, ``site-packages`` left out) with ``__pycache__/`` and
-  ``*.pyc`` ignored, ``git init``;
+  ``*.pyc`` ignored, ``git init`` and ``git add -A`` (so the scan reads the
+  index: ``git ls-files --cached``), plus a few ignored files forced into the
+  index, which must be listed;
 - this repository's own working tree, and any ``--repo``.
 
 For each tree, the median of ``--runs`` runs, interleaved, of:
@@ -24,7 +26,8 @@ For each tree, the median of ``--runs`` runs, interleaved, of:
 - ``watched``: a repeat while a watcher runs on the root (no ``stat`` at all).
 
 Targets: ``cold`` within 3 times ``fd``; ``cached`` at least 10 times faster
-than ``fd``. Then the cost of one sandboxed ``true`` against a plain subprocess.
+than ``fd``; in a git tree, our listing equals git's. Then the cost of one
+sandboxed ``true`` against a plain subprocess.
 """
 
 from __future__ import annotations
@@ -80,6 +83,10 @@ def copy_stdlib(target: Path) -> Path:
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("site-packages"), symlinks=True)
     (target / ".gitignore").write_text("__pycache__/\n*.pyc\n")
     subprocess.run(["git", "init", "-q", str(target)], check=True)
+    subprocess.run(["git", "add", "-A"], cwd=target, check=True)
+    forced = sorted(target.rglob("*.pyc"))[:5]
+    if forced:
+        subprocess.run(["git", "add", "-f", *map(str, forced)], cwd=target, check=True)
     return target
 
 
@@ -122,12 +129,18 @@ def bench_tree(name: str, root: Path, runs: int) -> list[tuple[str, str, bool]]:
     options = DiscoveryOptions(root=root, max_depth=DEPTH, max_files=MAX_FILES)
     git_cmd = ["git", "ls-files", "--cached", "--others", "--exclude-standard"]
     has_git = (root / ".git").exists()
+    ours = FileDiscoveryService().scan(options).files
     counts = {
         "fd": run_count(fd_command(root)) if FD else -1,
         "git": run_count(git_cmd, cwd=root) if has_git else -1,
         "walk": bare_walk(root),
-        "ours": len(FileDiscoveryService().scan(options).files),
+        "ours": len(ours),
     }
+    same_as_git = None
+    if has_git:
+        listed = subprocess.run([*git_cmd, "-z"], cwd=root, capture_output=True, check=True)
+        theirs = {os.fsdecode(p) for p in listed.stdout.split(b"\0") if p}
+        same_as_git = theirs == set(ours)
     samples: dict[str, list[float]] = {k: [] for k in ("fd", "git", "walk", "cold", "cached")}
     cached_service = FileDiscoveryService()
     cached_service.scan(options)
@@ -168,6 +181,8 @@ def bench_tree(name: str, root: Path, runs: int) -> list[tuple[str, str, bool]]:
         if key in figures:
             print(f"{key:<10} {figures[key]:>10.2f}")
     verdicts: list[tuple[str, str, bool]] = []
+    if same_as_git is not None:
+        verdicts.append((f"{name}: listing equals git's", f"{len(ours)} files", same_as_git))
     if FD:
         fd_ms = figures["fd"]
         cold_ratio = figures["cold"] / fd_ms

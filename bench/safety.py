@@ -459,6 +459,32 @@ def bench_issue14_turn(repeats: int) -> None:
 
 
 # -- end of issue 14's block --------------------------------------------------------------------
+def bench_loop_corpus() -> None:
+    """Precision and recall of the loop detector on the corpus of honest work and real
+    loops (``tests/safety/loop_corpus.py``), overall and per source."""
+    from tests.safety.loop_corpus import LEGITIMATE, LOOPS, run, score
+
+    started = time.perf_counter()
+    result = score()
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    print("LoopDetectionService on the corpus (legitimate: no event at all; loop: stopped)")
+    print(f"  {'source':<12} {'legitimate':>10} {'false alarms':>12} {'loops':>6} {'missed':>7}")
+    for source in sorted({s.source for s in (*LEGITIMATE, *LOOPS)}):
+        honest = [s for s in LEGITIMATE if s.source == source]
+        loops = [s for s in LOOPS if s.source == source]
+        alarms = sum(1 for s in honest if run(s).alarmed)
+        missed = sum(1 for s in loops if run(s).stopped is None)
+        print(f"  {source:<12} {len(honest):>10} {alarms:>12} {len(loops):>6} {missed:>7}")
+    print(
+        f"  precision {result.precision:.3f}, recall {result.recall:.3f} "
+        f"({result.caught} of {result.loops} loops stopped, "
+        f"{len(result.false_alarms)} false alarms on {result.legitimate} honest sequences; "
+        f"{elapsed_ms:.0f} ms for the corpus)"
+    )
+    for name in result.false_alarms:
+        print(f"  false alarm: {name}")
+    for name in result.missed:
+        print(f"  missed: {name}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -469,6 +495,8 @@ def main(argv: list[str] | None = None) -> None:
     options = parser.parse_args(argv)
     print(f"bench.safety on {os.cpu_count()} cores, median of {options.repeats} repeats\n")
     bench_loop_detector(options.events, options.repeats)
+    print()
+    bench_loop_corpus()
     print()
     bench_sanitizer(options.repeats)
     print()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import re
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
-from ollm_cli.cli.output import console, err_console, print_json, write_stdout
+from ollm_cli.cli.output import console, err_console, print_json
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.pipeline.discovery import DiscoveryOptions, DiscoveryResult, FileDiscoveryService
 
@@ -28,14 +31,39 @@ app = typer.Typer(
     cls=_OneCommand,
     context_settings={"allow_interspersed_args": True},
     help=(
-        "List the files the model would see under PATH: `.gitignore` files at every level, "
-        "`.git/info/exclude`, `.ollmignore` files (which can re-include with `!`) and the "
-        "built-in ignores (`services.fileDiscovery.builtinIgnores`) are applied, and ignored "
-        "directories are never entered.\n\n"
+        "List the files the model would see under PATH. In a git repository this is what "
+        "`git ls-files --cached --others --exclude-standard` lists: tracked files always, "
+        "untracked ones unless `.gitignore` files, `.git/info/exclude` or your global "
+        "excludes file ignore them; a nested repository is one entry (`name/`). "
+        "`.ollmignore` files hide more (or re-include with `!`), and the built-in ignores "
+        "(`services.fileDiscovery.builtinIgnores`) drop untracked build output. Names that "
+        "are not UTF-8 are shown escaped (`caf\\xe9.txt`).\n\n"
         "Examples: `ollm files src --depth 2`, `ollm files --json | jq '.files | length'`, "
         "`ollm files --stats`."
     ),
 )
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def shown(name: str) -> str:
+    """A file name as text that is safe to print and to put in JSON: bytes that are
+    not UTF-8 and control characters become ``\\xNN`` (``caf\\xe9.txt``)."""
+    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+
+
+def _write_plain(files: tuple[str, ...]) -> None:
+    """One name a line: the exact bytes for a pipe (like ``git ls-files``), escaped
+    names for a terminal (no control sequence reaches it)."""
+    if sys.stdout.isatty():
+        sys.stdout.write("".join(shown(name) + "\n" for name in files))
+        sys.stdout.flush()
+        return
+    sys.stdout.flush()
+    sys.stdout.buffer.write(b"".join(os.fsencode(name) + b"\n" for name in files))
+    sys.stdout.buffer.flush()
 
 
 def _summary(result: DiscoveryResult) -> dict[str, Any]:
@@ -51,6 +79,8 @@ def _summary(result: DiscoveryResult) -> dict[str, Any]:
         "elapsedMs": round(stats.elapsed_ms, 3),
         "fromCache": result.from_cache,
         "truncated": result.truncated,
+        "depthLimited": result.depth_limited,
+        "tracked": result.tracked,
     }
 
 
@@ -116,20 +146,32 @@ def files(
         )
     )
     if json_output:
+        names = [shown(name) for name in result.files]
         payload: dict[str, Any] = {
-            "root": result.root,
-            "files": list(result.files),
-            "notes": [note.model_dump(by_alias=True) for note in result.notes],
+            "root": shown(result.root),
+            "files": names,
+            "notes": [
+                {
+                    **note.model_dump(by_alias=True),
+                    "path": shown(note.path),
+                    "message": shown(note.message),
+                }
+                for note in result.notes
+            ],
             "truncated": result.truncated,
+            "depthLimited": result.depth_limited,
         }
+        escaped = [new for new, old in zip(names, result.files, strict=True) if new != old]
+        if escaped:
+            payload["escaped"] = escaped
         if stats:
             payload["stats"] = _summary(result)
         print_json(payload)
         return
     for note in result.notes:
-        err_console.print(f"[yellow]note:[/] {escape(note.message)}", soft_wrap=True)
+        err_console.print(f"[yellow]note:[/] {escape(shown(note.message))}", soft_wrap=True)
     if stats:
-        table = Table(title=f"Files under {escape(result.root)}", show_header=False)
+        table = Table(title=f"Files under {escape(shown(result.root))}", show_header=False)
         table.add_column("what", style="cyan")
         table.add_column("value", justify="right")
         for key, value in _summary(result).items():
@@ -137,4 +179,4 @@ def files(
         console.print(table)
         return
     if result.files:
-        write_stdout("\n".join(result.files) + "\n")
+        _write_plain(result.files)

@@ -172,12 +172,20 @@ class LoopDetectionSettings(ConfigModel):
     output_similarity: Annotated[float, Field(gt=0, le=1)] = 0.9
     max_cycle_period: Annotated[int, Field(ge=1, le=10)] = 5
     on_detect: Literal["nudge", "stop"] = "nudge"
+    poll_threshold: Annotated[int, Field(ge=2, le=100)] = 10
+    """Polling (the same call while its result says the work is still in progress,
+    or with a wait between calls) is work: the unchanged poll is nudged at this
+    count, whatever ``onDetect`` says, and stopped at twice this count."""
+    poll_interval_s: Annotated[float, Field(gt=0, le=86_400)] = 20.0
+    """Identical calls at least this many seconds apart are a wait between polls."""
 
 
 class FileDiscoverySettings(ConfigModel):
     """``services.fileDiscovery``: which project files the model sees."""
 
-    max_depth: Annotated[int, Field(ge=0, le=1000)] = 10
+    max_depth: Annotated[int, Field(ge=0, le=1000)] = 64
+    """Deepest level listed (0: the root's own files). Deep enough for monorepos
+    (sveltejs/kit's tracked files go 15 deep); a scan cut by it says so."""
     follow_symlinks: bool = False
     builtin_ignores: list[str] = Field(default_factory=lambda: list(DEFAULT_BUILTIN_IGNORES))
     max_files: Annotated[int, Field(ge=1, le=100_000_000)] = 100_000

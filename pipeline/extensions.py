@@ -71,7 +71,7 @@ class ExtensionAPI:
         )
 
     def add_tool(self, tool: Any) -> None:
-        """Offer a tool to the model (an object following ``pipeline.tools.Tool``)."""
+        """Offer a tool to the model (an object following ``ollm_cli.pipeline.tools.Tool``)."""
         for attribute in ("name", "json_schema", "run"):
             if not hasattr(tool, attribute):
                 raise TypeError(f"a tool needs `{attribute}`")

@@ -21,12 +21,18 @@ glob library), because the results must equal ``git ls-files --others
   names; an unclosed class or a trailing backslash makes the rule match nothing,
   as in git.
 
-Precedence between files, lowest first (see :class:`IgnoreStack`):
+Precedence between files, lowest first (see :class:`IgnoreStack`): the
+built-in ignores (``services.fileDiscovery.builtinIgnores``), the user's global
+excludes file (``core.excludesFile``, by default ``$XDG_CONFIG_HOME/git/ignore``),
 ``.git/info/exclude``, then ``.gitignore`` from the top down, then
-``.ollmignore`` from the top down, so a ``.ollmignore`` can re-include with
-``!`` what a ``.gitignore`` excluded. The built-in ignores are checked before
-all of them and cannot be re-included. Nothing can re-include a path whose
-parent directory is excluded: the walker never enters such a directory.
+``.ollmignore`` from the top down. So a negation in any ignore file re-includes
+what a built-in ignore drops (``!**/fixtures/node_modules``), and a
+``.ollmignore`` can re-include with ``!`` what a ``.gitignore`` excluded.
+Nothing can re-include a path whose parent directory is excluded: the walker
+never enters such a directory (except to list files git tracks there).
+
+As in git, a ``.gitignore`` that is a symbolic link is not read, and the
+``\r`` of CRLF line endings is not part of a pattern.
 
 Example::
 
@@ -38,6 +44,7 @@ Example::
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 import re
@@ -324,7 +331,9 @@ class RuleSet:
         text = data.decode("utf-8", errors="surrogateescape")
         if text.startswith(_BOM):
             text = text[1:]
-        return cls.from_lines(text.split("\n"), base, path)
+        # git drops the "\r" of a CRLF line ending before parsing the line.
+        lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+        return cls.from_lines(lines, base, path)
 
     def __bool__(self) -> bool:
         return bool(self.rules)
@@ -396,18 +405,36 @@ class NameRules:
         return _compile(source), tuple((rank, not rule.negated) for rank, rule in rules)
 
 
+#: :meth:`DirectoryRules.verdict` values.
+KEPT = 0
+IGNORED = 1
+IGNORED_BY_OLLM = 2
+
+
 class DirectoryRules:
     """Every rule in force for the entries of one directory."""
 
-    __slots__ = ("_dir_rx", "_dir_table", "_file_rx", "_file_table", "_paths")
+    __slots__ = ("_dir_rx", "_dir_table", "_file_rx", "_file_table", "_ollm_rank", "_paths")
 
-    def __init__(self, names: NameRules, paths: tuple[tuple[RuleSet, str, int], ...]) -> None:
+    def __init__(
+        self,
+        names: NameRules,
+        paths: tuple[tuple[RuleSet, str, int], ...],
+        ollm_rank: int = 1 << 62,
+    ) -> None:
         self._file_rx, self._file_table = names.file_rx, names.file_table
         self._dir_rx, self._dir_table = names.dir_rx, names.dir_table
         self._paths = paths
+        self._ollm_rank = ollm_rank
 
     def ignored(self, name: str, is_dir: bool) -> bool:
         """Whether the entry ``name`` of this directory is ignored."""
+        return self.verdict(name, is_dir) != KEPT
+
+    def verdict(self, name: str, is_dir: bool) -> int:
+        """:data:`KEPT`, :data:`IGNORED` (by a built-in or a git rule: a file git
+        tracks is still listed) or :data:`IGNORED_BY_OLLM` (by a ``.ollmignore``
+        rule: hidden from the model even when tracked)."""
         if is_dir:
             names, table = self._dir_rx, self._dir_table
         else:
@@ -423,17 +450,20 @@ class DirectoryRules:
             if index >= 0 and base + index > rank:
                 rank = base + index
                 verdict = not rule_set.rules[index].negated
-        return verdict
+        if not verdict:
+            return KEPT
+        return IGNORED_BY_OLLM if rank >= self._ollm_rank else IGNORED
 
 
 @dataclass(frozen=True)
 class IgnoreStack:
     """The ignore files in force in one directory, in git's precedence order.
 
-    ``git`` holds ``.git/info/exclude`` then the ``.gitignore`` files from the top
-    down; ``ollm`` the ``.ollmignore`` files from the top down. Each is paired with
-    the prefix that turns an entry name of this directory into a path relative to
-    that file's directory.
+    ``git`` holds the global excludes file, ``.git/info/exclude``, then the
+    ``.gitignore`` files from the top down; ``ollm`` the ``.ollmignore`` files from
+    the top down. The built-ins rank below all of them. Each is paired with the
+    prefix that turns an entry name of this directory into a path relative to that
+    file's directory.
     """
 
     builtin: RuleSet
@@ -452,8 +482,8 @@ class IgnoreStack:
 
     @cached_property
     def ranked(self) -> list[tuple[int, RuleSet]]:
-        """(rank base, rule set) from the lowest precedence to the highest (built-ins)."""
-        ordered = (*self.git, *self.ollm, self.builtin)
+        """(rank base, rule set) from the lowest precedence (built-ins) to the highest."""
+        ordered = (self.builtin, *self.git, *self.ollm)
         return [(position * _RANK_STRIDE, rule_set) for position, rule_set in enumerate(ordered)]
 
     @cached_property
@@ -468,7 +498,7 @@ class IgnoreStack:
             for base, rule_set in reversed(self.ranked)
             if rule_set.has_path_rules
         )
-        return DirectoryRules(self.names, paths)
+        return DirectoryRules(self.names, paths, (1 + len(self.git)) * _RANK_STRIDE)
 
     def is_ignored(self, rel_path: str, is_dir: bool) -> bool:
         """Whether ``rel_path`` (relative to the scan root) is ignored by this stack alone
@@ -497,9 +527,19 @@ def builtin_rules(patterns: Iterable[str]) -> RuleSet:
     return RuleSet.from_lines(patterns, "", "builtinIgnores")
 
 
-def find_git_dir(start: str) -> tuple[str, str] | None:
-    """The work tree enclosing ``start`` (absolute) and the git directory that holds
-    its ``info/exclude``, if any.
+@dataclass(frozen=True, slots=True)
+class Repository:
+    """Where a work tree's git data is: ``top`` (the work tree), ``git_dir`` (its own
+    directory: ``index``) and ``common_dir`` (shared by linked worktrees:
+    ``info/exclude``, ``config``)."""
+
+    top: str
+    git_dir: str
+    common_dir: str
+
+
+def find_repository(start: str) -> Repository | None:
+    """The git work tree enclosing ``start`` (absolute), if any.
 
     A ``.git`` file (linked worktrees, submodules) is followed to its ``gitdir:``,
     and a linked worktree's ``commondir`` to the repository's shared directory.
@@ -508,16 +548,33 @@ def find_git_dir(start: str) -> tuple[str, str] | None:
     while True:
         dot_git = os.path.join(current, ".git")
         if os.path.isdir(dot_git):
-            return current, dot_git
+            return Repository(current, dot_git, dot_git)
         if os.path.isfile(dot_git):
             git_dir = _read_pointer(dot_git, "gitdir:", current)
             if git_dir is not None:
                 common = _read_pointer(os.path.join(git_dir, "commondir"), "", git_dir)
-                return current, common or git_dir
+                return Repository(current, git_dir, common or git_dir)
         parent = os.path.dirname(current)
         if parent == current:
             return None
         current = parent
+
+
+def find_git_dir(start: str) -> tuple[str, str] | None:
+    """The work tree enclosing ``start`` (absolute) and the git directory that holds
+    its ``info/exclude``, if any (see :func:`find_repository`)."""
+    found = find_repository(start)
+    return None if found is None else (found.top, found.common_dir)
+
+
+def default_excludes_file() -> str | None:
+    """git's default ``core.excludesFile``: ``$XDG_CONFIG_HOME/git/ignore``, else
+    ``~/.config/git/ignore``."""
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    if xdg:
+        return os.path.join(xdg, "git", "ignore")
+    home = os.environ.get("HOME")
+    return os.path.join(home, ".config", "git", "ignore") if home else None
 
 
 def _read_pointer(path: str, prefix: str, relative_to: str) -> str | None:
@@ -532,47 +589,95 @@ def _read_pointer(path: str, prefix: str, relative_to: str) -> str | None:
     return os.path.normpath(os.path.join(relative_to, first[len(prefix) :].strip()))
 
 
-def _load(path: str, base: str, consulted: list[str]) -> RuleSet | None:
+def _load(path: str, base: str, consulted: list[str], *, in_tree: bool = False) -> RuleSet | None:
     consulted.append(path)
     if not os.path.isfile(path):
+        return None
+    if in_tree and os.path.basename(path) == GITIGNORE and os.path.islink(path):
+        log_symlinked_gitignore(path)
         return None
     rule_set = RuleSet.from_file(path, base)
     return rule_set if rule_set else None
 
 
-def root_stack(root: str, builtin: RuleSet) -> tuple[IgnoreStack, list[str]]:
+def log_symlinked_gitignore(path: str) -> None:
+    """git refuses a ``.gitignore`` that is a symbolic link; so do we, and say so."""
+    logger.info("%s is a symbolic link: not read (git does not follow it either)", path)
+
+
+def root_stack(
+    root: str, builtin: RuleSet, excludes_file: str | None = None
+) -> tuple[IgnoreStack, list[str]]:
     """The ignore files in force at the scan root ``root`` (absolute, resolved).
 
-    Inside a git work tree these are ``.git/info/exclude`` and the ``.gitignore`` and
-    ``.ollmignore`` files of every directory from the top of the work tree down to
-    ``root``; elsewhere just ``root``'s own. Also returns every path consulted,
+    Inside a git work tree these are the global ``excludes_file`` (``core.excludesFile``,
+    see :func:`default_excludes_file`), ``.git/info/exclude`` and the ``.gitignore``
+    and ``.ollmignore`` files of every directory from the top of the work tree down
+    to ``root``; elsewhere just ``root``'s own. Also returns every path consulted,
     present or not, so a cache can notice when one appears, changes or goes.
     """
     consulted: list[str] = []
-    found = find_git_dir(root)
+    found = find_repository(root)
     chain = [root]
     git: list[RuleSet] = []
     if found is not None:
-        top, git_dir = found
+        top = found.top
         current = root
         while current != top:
             current = os.path.dirname(current)
             chain.append(current)
         chain.reverse()
         top_base = _ancestor_base(root, top)
-        exclude = _load(os.path.join(git_dir, "info", "exclude"), top_base, consulted)
+        if excludes_file:
+            global_rules = _load(excludes_file, top_base, consulted)
+            if global_rules:
+                git.append(global_rules)
+        exclude = _load(os.path.join(found.common_dir, "info", "exclude"), top_base, consulted)
         if exclude:
             git.append(exclude)
     ollm: list[RuleSet] = []
     for directory in chain:
         base = _ancestor_base(root, directory)
-        git_file = _load(os.path.join(directory, GITIGNORE), base, consulted)
+        git_file = _load(os.path.join(directory, GITIGNORE), base, consulted, in_tree=True)
         if git_file:
             git.append(git_file)
         ollm_file = _load(os.path.join(directory, OLLMIGNORE), base, consulted)
         if ollm_file:
             ollm.append(ollm_file)
     return IgnoreStack(builtin, tuple(git), tuple(ollm)), consulted
+
+
+class TrackedFiles:
+    """The paths git tracks under a scan root (from its index), relative to the root.
+
+    Example::
+
+        tracked = TrackedFiles(["Cargo.lock", "src/build/mod.rs"])
+        "Cargo.lock" in tracked           # True
+        tracked.has_under("src/build")    # True: a directory to enter although ignored
+    """
+
+    def __init__(self, paths: Iterable[str] = ()) -> None:
+        self.files = frozenset(paths)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.files
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    @cached_property
+    def _sorted(self) -> list[str]:
+        return sorted(self.files)
+
+    def has_under(self, directory: str) -> bool:
+        """Whether git tracks a file inside ``directory`` (relative to the root)."""
+        if not self.files:
+            return False
+        prefix = directory + "/"
+        ordered = self._sorted
+        index = bisect.bisect_left(ordered, prefix)
+        return index < len(ordered) and ordered[index].startswith(prefix)
 
 
 def _ancestor_base(root: str, directory: str) -> str:
@@ -596,9 +701,17 @@ class IgnoreTree:
         tree.should_ignore("node_modules", is_dir=True)  # True
     """
 
-    def __init__(self, root: str, builtin: RuleSet) -> None:
+    def __init__(
+        self,
+        root: str,
+        builtin: RuleSet,
+        excludes_file: str | None = None,
+        tracked: TrackedFiles | None = None,
+    ) -> None:
         self.root = root
         self.builtin = builtin
+        self.excludes_file = excludes_file
+        self.tracked = tracked or TrackedFiles()
         self._stacks: dict[str, IgnoreStack] = {}
 
     def refresh(self) -> None:
@@ -611,13 +724,13 @@ class IgnoreTree:
         if stack is not None:
             return stack
         if not rel_dir:
-            stack, _ = root_stack(self.root, self.builtin)
+            stack, _ = root_stack(self.root, self.builtin, self.excludes_file)
         else:
             parent = rel_dir.rpartition("/")[0]
             directory = os.path.join(self.root, rel_dir)
             ignored: list[str] = []
             stack = self.stack_for(parent).child(
-                _load(os.path.join(directory, GITIGNORE), rel_dir, ignored),
+                _load(os.path.join(directory, GITIGNORE), rel_dir, ignored, in_tree=True),
                 _load(os.path.join(directory, OLLMIGNORE), rel_dir, ignored),
             )
         self._stacks[rel_dir] = stack
@@ -627,13 +740,27 @@ class IgnoreTree:
         """Whether discovery would leave out ``rel_path`` (``/``-separated, relative to
         the root): the path itself or one of its parent directories is ignored."""
         parts = [part for part in rel_path.strip("/").split("/") if part and part != "."]
-        if not parts:
-            return False
+        if not parts or ".git" in parts:
+            return bool(parts)
+        tracked = self.tracked
+        path = "/".join(parts)
+        if tracked and (path in tracked or (is_dir and tracked.has_under(path))):
+            return self._hidden_from_model(parts, is_dir)
         for depth in range(1, len(parts)):
             directory = "/".join(parts[:depth])
             if self.stack_for("/".join(parts[: depth - 1])).is_ignored(directory, True):
                 return True
-        return self.stack_for("/".join(parts[:-1])).is_ignored("/".join(parts), is_dir)
+        return self.stack_for("/".join(parts[:-1])).is_ignored(path, is_dir)
+
+    def _hidden_from_model(self, parts: list[str], is_dir: bool) -> bool:
+        """A tracked path is left out only by a ``.ollmignore`` rule (on it or a parent)."""
+        for depth in range(1, len(parts) + 1):
+            rel_dir = "/".join(parts[: depth - 1])
+            name = parts[depth - 1]
+            rules = self.stack_for(rel_dir).for_directory(rel_dir)
+            if rules.verdict(name, is_dir or depth < len(parts)) == IGNORED_BY_OLLM:
+                return True
+        return False
 
     def patterns(self) -> list[str]:
         """The rules in force at the root, lowest precedence first (built-ins last)."""

@@ -6,8 +6,24 @@ enters a directory that is ignored. Results are cached per root and options and
 revalidated by the modification times of the directories walked (one ``stat``
 per directory, none per file), or by a watcher on the root when one runs.
 
+Inside a git work tree the listing equals ``git ls-files --cached --others
+--exclude-standard``, less the built-in ignores of untracked content:
+
+- files git tracks are always listed, whatever the ignore rules say (only a
+  ``.ollmignore`` rule hides them): the index is read with ``git ls-files -z
+  --cached`` when it exists, and an ignored directory holding tracked files is
+  entered for those files only;
+- a nested repository (a directory with its own ``.git``) is one entry,
+  ``name/``, and is not walked into; a submodule is one entry, ``name``;
+- only regular files and symbolic links are listed (no FIFOs, sockets, devices);
+- the user's global excludes file (``core.excludesFile``) applies.
+
+Outside a work tree (or without git installed) it is the scan alone.
+
 Depth: files directly in the root are at depth 0, files in ``root/a`` at depth
 1; ``max_depth=N`` lists files down to depth ``N`` (``fd --max-depth N+1``).
+When the limit leaves directories out, the result says so (a ``depth_limit``
+note and ``depth_limited``).
 
 Example::
 
@@ -28,12 +44,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import stat
+import subprocess
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
@@ -44,12 +62,19 @@ from pydantic.alias_generators import to_camel
 from ollm_cli.config.settings import FileDiscoverySettings
 from ollm_cli.pipeline.discovery._ignore_rules import (
     GITIGNORE,
+    IGNORED_BY_OLLM,
+    KEPT,
     OLLMIGNORE,
     IgnoreStack,
     IgnoreTree,
     NeverMatchesError,
+    Repository,
     RuleSet,
+    TrackedFiles,
     builtin_rules,
+    default_excludes_file,
+    find_repository,
+    log_symlinked_gitignore,
     parse_rule,
     root_stack,
 )
@@ -58,12 +83,17 @@ from ollm_cli.pipeline.errors import ToolError
 logger = logging.getLogger(__name__)
 
 ChangeEvent = Literal["add", "change", "unlink"]
+EntryKind = Literal["file", "directory", "symlink"]
 ChangeCallback = Callable[[ChangeEvent, str], None]
 
 # A directory modified this close to the start of a scan may change again within
 # the same filesystem timestamp tick; such a scan is not trusted by mtimes alone.
 _RACY_S = 0.25
 _MISSING = -1
+#: How long the ``git`` commands that read the index and the config may take.
+GIT_TIMEOUT_S = 10.0
+#: Environment variables that would point git elsewhere than the scanned tree.
+_GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
 
 
 class _Model(BaseModel):
@@ -71,11 +101,12 @@ class _Model(BaseModel):
 
 
 class FileEntry(_Model):
-    """One discovered file (``type`` is ``symlink`` for a link that was not followed)."""
+    """One discovered file (``type`` is ``symlink`` for a link that was not followed,
+    ``directory`` for a nested repository or a submodule, listed as one entry)."""
 
     path: str
     relative_path: str
-    type: Literal["file", "directory", "symlink"] = "file"
+    type: EntryKind = "file"
     size: int | None = None
     modified: datetime | None = None
 
@@ -100,7 +131,7 @@ class DiscoveryOptions(_Model):
 class DiscoveryNote(_Model):
     """Something the user should know about a scan: it is never silent."""
 
-    kind: Literal["unreadable", "cap_reached", "symlink_loop"]
+    kind: Literal["unreadable", "cap_reached", "symlink_loop", "depth_limit", "git_unavailable"]
     path: str
     message: str
 
@@ -121,8 +152,14 @@ class DiscoveryResult(_Model):
     root: str
     files: tuple[str, ...]
     symlinks: frozenset[str] = frozenset()
+    repositories: frozenset[str] = frozenset()
+    """Entries of :attr:`files` that are nested repositories (``name/``) or submodules."""
     notes: tuple[DiscoveryNote, ...] = ()
     truncated: bool = False
+    depth_limited: bool = False
+    """Directories below the depth limit were left out (see the ``depth_limit`` note)."""
+    tracked: int = 0
+    """How many paths git's index holds under the root (0 outside a work tree)."""
     from_cache: bool = False
     stats: ScanStats = Field(default_factory=ScanStats)
 
@@ -133,12 +170,20 @@ class DiscoveryResult(_Model):
 
     def entry(self, relative: str, with_stats: bool = False) -> FileEntry:
         """The :class:`FileEntry` of one of :attr:`files`."""
-        return _make_entry(self.root, relative, relative in self.symlinks, with_stats)
+        kind: EntryKind = "file"
+        if relative in self.repositories:
+            kind = "directory"
+        elif relative in self.symlinks:
+            kind = "symlink"
+        return _make_entry(self.root, relative, kind, with_stats)
 
 
-def _make_entry(root: str, relative: str, is_link: bool, with_stats: bool) -> FileEntry:
+def _make_entry(root: str, relative: str, kind: EntryKind, with_stats: bool) -> FileEntry:
+    if kind == "directory":  # a nested repository or a submodule: one entry
+        path = os.path.join(root, relative.rstrip("/"))
+        return FileEntry(path=path, relative_path=relative, type="directory")
     path = os.path.join(root, relative)
-    kind: Literal["file", "symlink"] = "symlink" if is_link else "file"
+    is_link = kind == "symlink"
     if not with_stats:
         return FileEntry(path=path, relative_path=relative, type=kind)
     try:
@@ -185,8 +230,87 @@ class _Walk:
     notes: list[DiscoveryNote]
     stamps: list[tuple[str, int]]
     stats: dict[str, int]
+    repositories: set[str] = field(default_factory=set)
     truncated: bool = False
     cancelled: bool = False
+    depth_cut: int = 0
+
+
+@dataclass(frozen=True)
+class GitView:
+    """What git says about a scan root: the tracked paths (from the index) and the
+    global excludes file. ``repository`` is ``None`` outside a work tree."""
+
+    repository: Repository | None = None
+    tracked: TrackedFiles = field(default_factory=TrackedFiles)
+    excludes_file: str | None = None
+    consulted: tuple[str, ...] = ()
+    problem: str | None = None
+
+
+def _git_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
+
+
+def read_git(root: str) -> GitView:
+    """The tracked files under ``root`` and the global excludes file, from git.
+
+    ``git ls-files -z --cached`` runs only when the repository has an index (a
+    fresh ``git init`` has none), ``git config core.excludesFile`` at the same
+    time; without git installed the index is not read (a note says so) and the
+    excludes file is git's default one.
+    """
+    repository = find_repository(root)
+    if repository is None:
+        return GitView()
+    index = os.path.join(repository.git_dir, "index")
+    consulted = [index, os.path.join(repository.common_dir, "config")]
+    git = shutil.which("git")
+    if git is None:
+        excludes = default_excludes_file()
+        missing = "git is not installed: files git tracks but ignores are not listed"
+        return GitView(repository, TrackedFiles(), excludes, tuple(consulted), missing)
+    env = _git_env()
+    config = subprocess.Popen(
+        [git, "config", "--path", "--get", "core.excludesFile"],
+        cwd=root,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    tracked = TrackedFiles()
+    problem: str | None = None
+    try:
+        if os.path.exists(index):
+            listing = subprocess.run(
+                [git, "ls-files", "-z", "--cached"],
+                cwd=root,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=GIT_TIMEOUT_S,
+                check=False,
+            )
+            if listing.returncode == 0:
+                tracked = TrackedFiles(
+                    os.fsdecode(path) for path in listing.stdout.split(b"\0") if path
+                )
+            else:
+                reason = listing.stderr.decode(errors="replace").strip().splitlines()
+                problem = (
+                    f"git could not read the index ({reason[-1] if reason else 'failed'}): "
+                    "files git tracks but ignores are not listed"
+                )
+        out, _ = config.communicate(timeout=GIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        config.kill()
+        config.communicate()
+        problem = f"git did not answer within {GIT_TIMEOUT_S:g} s: the index was not read"
+        out = b""
+    configured = os.fsdecode(out.rstrip(b"\n")) if config.returncode == 0 else ""
+    excludes = configured or default_excludes_file()
+    return GitView(repository, tracked, excludes, tuple(consulted), problem)
 
 
 @dataclass
@@ -241,6 +365,7 @@ class _Watcher:
         self._debounce_ms = debounce_ms
         self._step_ms = step_ms
         self._thread = threading.Thread(target=self._run, name="ollm-file-watch", daemon=True)
+        self._index = os.path.join(root, ".git", "index")
 
     def start(self, timeout_s: float) -> None:
         self._thread.start()
@@ -293,6 +418,9 @@ class _Watcher:
     def _dispatch(self, changes: set[tuple[int, str]]) -> None:
         if any(os.path.basename(path) in (GITIGNORE, OLLMIGNORE) for _, path in changes):
             self.tree.refresh()
+        if any(path == self._index for _, path in changes):
+            # git add / rm: what is tracked (and so reported although ignored) changed
+            self.tree.tracked = read_git(self.root).tracked
         events: set[tuple[str, ChangeEvent]] = set()
         for change, path in changes:
             events.update(self._events_for(change, path))
@@ -395,18 +523,18 @@ class FileDiscoveryService:
                     await asyncio.sleep(0)
             return
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[list[tuple[str, bool]] | None] = asyncio.Queue()
+        queue: asyncio.Queue[list[tuple[str, EntryKind]] | None] = asyncio.Queue()
         cancel = threading.Event()
 
-        def on_batch(batch: list[tuple[str, bool]]) -> None:
+        def on_batch(batch: list[tuple[str, EntryKind]]) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, batch)
 
         future = loop.run_in_executor(None, self._scan, plan, on_batch, cancel)
         future.add_done_callback(lambda _: loop.call_soon_threadsafe(queue.put_nowait, None))
         try:
             while (batch := await queue.get()) is not None:
-                for relative, is_link in batch:
-                    yield _make_entry(plan.root, relative, is_link, False)
+                for relative, kind in batch:
+                    yield _make_entry(plan.root, relative, kind, False)
             await future
         finally:
             cancel.set()
@@ -430,7 +558,9 @@ class FileDiscoveryService:
     def load_ignore_patterns(self, root: Path) -> IgnoreTree:
         """The ignore rules under ``root`` (``.gitignore``, ``.git/info/exclude``,
         ``.ollmignore``, built-ins), read lazily as paths are asked about."""
-        return IgnoreTree(self._checked_root(root, allow_broad=True), self._builtin)
+        resolved = self._checked_root(root, allow_broad=True)
+        view = read_git(resolved)
+        return IgnoreTree(resolved, self._builtin, view.excludes_file, view.tracked)
 
     def should_ignore(self, root: Path, rel_path: str, is_dir: bool = False) -> bool:
         """Whether discovery under ``root`` leaves out ``rel_path`` (the ignore files
@@ -452,7 +582,8 @@ class FileDiscoveryService:
         with self._lock:
             watcher = self._watchers.get(resolved)
             if watcher is None or not watcher.alive:
-                tree = IgnoreTree(resolved, self._builtin)
+                view = read_git(resolved)
+                tree = IgnoreTree(resolved, self._builtin, view.excludes_file, view.tracked)
                 watcher = _Watcher(resolved, tree, self._watch_debounce_ms, self._watch_step_ms)
                 self._watchers[resolved] = watcher
                 watcher.start(ready_timeout_s)
@@ -555,7 +686,7 @@ class FileDiscoveryService:
     def _scan(
         self,
         plan: _Plan,
-        on_batch: Callable[[list[tuple[str, bool]]], None] | None,
+        on_batch: Callable[[list[tuple[str, EntryKind]]], None] | None,
         cancel: threading.Event | None,
     ) -> DiscoveryResult:
         started_ns = time.time_ns()
@@ -563,10 +694,24 @@ class FileDiscoveryService:
         with self._lock:
             watcher = None if plan.follow_symlinks else self._watcher_for(plan.root)
             generation = watcher.generation if watcher is not None else 0
-        stack, consulted = root_stack(plan.root, self._builtin)
-        walk = _walk(plan, stack, on_batch, cancel)
-        walk.stamps.extend((path, _mtime_ns(path)) for path in consulted)
+        git_view = read_git(plan.root)
+        stack, consulted = root_stack(plan.root, self._builtin, git_view.excludes_file)
+        walk = _walk(plan, stack, git_view, on_batch, cancel)
+        walk.stamps.extend((path, _mtime_ns(path)) for path in (*consulted, *git_view.consulted))
         walk.files.sort()
+        if git_view.problem is not None:
+            walk.notes.append(
+                DiscoveryNote(kind="git_unavailable", path=".", message=git_view.problem)
+            )
+        if walk.depth_cut:
+            walk.notes.append(
+                DiscoveryNote(
+                    kind="depth_limit",
+                    path=".",
+                    message=f"{walk.depth_cut} directories below depth {plan.max_depth} were "
+                    "not listed (services.fileDiscovery.maxDepth, `ollm files --depth`)",
+                )
+            )
         stats = ScanStats(
             directories_scanned=walk.stats["dirs"],
             directories_ignored=walk.stats["dirs_ignored"],
@@ -578,8 +723,11 @@ class FileDiscoveryService:
             root=plan.root,
             files=tuple(walk.files),
             symlinks=frozenset(walk.symlinks),
+            repositories=frozenset(walk.repositories),
             notes=tuple(walk.notes),
             truncated=walk.truncated,
+            depth_limited=walk.depth_cut > 0,
+            tracked=len(git_view.tracked),
             stats=stats,
         )
         if walk.truncated:
@@ -610,13 +758,22 @@ def _stamps_unchanged(stamps: list[tuple[str, int]]) -> bool:
     return all(_mtime_ns(path) == mtime for path, mtime in stamps)
 
 
+# (absolute dir, relative dir, depth, rules, ancestors' (dev, inode), tracked files only)
+_Pending = tuple[str, str, int, IgnoreStack, tuple[tuple[int, int], ...], bool]
+
+
 def _walk(
     plan: _Plan,
     root_rules: IgnoreStack,
-    on_batch: Callable[[list[tuple[str, bool]]], None] | None,
+    git_view: GitView,
+    on_batch: Callable[[list[tuple[str, EntryKind]]], None] | None,
     cancel: threading.Event | None,
 ) -> _Walk:
-    """Walk ``plan.root`` depth first, pruning ignored directories as it goes."""
+    """Walk ``plan.root`` depth first, pruning ignored directories as it goes.
+
+    An ignored directory that holds files git tracks is entered in *tracked-only*
+    mode: there, and below, only tracked files are listed, as git does.
+    """
     walk = _Walk(
         [], set(), [], [], {"dirs": 0, "dirs_ignored": 0, "files_ignored": 0, "ignore_files": 0}
     )
@@ -629,16 +786,15 @@ def _walk(
     )
     include, exclude = plan.include, plan.exclude
     follow, max_depth, max_files = plan.follow_symlinks, plan.max_depth, plan.max_files
+    tracked = git_view.tracked
+    in_repository = git_view.repository is not None
     join = os.path.join
-    # (absolute dir, relative dir, depth, rules, ancestors' (dev, inode) when following links)
-    pending: list[tuple[str, str, int, IgnoreStack, tuple[tuple[int, int], ...]]] = [
-        (plan.root, "", 0, root_rules, ())
-    ]
+    pending: list[_Pending] = [(plan.root, "", 0, root_rules, (), False)]
     while pending:
         if cancel is not None and cancel.is_set():
             walk.cancelled = True
             break
-        directory, rel_dir, depth, rules, ancestors = pending.pop()
+        directory, rel_dir, depth, rules, ancestors, tracked_only = pending.pop()
         try:
             info = os.stat(directory)
             with os.scandir(directory) as iterator:
@@ -658,13 +814,21 @@ def _walk(
         stamps.append((directory, info.st_mtime_ns))
         if follow:
             ancestors = (*ancestors, (info.st_dev, info.st_ino))
+        batch: list[tuple[str, EntryKind]] = []
         if rel_dir:
             git_file = ollm_file = None
+            nested = False
             for entry in entries:
                 name = entry.name
+                if name == ".git" and in_repository and not tracked_only:
+                    nested = True
+                    break
                 if name in (GITIGNORE, OLLMIGNORE):
                     path = entry.path
                     stamps.append((path, _mtime_ns(path)))
+                    if name == GITIGNORE and entry.is_symlink():
+                        log_symlinked_gitignore(path)
+                        continue
                     loaded = RuleSet.from_file(path, rel_dir)
                     if loaded:
                         counts["ignore_files"] += 1
@@ -672,68 +836,107 @@ def _walk(
                             git_file = loaded
                         else:
                             ollm_file = loaded
+            if nested:
+                # A repository of its own: git lists it as one entry and stops.
+                if len(files) >= max_files:
+                    _cap(walk, plan, rel_dir)
+                    return walk
+                entry_name = rel_dir + "/"
+                files.append(entry_name)
+                walk.repositories.add(entry_name)
+                if on_batch is not None:
+                    on_batch([(entry_name, "directory")])
+                continue
             rules = rules.child(git_file, ollm_file)
-        ignored_here = rules.for_directory(rel_dir).ignored
+        verdict_here = rules.for_directory(rel_dir).verdict
         prefix = rel_dir + "/" if rel_dir else ""
         enter = depth < max_depth
-        batch: list[tuple[str, bool]] = []
-        subdirs: list[tuple[str, str, int, IgnoreStack, tuple[tuple[int, int], ...]]] = []
+        subdirs: list[_Pending] = []
         for entry in entries:
             name = entry.name
+            if name == ".git":
+                continue
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
                 is_link = not is_dir and entry.is_symlink()
                 if is_link and follow:
                     is_dir = entry.is_dir()
+                special = not is_dir and not is_link and not entry.is_file(follow_symlinks=False)
             except OSError:  # pragma: no cover - is_dir() swallows all but rare errors
-                is_dir = False
+                is_dir = is_link = special = False
             relative = prefix + name
-            ignored = ignored_here(name, is_dir)
-            if not ignored and exclude is not None:
-                ignored = bool(exclude.match(relative, name, is_dir))
-            if ignored:
-                counts["dirs_ignored" if is_dir else "files_ignored"] += 1
-                continue
-            if is_dir:
-                if not enter:
+            verdict = verdict_here(name, is_dir)
+            only_tracked = tracked_only
+            if verdict == KEPT and exclude is not None and exclude.match(relative, name, is_dir):
+                verdict = IGNORED_BY_OLLM
+            if verdict != KEPT or tracked_only:
+                # Ignored (or below an ignored directory): what git tracks stays.
+                if verdict == IGNORED_BY_OLLM or not tracked:
+                    keep = False
+                elif is_dir:
+                    keep = relative in tracked or tracked.has_under(relative)
+                    only_tracked = True
+                else:
+                    keep = relative in tracked
+                if not keep:
+                    counts["dirs_ignored" if is_dir else "files_ignored"] += 1
                     continue
-                if is_link:
-                    target = _link_target(entry.path)
-                    if target is None or target in ancestors:
-                        notes.append(
-                            DiscoveryNote(
-                                kind="symlink_loop",
-                                path=relative,
-                                message=f"not followed: {relative} leads back to a parent",
-                            )
-                        )
+            if is_dir:
+                # A directory git tracks is a submodule: one entry, never walked into.
+                if relative not in tracked:
+                    if not enter:
+                        walk.depth_cut += 1
                         continue
-                subdirs.append((join(directory, name), relative, depth + 1, rules, ancestors))
+                    if is_link:
+                        target = _link_target(entry.path)
+                        if target is None or target in ancestors:
+                            notes.append(
+                                DiscoveryNote(
+                                    kind="symlink_loop",
+                                    path=relative,
+                                    message=f"not followed: {relative} leads back to a parent",
+                                )
+                            )
+                            continue
+                    subdirs.append(
+                        (join(directory, name), relative, depth + 1, rules, ancestors, only_tracked)
+                    )
+                    continue
+            elif special:  # a FIFO, socket or device: not a file (git skips them too)
+                counts["files_ignored"] += 1
                 continue
             if include is not None and not include.match(relative, name, False):
                 continue
             if len(files) >= max_files:
-                walk.truncated = True
-                notes.append(
-                    DiscoveryNote(
-                        kind="cap_reached",
-                        path=rel_dir or ".",
-                        message=f"stopped at {max_files} files (services.fileDiscovery.maxFiles); "
-                        "the listing is incomplete",
-                    )
-                )
+                _cap(walk, plan, rel_dir)
                 if on_batch is not None and batch:
                     on_batch(batch)
                 return walk
             files.append(relative)
-            if is_link:
+            if is_dir:
+                walk.repositories.add(relative)
+            elif is_link:
                 symlinks.add(relative)
             if on_batch is not None:
-                batch.append((relative, is_link))
+                batch.append(
+                    (relative, "directory" if is_dir else "symlink" if is_link else "file")
+                )
         if on_batch is not None and batch:
             on_batch(batch)
         pending.extend(reversed(subdirs))
     return walk
+
+
+def _cap(walk: _Walk, plan: _Plan, rel_dir: str) -> None:
+    walk.truncated = True
+    walk.notes.append(
+        DiscoveryNote(
+            kind="cap_reached",
+            path=rel_dir or ".",
+            message=f"stopped at {plan.max_files} files (services.fileDiscovery.maxFiles); "
+            "the listing is incomplete",
+        )
+    )
 
 
 def _link_target(path: str) -> tuple[int, int] | None:

@@ -26,12 +26,32 @@ showed up:
   or ``=====``, does not count). It is found incrementally with a bounded
   amount of work per chunk; ``end_stream()`` closes the response.
 
+  The check reads markdown line by line. A table row, list item, heading, block
+  quote or fence line resets it, and inside a fenced code block it reads only the
+  current line, with a longer span (``CODE_MIN_SPAN``): thirty identical
+  ``| TBD | pending |`` rows or twenty identical lines of code are content, not
+  chanting. Text that repeats what a tool returned (log lines
+  quoted from a result) is quotation, allowed as many times as the source has
+  it. Behind these, a whole-line check catches a reply whose last lines are one
+  line repeated ``LINE_LOOP_LINES`` times, or a block of 2 to 8 lines repeated
+  ``BLOCK_MIN_REPEATS`` times over at least ``BLOCK_MIN_LINES`` lines
+  (``CODE_LOOP_LINES`` lines inside code): a table or a list that never ends,
+  like SmolLM2's week of days again and again, is still stopped.
+
+Polling is work. A repeated call (or cycle) with an unchanged result is a
+*poll* when its result says the work is still going (``in_progress``,
+``pending``, ``queued``, ``running``...), when a wait separates the calls (a
+``sleep``/``wait`` call in the cycle, a wait argument, or ``pollIntervalS``
+between the calls by the injected clock). An unchanged poll is nudged at
+``pollThreshold`` repeats, even with ``onDetect: stop``, and stopped at twice
+that; the same holds for the replies that narrate it.
+
 A detection returns a :class:`LoopEvent`. With ``onDetect: nudge`` the first
 detection of a kind has ``action="nudge"`` (and :meth:`nudge_instruction`
 gives, once, a sentence for the next request); the next detection of that kind
-stops. With ``onDetect: stop`` the first detection stops. The turn limit always
-stops. Once stopped, every further ``record_*`` returns the stop event again
-until the next user message.
+stops. With ``onDetect: stop`` the first detection stops (polls excepted, see
+above). The turn limit always stops. Once stopped, every further ``record_*``
+returns the stop event again until the next user message.
 
 Memory is bounded: calls and outputs live in sliding windows sized by the
 configuration, and the stream keeps only its tail.
@@ -46,10 +66,13 @@ Example::
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
+import re
+import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -75,8 +98,44 @@ STREAM_MIN_PERIOD = 8
 STREAM_MAX_PERIOD = 200
 STREAM_MIN_REPEATS = 4
 STREAM_MIN_SPAN = 256
+#: Inside a fenced code block only a repetition within one line counts, and it
+#: must span this much: a model chanting inside a fence (SmolLM2 writes the week's
+#: days again and again inside a code block) is still stopped.
+CODE_MIN_SPAN = 512
 #: Candidate periods examined per chunk (bounded work whatever the text).
 STREAM_MAX_CANDIDATES = 8
+#: Whole-line repetition: a block of up to LINE_MAX_PERIOD lines filling the last
+#: LINE_LOOP_LINES non-blank lines of a reply (CODE_LOOP_LINES inside code) is a loop.
+LINE_MAX_PERIOD = 8
+LINE_LOOP_LINES = 40
+CODE_LOOP_LINES = 80
+#: A block of two or more lines (a list of the week's days, again and again) is a
+#: loop sooner: BLOCK_MIN_REPEATS times and at least BLOCK_MIN_LINES lines.
+BLOCK_MIN_REPEATS = 4
+BLOCK_MIN_LINES = 16
+#: Tool results kept as sources of quotation (the newest, each its head and tail
+#: up to SOURCE_CHARS: a log's repeated lines are usually at its end).
+SOURCE_KEEP = 8
+SOURCE_CHARS = 32_768
+#: The longest line kept whole for the markdown and whole-line checks.
+LINE_KEEP = 4096
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_STRUCTURE = re.compile(
+    r"^\s*(?:\||[-*+]\s|\d{1,9}[.)]\s|#{1,6}(?:\s|$)|>|[-=_*]{3,}\s*$|[-|: ]{3,}$)"
+)
+#: Words by which a status says that the work it reports is not finished.
+_PENDING = re.compile(
+    r"\b(?:in[ _-]?progress|pending|queued|running|waiting|starting|scheduled|building|"
+    r"not (?:yet )?(?:ready|finished|done|complete|available))\b",
+    re.IGNORECASE,
+)
+#: Tool names that wait, and argument names that ask a call to wait.
+_WAIT_TOOLS = re.compile(r"^(?:sleep|wait|wait_for\w*|delay|pause)$", re.IGNORECASE)
+_WAIT_ARGS = frozenset(
+    {"wait", "wait_s", "wait_seconds", "waitseconds", "waitms", "sleep", "delay"}
+)
+_SHELL_SLEEP = re.compile(r"^\s*(?:sleep|timeout)\s+\d")
 
 _NUDGES: dict[str, str] = {
     "repeated-tool": (
@@ -95,6 +154,11 @@ _NUDGES: dict[str, str] = {
     "stream-repetition": (
         "Your previous reply started repeating the same text over and over. "
         "Answer concisely and do not repeat phrases."
+    ),
+    "poll": (
+        "You have checked the same thing {count} times and its result has not changed. "
+        "If you are waiting for something slow, wait longer between checks; otherwise "
+        "tell the user it is still in progress instead of checking again."
     ),
 }
 
@@ -228,6 +292,39 @@ class _Call:
     digest: int
     canonical: str
     result: int | None = None
+    at: float = 0.0
+    pending: bool = False
+    name: str = ""
+    args: Mapping[str, Any] | str | None = None
+    _wait: bool | None = None
+
+    @property
+    def wait(self) -> bool:
+        """Whether the call waits (worked out only when a repeat makes it matter)."""
+        if self._wait is None:
+            self._wait = _is_wait(self.name, self.args)
+        return self._wait
+
+
+def _is_wait(name: str, args: Mapping[str, Any] | str | None) -> bool:
+    """A call that waits: a ``sleep``/``wait`` tool, a shell ``sleep N``, or a call
+    asked to wait (``{"wait": 30}``)."""
+    if _WAIT_TOOLS.match(name):
+        return True
+    if isinstance(args, Mapping):
+        for key, value in args.items():
+            lowered = str(key).lower()
+            if lowered in _WAIT_ARGS and value:
+                return True
+            if (
+                lowered in ("command", "cmd", "script")
+                and isinstance(value, str)
+                and _SHELL_SLEEP.match(value)
+            ):
+                return True
+    elif isinstance(args, str) and _SHELL_SLEEP.match(args):
+        return True
+    return False
 
 
 def _results_differ(a: _Call, b: _Call) -> bool:
@@ -240,6 +337,15 @@ class _StreamState:
     buffer: str = ""
     reported: bool = False
     chars: int = 0
+    # markdown: the unfinished line, the open fence, where the tail check starts
+    line: str = ""
+    fence: str = ""
+    reset_at: int = 0
+    # whole-line repetition: recent line digests and, per period, the run length
+    lines: deque[int] = field(default_factory=lambda: deque(maxlen=LINE_MAX_PERIOD + 1))
+    runs: list[int] = field(default_factory=lambda: [0] * (LINE_MAX_PERIOD + 1))
+    last_line: str = ""
+    quoted: tuple[str, int] | None = None
 
 
 @dataclass
@@ -254,20 +360,28 @@ class _State:
     pending_nudge: str | None = None
     stopped: LoopEvent | None = None
     last_event: LoopEvent | None = None
+    sources: deque[str] = field(default_factory=lambda: deque(maxlen=SOURCE_KEEP))
 
 
 class LoopDetectionService:
     """Detects loops in one conversation (spec name: LoopDetectionService)."""
 
-    def __init__(self, settings: LoopDetectionSettings | None = None) -> None:
+    def __init__(
+        self,
+        settings: LoopDetectionSettings | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.settings = settings or LoopDetectionSettings()
+        self._clock = clock
         self._state = self._new_state()
 
     # -- configuration and lifecycle -------------------------------------------------
 
     def _window(self) -> int:
         s = self.settings
-        return max(s.repeat_threshold * max(s.max_cycle_period, 1), s.repeat_threshold) + 1
+        longest = max(s.repeat_threshold, 2 * s.poll_threshold)
+        return longest * max(s.max_cycle_period, 1) + 1
 
     def _new_state(self) -> _State:
         return _State(
@@ -287,9 +401,12 @@ class LoopDetectionService:
         """Forget everything: calls, outputs, turns, the stream, nudges and stops."""
         self._state = self._new_state()
 
-    def record_user_message(self) -> None:
-        """A new user request begins: the turn count and all windows start again."""
+    def record_user_message(self, text: str | None = None) -> None:
+        """A new user request begins: the turn count and all windows start again.
+        ``text`` (the user's message) is a source the reply may quote."""
         self.reset()
+        if text:
+            self._state.sources.append(_source(text))
 
     def begin_request(self) -> LoopEvent | None:
         """A new user message: reset, then count the request's first model turn."""
@@ -318,10 +435,22 @@ class LoopDetectionService:
 
     # -- reporting -------------------------------------------------------------------
 
-    def _report(self, kind: LoopKind, count: int, offending: str, details: str) -> LoopEvent:
+    def _report(
+        self, kind: LoopKind, count: int, offending: str, details: str, *, poll: bool = False
+    ) -> LoopEvent:
         state = self._state
         action: LoopAction = "stop"
-        if kind != "turn-limit" and self.settings.on_detect == "nudge" and kind not in state.nudged:
+        if poll and "poll" not in state.nudged:
+            # Waiting on something slow is work: always a nudge before a stop.
+            action = "nudge"
+            state.nudged.add("poll")
+            state.pending_nudge = _NUDGES["poll"].format(count=count)
+        elif (
+            not poll
+            and kind != "turn-limit"
+            and self.settings.on_detect == "nudge"
+            and kind not in state.nudged
+        ):
             action = "nudge"
             state.nudged.add(kind)
             state.pending_nudge = _NUDGES[kind].format(count=count)
@@ -383,20 +512,45 @@ class LoopDetectionService:
         canonical = canonical_call(name, args)
         digest = hash(canonical)
         calls = state.calls
-        call = _Call(digest, canonical[: OFFENDING_CHARS * 2].decode(errors="replace"))
+        call = _Call(
+            digest,
+            canonical[: OFFENDING_CHARS * 2].decode(errors="replace"),
+            at=self._clock(),
+            name=name,
+            args=args,
+        )
         calls.append(call)
         state.calls_since_output.append(call)
-        threshold = self.settings.repeat_threshold
         run = self._repeat_run()
-        if run >= threshold:
-            return self._report(
-                "repeated-tool",
-                run,
-                calls[-1].canonical,
-                f"tool {name!r} called {run} times in a row with the same arguments "
-                "and no change in its result",
-            )
+        if run >= self.settings.repeat_threshold:
+            poll = self._is_poll_run(run)
+            if not poll or run >= self._poll_bar():
+                what = "polled" if poll else "called"
+                return self._report(
+                    "repeated-tool",
+                    run,
+                    calls[-1].canonical,
+                    f"tool {name!r} {what} {run} times in a row with the same arguments "
+                    "and no change in its result",
+                    poll=poll,
+                )
         return self._check_cycle()
+
+    def _poll_bar(self) -> int:
+        """How many unchanged polls the next poll detection needs: the threshold,
+        then twice it once nudged."""
+        threshold = self.settings.poll_threshold
+        return 2 * threshold if "poll" in self._state.nudged else threshold
+
+    def _is_poll_run(self, run: int) -> bool:
+        """Whether the last ``run`` identical calls are polls: a result says the work
+        is still going, the call waits, or every gap between them is a wait."""
+        calls = self._state.calls
+        window = [calls[i] for i in range(len(calls) - run, len(calls))]
+        if any(c.pending or c.wait for c in window):
+            return True
+        interval = self.settings.poll_interval_s
+        return all(b.at - a.at >= interval for a, b in itertools.pairwise(window))
 
     def _repeat_run(self) -> int:
         """Identical calls at the end of the window whose results did not change."""
@@ -425,13 +579,19 @@ class LoopDetectionService:
             if calls[-1].digest != calls[-1 - period].digest:
                 continue
             if self._is_cycle(period, span):
-                unit = [calls[size - period + i].canonical for i in range(period)]
+                unit = [calls[size - period + i] for i in range(period)]
+                poll = any(c.wait or c.pending for c in unit)
+                count = threshold
+                if poll:
+                    count = self._poll_bar()
+                    if period * count > size or not self._is_cycle(period, period * count):
+                        continue
                 return self._report(
                     "tool-cycle",
-                    threshold,
-                    " -> ".join(unit),
-                    f"a cycle of {period} tool calls repeated {threshold} times "
-                    "with the same results",
+                    count,
+                    " -> ".join(c.canonical for c in unit),
+                    f"a cycle of {period} tool calls repeated {count} times with the same results",
+                    poll=poll,
                 )
         return None
 
@@ -456,10 +616,14 @@ class LoopDetectionService:
         """Attach a call's result, so a repeated call with a changing result is not a loop."""
         if not self.settings.enabled:
             return
+        state = self._state
+        if result.strip():
+            state.sources.append(_source(result))
         digest = hash(canonical_call(name, args))
-        for call in reversed(self._state.calls):
+        for call in reversed(state.calls):
             if call.digest == digest and call.result is None:
                 call.result = hash(result)
+                call.pending = _PENDING.search(result, 0, 500) is not None
                 return
 
     # -- outputs ---------------------------------------------------------------------
@@ -476,6 +640,7 @@ class LoopDetectionService:
         # The calls (and results) since the previous output: a similar text that
         # goes with new calls or new results narrates progress, not a loop.
         calls = hash(tuple((c.digest, c.result) for c in state.calls_since_output))
+        poll = any(c.wait or c.pending for c in state.calls_since_output)
         state.calls_since_output.clear()
         current = _Output(text, calls)
         previous = state.outputs[-1] if state.outputs else None
@@ -489,13 +654,15 @@ class LoopDetectionService:
         else:
             state.output_run = 1
         state.outputs.append(current)
-        if state.output_run >= self.settings.repeat_threshold:
+        bar = self._poll_bar() if poll else self.settings.repeat_threshold
+        if state.output_run >= bar:
             return self._report(
                 "repeated-output",
                 state.output_run,
                 text,
                 f"the same or a near-identical reply {state.output_run} times in a row "
                 f"(similarity >= {self.settings.output_similarity})",
+                poll=poll,
             )
         return None
 
@@ -509,20 +676,34 @@ class LoopDetectionService:
         if state.stopped is not None:
             return state.stopped
         stream = state.stream
+        start = stream.chars
         stream.chars += len(chunk)
         buffer = stream.buffer + chunk
-        keep = STREAM_MAX_PERIOD * (STREAM_MIN_REPEATS + 1) + STREAM_MIN_SPAN
+        keep = STREAM_MAX_PERIOD * (STREAM_MIN_REPEATS + 1) + CODE_MIN_SPAN
         if len(buffer) > 2 * keep:
             buffer = buffer[-keep:]
         stream.buffer = buffer
         if stream.reported:
             return None
-        period = _tail_period(buffer)
+        if "\n" in chunk:
+            event = self._stream_lines(chunk, start)
+            if event is not None:
+                return event
+        else:
+            if len(stream.line) < LINE_KEEP:
+                stream.line += chunk[: LINE_KEEP - len(stream.line)]
+        # Only the text after the last structural line is looked at: inside a
+        # fenced code block, the current line alone (lines of code may repeat).
+        tail_start = max(0, stream.reset_at - (stream.chars - len(buffer)))
+        tail = buffer[tail_start:] if tail_start else buffer
+        period = _tail_period(tail, CODE_MIN_SPAN if stream.fence else STREAM_MIN_SPAN)
         if period is None:
             return None
+        repeats = _tail_repeats(tail, period)
+        if self._quoted(tail, period, repeats):
+            return None
         stream.reported = True
-        repeats = _tail_repeats(buffer, period)
-        unit = _word_aligned(buffer[-period:])
+        unit = _word_aligned(tail[-period:])
         return self._report(
             "stream-repetition",
             repeats,
@@ -530,16 +711,121 @@ class LoopDetectionService:
             f"the reply repeats the same {period} characters {repeats} times in a row",
         )
 
+    def _stream_lines(self, chunk: str, start: int) -> LoopEvent | None:
+        """Read the lines that ``chunk`` completes: fences, structure, repetition."""
+        stream = self._state.stream
+        pieces = chunk.split("\n")
+        position = start
+        for index, piece in enumerate(pieces[:-1]):
+            line = (stream.line + piece if index == 0 else piece)[:LINE_KEEP]
+            position += len(piece) + 1
+            fence = _FENCE.match(line)
+            in_code = bool(stream.fence)
+            if fence is not None:
+                marker = fence.group(1)
+                if not stream.fence:
+                    stream.fence = marker[0] * 3
+                elif marker.startswith(stream.fence) and not line.strip(" `~"):
+                    stream.fence = ""
+                stream.reset_at = position
+            elif in_code or _STRUCTURE.match(line):
+                stream.reset_at = position
+            if line.strip():
+                event = self._line_repetition(line, in_code or fence is not None)
+                if event is not None:
+                    return event
+        stream.line = pieces[-1][:LINE_KEEP]
+        return None
+
+    def _line_repetition(self, line: str, code: bool) -> LoopEvent | None:
+        """Whole-line repetition: the last non-blank lines are one block repeated."""
+        stream = self._state.stream
+        digest = hash(line)
+        lines, runs = stream.lines, stream.runs
+        lines.append(digest)
+        size = len(lines)
+        found = limit = 0
+        covered = 0  # the longest tail a shorter period explains
+        for period in range(1, LINE_MAX_PERIOD + 1):
+            if size > period and lines[-1 - period] == digest:
+                runs[period] += 1
+                cover = runs[period] + period
+                # Only the smallest period counts: identical lines are no 2-line block.
+                if not found and cover > covered:
+                    bar = _line_limit(period, code)
+                    if cover >= bar:
+                        found, limit = period, bar
+                covered = max(covered, cover)
+            else:
+                runs[period] = 0
+        stream.last_line = line
+        if not found:
+            return None
+        quoted = self._source_count(line)
+        if quoted and runs[found] + found < limit + quoted * found:
+            return None
+        stream.reported = True
+        repeats = (runs[found] + found) // found
+        what = "line" if found == 1 else f"block of {found} lines"
+        return self._report(
+            "stream-repetition",
+            repeats,
+            line,
+            f"the reply repeats the same {what} {repeats} times in a row",
+        )
+
+    def _source_count(self, text: str) -> int:
+        """How often ``text`` occurs in the newest source that holds it (0: none)."""
+        for source in reversed(self._state.sources):
+            count = source.count(text)
+            if count:
+                return count
+        return 0
+
+    def _quoted(self, tail: str, period: int, repeats: int) -> bool:
+        """Whether the repetition at the end of ``tail`` quotes a source (a tool
+        result, the user's message) no more times than the source has it."""
+        stream = self._state.stream
+        block = tail[-2 * period :]
+        unit = tail[-period:]
+        if stream.quoted is not None and stream.quoted[0] == unit:
+            allowed = stream.quoted[1]
+        else:
+            allowed = 0
+            for source in reversed(self._state.sources):
+                if block in source:
+                    allowed = source.count(unit) + 2
+                    break
+            stream.quoted = (unit, allowed)
+        return repeats <= allowed
+
     def end_stream(self) -> None:
         """The streamed response is complete; the next one is watched afresh."""
         self._state.stream = _StreamState()
 
 
-def _needed(period: int) -> int:
-    return max(period * STREAM_MIN_REPEATS, STREAM_MIN_SPAN)
+def _source(text: str) -> str:
+    """What is kept of a tool result or a user message: all of it, or its head and tail."""
+    if len(text) <= SOURCE_CHARS:
+        return text
+    head = SOURCE_CHARS // 4
+    return text[:head] + "\n" + text[-(SOURCE_CHARS - head) :]
 
 
-def _tail_period(buffer: str) -> int | None:
+def _line_limit(period: int, code: bool) -> int:
+    """How many lines a repeated block of ``period`` lines must fill to be a loop."""
+    if code:
+        return CODE_LOOP_LINES
+    if period == 1:
+        return LINE_LOOP_LINES
+    return max(BLOCK_MIN_REPEATS * period, BLOCK_MIN_LINES)
+
+
+def _needed(period: int, min_span: int = STREAM_MIN_SPAN) -> int:
+    return max(period * STREAM_MIN_REPEATS, min_span)
+
+
+def _tail_period(buffer: str, min_span: int = STREAM_MIN_SPAN) -> int | None:
     """The smallest period p in [8, 200] whose repetition fills the end of ``buffer``.
 
     Candidates are the distances back to earlier occurrences of the last 8
@@ -547,7 +833,7 @@ def _tail_period(buffer: str) -> int | None:
     of them, each verified with one slice comparison: bounded work per chunk.
     """
     size = len(buffer)
-    if size < _needed(STREAM_MIN_PERIOD):
+    if size < _needed(STREAM_MIN_PERIOD, min_span):
         return None
     probe = buffer[-STREAM_MIN_PERIOD:]
     probe_start = size - STREAM_MIN_PERIOD
@@ -559,7 +845,7 @@ def _tail_period(buffer: str) -> int | None:
             return None
         period = probe_start - found
         if period >= STREAM_MIN_PERIOD:
-            span = _needed(period)
+            span = _needed(period, min_span)
             if span <= size:
                 tail = buffer[size - span :]
                 if tail[period:] == tail[:-period]:

@@ -182,12 +182,31 @@ def test_polling_a_build_whose_status_changes_is_not_a_loop() -> None:
 
 
 def test_polling_with_an_unchanged_status_is_a_loop() -> None:
+    """A status that says the work is still going makes it a poll: a higher threshold
+    and a nudge before the stop, even with onDetect: stop (issue 16)."""
+    loop = detector(on_detect="stop", poll_threshold=5)
+    events = []
+    for _ in range(10):
+        events.append(loop.record_tool_call("build_status", {"id": "build-42"}))
+        loop.record_tool_result("build_status", {"id": "build-42"}, "running: step 3/15")
+    assert events[:4] == [None] * 4
+    nudge = events[4]
+    assert nudge is not None and nudge.kind == "repeated-tool" and nudge.action == "nudge"
+    instruction = loop.nudge_instruction()
+    assert instruction is not None and "wait longer" in instruction
+    assert events[5:9] == [None] * 4
+    stop = events[9]
+    assert stop is not None and stop.action == "stop" and stop.count == 10
+
+
+def test_repeating_a_call_whose_finished_result_does_not_change_is_a_loop() -> None:
     loop = detector(on_detect="stop")
     events = []
     for _ in range(3):
-        events.append(loop.record_tool_call("build_status", {"id": "build-42"}))
-        loop.record_tool_result("build_status", {"id": "build-42"}, "running: step 3/15")
+        events.append(loop.record_tool_call("run_tests", {"path": "tests/"}))
+        loop.record_tool_result("run_tests", {"path": "tests/"}, "1 failed, 41 passed")
     assert events[-1] is not None and events[-1].kind == "repeated-tool"
+    assert events[-1].action == "stop"
 
 
 def test_tailing_a_growing_log_is_not_a_loop() -> None:
