@@ -14,6 +14,7 @@ from typing import Any
 
 from actors.shell import ShellBase
 from config.settings import OllmSettings
+from pipeline.checkpoints import ResumePoint
 from pipeline.record_redaction import redact_record
 from pipeline.records import (
     CompressionEvent,
@@ -88,7 +89,15 @@ class RecordingShell(ShellBase):
         self.store.set_token_count(session_id, token_count)
 
     def record_compression(self, session_id: str, event: CompressionEvent) -> None:
+        """One compression and the checkpoint it left (its summary and shortened
+        copies redacted like any message)."""
+        if self.redactor is not None:
+            event = redact_record(event, self.redactor)
         self.store.record_compression(session_id, event)
+
+    def open_for_resume(self, session_id: str) -> ResumePoint:
+        """Resume from the latest checkpoint (see :meth:`SessionStore.open_for_resume`)."""
+        return self.store.open_for_resume(session_id)
 
     def update_metadata(self, session_id: str, **fields: Any) -> None:
         self.store.update_metadata(session_id, **fields)
