@@ -925,6 +925,22 @@ class ChatCompressionService:
             total -= tokens
             dropped += removed
         if total > limit and checkpoints:
+            # user messages kept beside the summary were in the transcript it was
+            # made from: they go before the summary does
+            covered = 0
+            index = 0
+            while total > limit and index < min(context.covered_head, len(items) - 1):
+                if items[index].source is not None and items[index].message.role == "user":
+                    total -= items.pop(index).tokens
+                    covered += 1
+                else:
+                    index += 1
+            if covered:
+                notes.append(
+                    f"left out the {covered} oldest user messages kept beside the summary "
+                    "(the summary covers them; the session file still has them)"
+                )
+        if total > limit and checkpoints:
             total -= checkpoint_tokens
             checkpoints = []
             checkpoint_tokens = 0
@@ -969,8 +985,13 @@ class ChatCompressionService:
         if new_tokens < MIN_SUMMARIZABLE_TOKENS:
             return None, 0
         replaced_tokens = new_tokens + self.counter.count_messages(context.checkpoints)
-        kept = [item for item in old if item.message.role == "user"] + recent
-        fits = budget.room - sum(item.tokens for item in kept)
+        old_users = [item for item in old if item.message.role == "user"]
+        fits = budget.room - sum(item.tokens for item in old_users + recent)
+        while old_users and fits < summary_cap:
+            # a window too small for the user messages and a summary: the oldest
+            # user messages are in the transcript, so the summary stands for them
+            fits += old_users.pop(0).tokens
+        kept = old_users + recent
         max_tokens = min(summary_cap, replaced_tokens, fits) - CHECKPOINT_OVERHEAD
         if max_tokens < MIN_SUMMARY_TOKENS:
             return None, 0

@@ -141,7 +141,7 @@ class Conversation:
     compression_tokens: int = 0
     """The tokens of the context the running compression works on."""
     await_compression: bool = False
-    """A resumed context over the window: the first request waits for its compression."""
+    """Resumed: the first request waits for a compression rather than being cut."""
     above_snapshot_threshold: bool = False
     """Usage was at ``snapshots.autoThreshold`` or more at the last turn end."""
 
@@ -271,7 +271,26 @@ class Coordinator:
             conversation.context, window=conversation.info.context_window, model=conversation.model
         )
         self._schedule_compression(conversation, force=overflows, trigger="resume")
-        conversation.await_compression = overflows and conversation.compression is not None
+        conversation.await_compression = True
+
+    async def _fit_first_request(self, conversation: Conversation) -> None:
+        """The first request after a resume: a context that would not fit the window
+        (with this turn's message and context additions) waits for a compression
+        instead of being cut."""
+        for _ in range(2):
+            if not self.compressor.overflows(
+                conversation.context,
+                window=conversation.info.context_window,
+                extra_tokens=conversation.extra_tokens,
+                model=conversation.model,
+            ):
+                return
+            if conversation.compression is None:
+                self._schedule_compression(conversation, force=True, trigger="resume")
+            if conversation.compression is None:
+                return
+            await asyncio.gather(conversation.compression, return_exceptions=True)
+            self._apply_ready_compression(conversation)
 
     async def _restored(
         self, sid: str, current: ActiveContext, restored: ActiveContext, message_count: int
@@ -437,11 +456,8 @@ class Coordinator:
             conversation.extra_tokens = self._schema_tokens + additions.tokens
             self._apply_ready_compression(conversation)
             if conversation.await_compression:
-                # resumed over the window: the first request waits for its compression
                 conversation.await_compression = False
-                if conversation.compression is not None:
-                    await asyncio.gather(conversation.compression, return_exceptions=True)
-                    self._apply_ready_compression(conversation)
+                await self._fit_first_request(conversation)
             for round_number in range(MAX_TOOL_ROUNDS):
                 event = (
                     first
@@ -935,6 +951,8 @@ class Coordinator:
         # every compression is recorded with the checkpoint it leaves (a fallback
         # to truncation too), so that compressionCount is the truth and a resume,
         # in this process or another, starts from it
+        if not result.reduced:  # nothing changed in the context: nothing to record
+            return result
         event = result.event.model_copy(
             update={"model": conversation.model, "trigger": trigger, "focus": focus}
         )
