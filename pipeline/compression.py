@@ -1029,6 +1029,13 @@ class ChatCompressionService:
                 f"the summary ({checkpoint_tokens} tokens) is longer than asked for and does "
                 f"not fit the {fits} tokens left in the window"
             )
+        if self.counter.count_text(text) > self.settings.summary_max_tokens:
+            # a model that wrote past what it was asked: the one rolling summary
+            # never grows beyond summaryMaxTokens (its middle goes)
+            checkpoint = checkpoint_message(
+                self.counter.shorten_text(text, self.settings.summary_max_tokens)
+            )
+            checkpoint_tokens = self.counter.count_message(checkpoint)
         return self._rebuild(context, kept, [checkpoint]), checkpoint_tokens
 
     @staticmethod

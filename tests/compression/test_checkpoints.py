@@ -545,3 +545,115 @@ def test_the_digest_is_of_the_file_data() -> None:
     ).data
     assert messages_digest(data["messages"]) == messages_digest([m.to_dict() for m in messages])
     assert messages_digest(data["messages"][:1]) != messages_digest(data["messages"])
+
+
+# -- rolling summaries -------------------------------------------------------------------
+
+
+def test_rolling_summaries_keep_one_checkpoint_within_summary_max_tokens() -> None:
+    """A long conversation compressed again and again: each summary merges the
+    previous one with the newer messages (the previous summary is in its prompt),
+    there is one checkpoint, and it never grows past ``summaryMaxTokens`` even
+    when the model writes more than asked."""
+    counter = TokenCounter(persist=False)
+    prompts: list[str] = []
+
+    def verbose(prompt: str, limit: int) -> str:
+        prompts.append(prompt)
+        number = len(prompts)
+        facts = " ".join(f"fact {k}.{number} is {WORDS[k % len(WORDS)]}" for k in range(limit))
+        return f"## Goal\nROLL-{number} {facts}"
+
+    settings = CompressionSettings(preserve_recent=128, summary_max_tokens=200)
+    service = ChatCompressionService(settings, counter, verbose)
+    context = ActiveContext(system_prompt=SYSTEM_PROMPT)
+    for turn in range(120):
+        context.messages.append(SessionMessage.user(f"question {turn}"))
+        context.messages.append(
+            SessionMessage.assistant(" ".join(WORDS[(turn + k) % len(WORDS)] for k in range(80)))
+        )
+        if service.should_compress(context, window=4096):
+            result = service.compress(context, window=4096)
+            context = result.apply(context) or context
+    assert len(prompts) >= 5
+    assert len(context.checkpoints) == 1
+    summary = context.checkpoints[0].text
+    assert f"ROLL-{len(prompts)}" in summary
+    assert counter.count_text(summary.split("\n", 1)[1]) <= settings.summary_max_tokens
+    assert f"ROLL-{len(prompts) - 1}" in prompts[-1]  # the previous summary was merged
+
+
+# -- the chat's lines and Ctrl-C at exit ------------------------------------------------------
+
+
+def test_the_chat_says_when_a_compression_fell_back_with_tokens_before_and_after() -> None:
+    from cli.chat_repl import compression_line
+    from pipeline.events import CompressionFinished
+
+    done = CompressionFinished(
+        session_id="s", strategy="hybrid", tokens_before=900, tokens_after=300
+    )
+    assert compression_line(done) == "[dim]compressed (hybrid): 900 → 300 tokens[/]"
+    fell = CompressionFinished(
+        session_id="s",
+        strategy="truncate",
+        tokens_before=900,
+        tokens_after=500,
+        fallback="the summary was empty",
+    )
+    line = compression_line(fell)
+    assert "fell back to truncate" in line and "the summary was empty" in line
+    assert "900 → 500 tokens" in line
+
+
+def test_ctrl_c_while_waiting_at_exit_skips_the_compression(
+    pipeline: Callable[..., Pipeline], home: Path
+) -> None:
+    import io
+    import os
+    import signal
+    import time
+
+    from rich.console import Console
+
+    from cli.chat_repl import finish_compressions
+    from cli.loop_thread import LoopThread
+
+    started = threading.Event()
+    release = threading.Event()
+
+    def stuck(prompt: str, limit: int) -> str:
+        started.set()
+        release.wait(60)
+        return SUMMARY
+
+    loop = LoopThread()
+    p = pipeline()
+    try:
+        coordinator = loop.run(p.start(stuck))
+        sid = loop.run(coordinator.start_session())
+        turn = 0
+        while not started.is_set():
+            loop.run(coordinator.run_turn(sid, text(turn)))
+            turn += 1
+            assert turn < 60
+        pending = coordinator.compression_pending(sid)
+        assert pending is not None
+
+        def press_ctrl_c() -> None:
+            time.sleep(0.5)  # the command is waiting behind its spinner by then
+            os.kill(os.getpid(), signal.SIGINT)
+
+        output = io.StringIO()
+        err = Console(file=output, force_terminal=False, width=120)
+        presser = threading.Thread(target=press_ctrl_c)
+        presser.start()
+        finish_compressions(loop, coordinator, err)
+        presser.join()
+        assert "compression skipped" in output.getvalue()
+        assert coordinator.compression_pending(sid) is None
+        loop.run(p.stop())
+    finally:
+        release.set()
+        loop.close()
+    assert session_of(home, sid).metadata.compression_count == 0
