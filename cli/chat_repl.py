@@ -235,6 +235,7 @@ class ChatRepl:
                         f"[dim]{s.last_activity[:16]} · {s.message_count} messages[/]"
                     )
             elif name == "/resume" and args:
+                finish_compressions(self.loop, self.coordinator, self.err)
                 self.loop.run(self.coordinator.end_session(self.session_id))
                 self.session_id = self.loop.run(self.coordinator.start_session(resume=args[0]))
                 self.console.print(f"[dim]resumed {self.session_id[:8]}[/]")

@@ -345,3 +345,64 @@ def test_a_process_killed_during_its_compression_leaves_the_next_one_to_compress
     assert [m.text for m in session.messages if m.role == "user"] == [
         note(t) for t in range(turn + 1)
     ]
+
+
+@pytest.mark.ray
+def test_after_the_recording_service_restarts_a_resume_starts_from_the_checkpoint(
+    ray_instance: None, model: Model, server: FakeOllama, workspace: Path
+) -> None:
+    import asyncio
+
+    from pipeline.coordinator import Coordinator
+    from pipeline.errors import ActorFailedError
+    from pipeline.runtime import create_runtime
+
+    settings = OllmSettings()
+    settings.provider.name = "ollama"
+    settings.provider.model = MODEL
+    settings.provider.ollama.host = server.url
+    settings.runtime.tool_workers = 1
+    settings.services.context.load_project_files = False
+    settings.tools.default_approval = "deny"
+    settings.tools.approval = dict.fromkeys(settings.tools.approval, "deny")
+
+    async def scenario() -> tuple[str, dict[str, Any]]:
+        runtime = create_runtime(settings, workspace, kind="ray")
+        await runtime.start()
+        try:
+            first = Coordinator(runtime, settings, workspace=workspace)
+            sid = await first.start_session(title="restart")
+            turn = 0
+            while True:
+                await first.run_turn(sid, note(turn))
+                turn += 1
+                await first.finish_compression(sid)
+                recorded = await runtime.recording.call("get_session", sid)
+                if recorded.metadata.compression_count:
+                    break
+                assert turn < 12, "no compression happened"
+            first.conversations.clear()  # this client is gone with the service
+            before = await runtime.recording.call("ping")
+            await runtime.recording.kill()
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:  # the kill takes effect a moment later
+                try:
+                    if await runtime.recording.call("ping") != before:
+                        break
+                except ActorFailedError:
+                    pass
+                await asyncio.sleep(0.05)
+            second = Coordinator(runtime, settings, workspace=workspace)
+            await second.start_session(resume=sid)
+            await second.run_turn(sid, note(turn))
+            await second.end_session(sid)
+            return sid, model.turn_requests()[-1]
+        finally:
+            await runtime.shutdown()
+
+    sid, last = asyncio.run(scenario())
+    assert summary_numbers(last), "the request after the restart lost the summary"
+    assert request_tokens(last) <= WINDOW
+    with store() as opened:
+        session = opened.get_session(sid)
+    assert session.metadata.compression_count >= 1
