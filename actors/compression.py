@@ -92,6 +92,19 @@ class CompressionShell(ShellBase):
             reason="manual",
         )
 
+    def auto_snapshot(
+        self, session_id: str, context: ActiveContext, token_count: int, share: float
+    ) -> SnapshotInfo:
+        """Spec 003's automatic snapshot: usage reached ``snapshots.autoThreshold``
+        (``share`` of the window) and no compression took one."""
+        return self.snapshots.create_snapshot(
+            session_id,
+            context,
+            token_count=token_count,
+            summary=f"at {share:.0%} of the window ({token_count} tokens)",
+            reason="auto",
+        )
+
     def take_active_override(self, session_id: str) -> ActiveContext | None:
         """A context restored from a snapshot for this session, once."""
         return self.snapshots.take_active_override(session_id)

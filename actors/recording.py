@@ -15,7 +15,13 @@ from typing import Any
 from ollm_cli.actors.shell import ShellBase
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.environment import Redactor
-from ollm_cli.pipeline.recording import ChatRecordingService, SearchHit, StoreHealth, redact_record
+from ollm_cli.pipeline.recording import (
+    ChatRecordingService,
+    ResumePoint,
+    SearchHit,
+    StoreHealth,
+    redact_record,
+)
 from ollm_cli.pipeline.records import (
     CompressionEvent,
     Session,
@@ -86,7 +92,15 @@ class RecordingShell(ShellBase):
         self.store.set_token_count(session_id, token_count)
 
     def record_compression(self, session_id: str, event: CompressionEvent) -> None:
+        """One compression and the checkpoint it left (its summary and shortened
+        copies redacted like any message)."""
+        if self.redactor is not None:
+            event = redact_record(event, self.redactor)
         self.store.record_compression(session_id, event)
+
+    def open_for_resume(self, session_id: str) -> ResumePoint:
+        """Resume from the latest checkpoint (see :meth:`ChatRecordingService.open_for_resume`)."""
+        return self.store.open_for_resume(session_id)
 
     def update_metadata(self, session_id: str, **fields: Any) -> None:
         self.store.update_metadata(session_id, **fields)

@@ -21,6 +21,14 @@ Figures:
   summarizer that takes 3 seconds, against compression off (target: at most
   1.1 times); measured through the pipeline coordinator by
   :func:`turn_latency_figure`.
+- ``long chat``: a 200-turn conversation at a 2,048-token window through the
+  coordinator (simulated model, instant summarizer): the largest request sent
+  (tiktoken count of system prompt, checkpoint and messages, never above the
+  window), and summarization calls per 100 turns (:func:`long_chat_figure`).
+- ``resume``: resuming a compressed 10,000-message session (the store's
+  ``open_for_resume`` and the active context built from the latest checkpoint)
+  against ``orjson.loads`` of the same file (target: at most 1.5 times), and
+  the same session without a checkpoint (:func:`resume_figure`).
 """
 
 from __future__ import annotations
@@ -30,9 +38,11 @@ import logging
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 import tiktoken
 
+from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.config.settings import CompressionSettings
 from ollm_cli.pipeline.compression._service import ActiveContext, ChatCompressionService, Strategy
 from ollm_cli.pipeline.compression._tokens import ConversationTokens, TokenCounter, encoding
@@ -273,6 +283,183 @@ def turn_latency_figure(turns: int = 150) -> None:
     print(f"  ratio p50 {p50:.2f}, p99 {p99:.2f} (target <= 1.1): {verdict}")
 
 
+async def _long_chat(turns: int, window: int) -> tuple[list[int], int, int, int]:
+    """Request sizes (tiktoken) of each model request, summarization calls,
+    compressions recorded and messages in the file, over ``turns`` turns."""
+    import tempfile
+    from pathlib import Path
+
+    from ollm_cli.config.settings import OllmSettings
+    from ollm_cli.pipeline.coordinator import Coordinator
+    from ollm_cli.pipeline.providers import ChatRequest
+    from ollm_cli.pipeline.runtime import LocalService, create_runtime
+
+    counter = TokenCounter(persist=False)
+    sizes: list[int] = []
+    summaries = 0
+
+    def summarize(prompt: str, max_tokens: int) -> str:
+        nonlocal summaries
+        summaries += 1
+        return _instant_summary(prompt, max_tokens) + f"\nTurns so far: {summaries}."
+
+    with tempfile.TemporaryDirectory(dir=Path.cwd()) as folder:
+        home = Path(folder)
+        settings = OllmSettings()
+        settings.services.session.data_dir = home / "sessions"
+        settings.snapshots.data_dir = home / "snapshots"
+        settings.provider.name = "simulated"
+        settings.provider.simulated.latency_ms = 0
+        settings.provider.simulated.output_tokens = 80
+        settings.provider.simulated.context_window = window
+        settings.services.context.load_project_files = False
+        settings.services.compression.preserve_recent = 256
+        settings.tools.default_approval = "deny"
+        settings.tools.approval = dict.fromkeys(settings.tools.approval, "deny")
+        runtime = create_runtime(settings, home, kind="inprocess")
+        await runtime.start()
+        for service in runtime.compression:
+            assert isinstance(service, LocalService)
+            service.obj.service.summarize_fn = summarize
+        assert isinstance(runtime.provider, LocalService)
+        provider = runtime.provider.obj.provider
+        chat = provider.chat
+
+        def measured(request: ChatRequest) -> Any:
+            size = counter.count_text(request.system_prompt) + counter.count_messages(
+                request.messages
+            )
+            sizes.append(size)
+            return chat(request)
+
+        provider.chat = measured
+        try:
+            coordinator = Coordinator(runtime, settings, workspace=home)
+            sid = await coordinator.start_session()
+            for index in range(turns):
+                await coordinator.run_turn(sid, f"question {index}: {_text(index, 60)}")
+            await coordinator.end_session(sid)
+            session = await runtime.recording.call(RecordingShell.get_session, sid)
+        finally:
+            await runtime.shutdown()
+    return sizes, summaries, session.metadata.compression_count, len(session.messages)
+
+
+def long_chat_figure(turns: int = 200, window: int = 2048) -> None:
+    """A long conversation at a small window: the largest request, and how often
+    the model is asked for a summary."""
+    import asyncio
+
+    sizes, summaries, compressions, messages = asyncio.run(_long_chat(turns, window))
+    largest = max(sizes)
+    verdict = "ok" if largest <= window else "OVER THE WINDOW"
+    print(f"long chat: {turns} turns at a {window}-token window (simulated model)")
+    print(f"  largest request sent (tiktoken):   {largest:6d} tokens ({verdict})")
+    print(f"  median request sent:               {int(statistics.median(sizes)):6d} tokens")
+    print(f"  summarization calls per 100 turns: {summaries * 100 / turns:6.1f}")
+    print(f"  compressions recorded:             {compressions:6d}")
+    print(f"  messages kept in the file:         {messages:6d} (of {2 * turns})")
+
+
+def _compressed_session_file(folder: Any, messages: int) -> tuple[str, Any, Any]:
+    """A 10,000-message session file with a checkpoint as compression records it,
+    and the same session without one; returns (session id, both paths)."""
+    from ollm_cli.pipeline.recording._checkpoints import messages_digest
+    from ollm_cli.pipeline.recording._document import SessionDocument
+    from ollm_cli.pipeline.records import Session, now_iso
+
+    history = conversation(messages)
+    counter = TokenCounter(persist=False)
+    service = ChatCompressionService(
+        CompressionSettings(preserve_recent=1024), counter, _instant_summary
+    )
+    context = ActiveContext(system_prompt="You are helpful.", messages=history)
+    result = service.compress(context, window=8192, strategy="hybrid")
+    event = result.event
+    assert event.checkpoint is not None
+    covered = [m.to_dict() for m in history[: event.checkpoint.covers_through]]
+    event.checkpoint.fingerprint = messages_digest(covered)
+    stamp = now_iso()
+    sid = "12345678-1234-4234-8234-123456789abc"
+    session = Session(
+        session_id=sid,
+        start_time=stamp,
+        last_activity=stamp,
+        model="bench",
+        provider="simulated",
+        messages=history,
+    )
+    session.metadata.compression_count = 1
+    session.metadata.compression_history = [event]
+    plain = session.model_copy(deep=True)
+    plain.metadata.compression_count = 0
+    plain.metadata.compression_history = []
+    paths = []
+    for name, which in (("compressed", session), ("plain", plain)):
+        path = folder / name / "sessions" / f"{sid}.json"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(SessionDocument.from_session(which).encode())
+        paths.append(path)
+    return sid, paths[0], paths[1]
+
+
+def resume_figure(messages: int = 10_000, reps: int = 7) -> float:
+    """Resume of a compressed session against orjson loading its file (as
+    ``bench.sessions`` measures a resume: the store is up, the bytes are read);
+    returns the ratio."""
+    import tempfile
+    from pathlib import Path
+
+    import orjson
+
+    from ollm_cli.config.settings import SessionSettings
+    from ollm_cli.pipeline.recording import ChatRecordingService
+
+    with tempfile.TemporaryDirectory(dir=Path.cwd()) as name:
+        folder = Path(name)
+        sid, compressed, plain = _compressed_session_file(folder, messages)
+
+        def resume(path: Path, *, checkpoint: bool) -> tuple[float, int]:
+            store = ChatRecordingService(SessionSettings(data_dir=path.parent, max_sessions=0))
+            try:
+                start = time.perf_counter()
+                if checkpoint:
+                    point = store.open_for_resume(sid)
+                    live = len(ActiveContext.from_resume_point(point, "You are helpful.").messages)
+                else:  # what a resume did before checkpoints: every message built
+                    live = len(store.open_session(sid).messages)
+                took = time.perf_counter() - start
+            finally:
+                store.close()
+            return took, live
+
+        timings: dict[str, list[float]] = {"orjson": [], "compressed": [], "plain": []}
+        data = compressed.read_bytes()
+        kept = 0
+        for _ in range(reps):
+            timings["orjson"].append(_time(lambda: orjson.loads(data)))
+            took, kept = resume(compressed, checkpoint=True)
+            timings["compressed"].append(took)
+            timings["plain"].append(resume(plain, checkpoint=False)[0])
+        size = len(data)
+    base = statistics.median(timings["orjson"])
+    ratio = statistics.median(timings["compressed"]) / base
+    plain_ratio = statistics.median(timings["plain"]) / base
+    print(f"resume: a {messages}-message session ({size / 1e6:.1f} MB)")
+    print(f"  orjson.loads of the file's bytes (baseline):      {base * 1e3:8.1f} ms")
+    print(
+        f"  resume from its checkpoint ({kept} live messages):  "
+        f"{statistics.median(timings['compressed']) * 1e3:8.1f} ms  ({ratio:.2f}x)"
+    )
+    print(
+        f"  resume of all messages (no checkpoint):           "
+        f"{statistics.median(timings['plain']) * 1e3:8.1f} ms  ({plain_ratio:.2f}x)"
+    )
+    verdict = "ok" if ratio <= 1.5 else "OVER TARGET"
+    print(f"  compressed resume / orjson load: {ratio:.2f}x (target <= 1.5x): {verdict}")
+    return ratio
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--messages", type=int, default=1000)
@@ -287,6 +474,10 @@ def main() -> None:
     compression_figure(args.reps)
     print()
     turn_latency_figure()
+    print()
+    long_chat_figure()
+    print()
+    resume_figure()
 
 
 if __name__ == "__main__":

@@ -45,6 +45,36 @@ HELP = """\
 """
 
 
+def compression_line(event: CompressionFinished) -> str:
+    """The status line of a finished compression: tokens before and after, and
+    whether the summary failed and truncation took its place."""
+    change = f"{event.tokens_before} → {event.tokens_after} tokens"
+    if event.error:
+        return f"[yellow]compression failed ({escape(event.error)}); {change}[/]"
+    if event.fallback:
+        return (
+            f"[yellow]compression fell back to {escape(event.strategy)}: "
+            f"{escape(event.fallback)}; {change}[/]"
+        )
+    return f"[dim]compressed ({escape(event.strategy)}): {change}[/]"
+
+
+def finish_compressions(loop: LoopThread, coordinator: Coordinator, err: Console) -> None:
+    """At exit: wait for each compression still running (up to
+    ``services.compression.finishOnExitS``) behind a spinner that says what it
+    does, so that it is recorded; Ctrl-C skips it."""
+    for session_id in list(coordinator.conversations):
+        pending = coordinator.compression_pending(session_id)
+        if pending is None:
+            continue
+        try:
+            with err.status(f"{pending}; Ctrl-C skips it", spinner="dots"):
+                loop.run(coordinator.finish_compression(session_id))
+        except KeyboardInterrupt:
+            loop.run(coordinator.skip_compression(session_id))
+            err.print("[yellow]compression skipped; the next resume compresses again[/]")
+
+
 class ChatRepl:
     """Reads lines, runs turns, renders events."""
 
@@ -95,13 +125,12 @@ class ChatRepl:
                 f"({escape(event.details)}); {verb}[/]"
             )
         elif isinstance(event, CompressionStarted):
-            self.console.print(f"[dim]compressing {event.tokens} tokens in the background…[/]")
-        elif isinstance(event, CompressionFinished):
-            note = f" (fallback: {escape(event.fallback)})" if event.fallback else ""
             self.console.print(
-                f"[dim]compressed: {event.tokens_before} → {event.tokens_after} tokens "
-                f"({escape(event.strategy)}){note}[/]"
+                f"[dim]compressing {event.tokens} tokens ({escape(event.strategy)}) "
+                "in the background…[/]"
             )
+        elif isinstance(event, CompressionFinished):
+            self.console.print(compression_line(event))
         elif isinstance(event, StatusEvent) and event.activity == "idle" and event.context_window:
             share = 100 * event.tokens_used / event.context_window
             self.console.print(
@@ -224,6 +253,7 @@ class ChatRepl:
                         f"[dim]{s.last_activity[:16]} · {s.message_count} messages[/]"
                     )
             elif name == "/resume" and args:
+                finish_compressions(self.loop, self.coordinator, self.err)
                 self.loop.run(self.coordinator.end_session(self.session_id))
                 self.session_id = self.loop.run(self.coordinator.start_session(resume=args[0]))
                 self.console.print(f"[dim]resumed {self.session_id[:8]}[/]")
@@ -239,6 +269,8 @@ class ChatRepl:
                     self.console.print(message.text or "[dim](tool call)[/]", markup=False)
             elif name == "/compress":
                 focus = " ".join(args) or None
+                if focus:
+                    self.console.print(f"[dim]compressing with the focus: {escape(focus)}[/]")
                 result = self.loop.run(self.coordinator.compress_now(self.session_id, focus))
                 if result is None:
                     self.console.print("[dim]nothing to compress[/]")

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from ollm_cli.cli.chat_repl import ChatRepl
+from ollm_cli.cli.chat_repl import ChatRepl, finish_compressions
 from ollm_cli.cli.exit_codes import EXIT_CODES_HELP
 from ollm_cli.cli.loop_thread import LoopThread
 from ollm_cli.cli.output import console, err_console, print_json, write_stdout
@@ -120,6 +120,7 @@ def run(
             _one_turn(loop, coordinator, session_id, prompt, json_output)
     finally:
         try:
+            finish_compressions(loop, coordinator, err_console)
             for sid in list(coordinator.conversations):
                 loop.run(coordinator.end_session(sid))
         finally:

@@ -53,12 +53,16 @@ from ollm_cli.pipeline.recording import (
     MARK_END,
     MARK_START,
     ChatRecordingService,
+    CompressionMark,
     ExportFormat,
     NoteBlock,
     SearchHit,
     TextBlock,
     ToolCallView,
     call_outcome,
+    compression_marks,
+    compression_summary,
+    describe_compression,
     format_args,
     render,
     session_facts,
@@ -329,8 +333,31 @@ def _call_panel(call: ToolCallView, *, full: bool) -> Panel:
 _ROLE_STYLES = {"user": "bold green", "assistant": "bold blue", "system": "bold yellow"}
 
 
-def session_view(session: Session, *, full: bool = False) -> Group:
-    """The session as rich renderables: facts, then each message and its tool calls."""
+def _compression_rule(mark: CompressionMark, *, summaries: bool) -> list[RenderableType]:
+    shown: list[RenderableType] = [
+        Rule(
+            Text.assemble(
+                ("⇣ " + describe_compression(mark), "bold cyan"),
+                ("  " + short_time(mark.event.timestamp), "dim"),
+            ),
+            align="left",
+            style="cyan",
+        )
+    ]
+    summary = compression_summary(mark.event)
+    if summaries and summary:
+        shown.append(
+            Padding(
+                Panel(Text(summary), title="summary sent to the model", border_style="cyan"),
+                (0, 0, 0, 2),
+            )
+        )
+    return shown
+
+
+def session_view(session: Session, *, full: bool = False, summaries: bool = False) -> Group:
+    """The session as rich renderables: facts, then each message and its tool calls,
+    with a line where each compression happened (and its summary with ``summaries``)."""
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="dim")
     facts.add_column()
@@ -339,7 +366,12 @@ def session_view(session: Session, *, full: bool = False) -> Group:
     items: list[RenderableType] = [
         Panel(facts, title=Text(session_heading(session), style="bold"), title_align="left")
     ]
-    for entry in transcript(session):
+    entries = transcript(session)
+    marks = compression_marks(session, entries)
+    for index, entry in enumerate(entries):
+        for mark in marks:
+            if mark.before == index:
+                items.extend(_compression_rule(mark, summaries=summaries))
         style = _ROLE_STYLES.get(entry.role, "bold magenta")
         items.append(
             Rule(
@@ -354,6 +386,9 @@ def session_view(session: Session, *, full: bool = False) -> Group:
                 items.append(Padding(Text(f"({block.text})", style="dim italic"), (0, 0, 0, 2)))
             else:
                 items.append(Padding(_call_panel(block.call, full=full), (0, 0, 0, 2)))
+    for mark in marks:
+        if mark.before >= len(entries):
+            items.extend(_compression_rule(mark, summaries=summaries))
     return Group(*items)
 
 
@@ -362,11 +397,19 @@ def view(
     session_id: SessionArg,
     raw: Annotated[bool, typer.Option("--raw", help="Print the session file as stored.")] = False,
     full: Annotated[bool, typer.Option("--full", help="Do not shorten long tool results.")] = False,
+    summaries: Annotated[
+        bool,
+        typer.Option(
+            "--summaries", help="Show the summary each compression sent to the model in its place."
+        ),
+    ] = False,
     json_output: JsonOption = False,
 ) -> None:
-    """Show a whole session: every message and tool call, with times.
+    """Show a whole session: every message and tool call, with times, and a line
+    where each compression happened.
 
-    Example: `ollm sessions view 3f1c2a9e --full | less -R`
+    Example: `ollm sessions view 3f1c2a9e --full | less -R`,
+    `ollm sessions view 3f1c2a9e --summaries`
     """
     with open_store() as store:
         session = store.get_session(session_id)
@@ -387,7 +430,7 @@ def view(
     if json_output:
         print_json(session)
         return
-    console.print(session_view(session, full=full))
+    console.print(session_view(session, full=full, summaries=summaries))
 
 
 @app.command("export")

@@ -161,6 +161,8 @@ class CompressionSettings(ConfigModel):
     summary_max_tokens: Annotated[int, Field(ge=16, le=_MAX_TOKENS)] = 1024
     response_reserve: Annotated[int, Field(ge=0, le=_MAX_TOKENS)] = 1024
     max_failures: Annotated[int, Field(ge=1, le=1000)] = 3
+    finish_on_exit_s: Annotated[float, Field(ge=0, le=3600)] = 30.0
+    """How long a command waits at exit for a compression still running (0: not at all)."""
 
 
 class LoopDetectionSettings(ConfigModel):

@@ -84,6 +84,7 @@ from ollm_cli.pipeline.extensions import load_extensions
 from ollm_cli.pipeline.hooks import HookRunner
 from ollm_cli.pipeline.loop_detection import LoopEvent
 from ollm_cli.pipeline.providers import ChatBatch, ChatOpening, ChatRequest, ModelInfo, StreamChunk
+from ollm_cli.pipeline.recording import RESTORE_TRIGGER, ResumePoint
 from ollm_cli.pipeline.records import (
     CompressionEvent,
     Session,
@@ -162,6 +163,12 @@ class Conversation:
     """The answer that ended the turn carried the turn end to recording."""
     loop_begun: bool = False
     """The loop detector began the next request when this one's answer was checked."""
+    compression_tokens: int = 0
+    """The tokens of the context the running compression works on."""
+    await_compression: bool = False
+    """Resumed: the first request waits for a compression rather than being cut."""
+    above_snapshot_threshold: bool = False
+    """Usage was at ``snapshots.autoThreshold`` or more at the last turn end."""
 
 
 class Coordinator:
@@ -221,12 +228,22 @@ class Coordinator:
         """Create a session (or resume ``resume``) and return its id."""
         await self._prepare()
         provider_name = await self.runtime.provider.call(ProviderShell.provider_name)
+        point: ResumePoint | None = None
         if resume is not None:
-            session: Session = await self.runtime.recording.call(
-                RecordingShell.open_session, resume
-            )
+            # only what the active context needs: the latest checkpoint and the
+            # messages it names, not the thousands it stands for
+            point = await self.runtime.recording.call(RecordingShell.open_for_resume, resume)
+            assert point is not None
+            session: Session = point.session
             model_name = model or session.model
             sid = session.session_id
+            if point.problem:
+                logger.warning(
+                    "session %s: its latest checkpoint is not used (%s); resuming from the "
+                    "whole history, a new checkpoint will be made",
+                    sid,
+                    point.problem,
+                )
         else:
             model_name = model or self.settings.provider.model or ""
             if not model_name:
@@ -244,15 +261,17 @@ class Coordinator:
         if provider_name == "ollama":
             cap = self.settings.provider.ollama.max_context_window
             info = info.model_copy(update={"context_window": min(info.context_window, cap)})
-        context = ActiveContext(
-            system_prompt=system_prompt or self.system_prompt,
-            messages=list(session.messages),
-        )
+        prompt = system_prompt or self.system_prompt
+        if point is not None:
+            context = ActiveContext.from_resume_point(point, prompt)
+        else:
+            context = ActiveContext(system_prompt=prompt, messages=list(session.messages))
         restored = await self.runtime.compression[0].call(
             CompressionShell.take_active_override, sid
         )
         if isinstance(restored, ActiveContext):
-            context = restored
+            count = point.message_count if point is not None else len(session.messages)
+            context = await self._restored(sid, context, restored, count)
         conversation = Conversation(
             session_id=sid,
             model=model_name,
@@ -272,13 +291,64 @@ class Coordinator:
         return sid
 
     def _fit_resumed(self, conversation: Conversation) -> None:
-        """Partial resume (spec 004): a session larger than the window resumes truncated."""
-        fitted = self.compressor.emergency_truncate(
-            conversation.context, window=conversation.info.context_window
+        """A resumed context over its budget is compressed at once; one that would
+        not even fit the window makes the first request wait for that compression
+        (nothing is cut silently). Resumed from a checkpoint, it usually fits."""
+        overflows = self.compressor.overflows(
+            conversation.context, window=conversation.info.context_window, model=conversation.model
         )
-        if fitted is not None:
-            conversation.context = fitted
-            self._schedule_compression(conversation, force=True)
+        self._schedule_compression(conversation, force=overflows, trigger="resume")
+        conversation.await_compression = True
+
+    async def _fit_first_request(self, conversation: Conversation) -> None:
+        """The first request after a resume: a context that would not fit the window
+        (with this turn's message and context additions) waits for a compression
+        instead of being cut."""
+        for _ in range(2):
+            if not self.compressor.overflows(
+                conversation.context,
+                window=conversation.info.context_window,
+                extra_tokens=conversation.extra_tokens,
+                model=conversation.model,
+            ):
+                return
+            if conversation.compression is None:
+                self._schedule_compression(conversation, force=True, trigger="resume")
+            if conversation.compression is None:
+                return
+            await asyncio.gather(conversation.compression, return_exceptions=True)
+            self._apply_ready_compression(conversation)
+
+    async def _restored(
+        self, sid: str, current: ActiveContext, restored: ActiveContext, message_count: int
+    ) -> ActiveContext:
+        """The context restored from a snapshot (``ollm snapshots restore``), kept as
+        the session's latest checkpoint so that later resumes use it too.
+
+        Its messages all become the head (by position where they are the
+        session's own); the messages recorded after the snapshot are left out."""
+        context = restored.model_copy(
+            update={
+                "system_prompt": current.system_prompt,
+                "messages": list(restored.messages),
+                "covers_through": message_count,
+                "covered_head": len(restored.messages),
+                "head_positions": [
+                    restored.head_position(i) for i in range(len(restored.messages))
+                ],
+            }
+        )
+        tokens = context.message_tokens(self.counter)
+        event = CompressionEvent(
+            strategy=RESTORE_TRIGGER,
+            tokens_before=current.message_tokens(self.counter),
+            tokens_after=tokens,
+            trigger=RESTORE_TRIGGER,
+            checkpoint=context.checkpoint(),
+        )
+        await self.runtime.recording.call(RecordingShell.record_compression, sid, event)
+        logger.info("session %s resumes from a restored snapshot (%d tokens)", sid, tokens)
+        return context
 
     async def end_session(self, session_id: str) -> None:
         """Finish background work, save and close the session."""
@@ -295,14 +365,70 @@ class Coordinator:
             await self.runtime.provider.call(ProviderShell.forget, conversation.key)
 
     async def _drain(self, conversation: Conversation) -> None:
-        """Wait for the turn-end saves; a title or a compression still running is
-        dropped (the session keeps its first-line title and its complete file)."""
+        """Wait for the turn-end saves and for a compression still running (up to
+        ``services.compression.finishOnExitS``: it is finished and recorded, so
+        the next resume starts from it); a title still running is dropped (the
+        session keeps its first-line title)."""
+        await self._finish_compression(conversation)
         optional = [t for t in (conversation.title, conversation.compression) if t is not None]
         for task in optional:
             task.cancel()
         tasks = [*conversation.background, *optional]
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    def compression_pending(self, session_id: str) -> str | None:
+        """What a compression still running for the session does (``None``: none runs),
+        for the line shown while the command waits for it at exit."""
+        conversation = self.conversations.get(session_id)
+        if conversation is None or conversation.compression is None:
+            return None
+        if conversation.compression.done():
+            return None
+        return (
+            f"finishing the compression of session {session_id[:8]} "
+            f"({conversation.compression_tokens} tokens, "
+            f"{self.settings.services.compression.strategy})"
+        )
+
+    async def finish_compression(self, session_id: str) -> bool:
+        """Wait for the session's running compression (at most ``finishOnExitS``)
+        and apply it; False if it did not finish in time (it is left running)."""
+        conversation = self.conversations.get(session_id)
+        if conversation is None:
+            return True
+        return await self._finish_compression(conversation, cancel=False)
+
+    async def skip_compression(self, session_id: str) -> None:
+        """Give up the session's running compression (Ctrl-C while waiting at exit):
+        the next resume compresses again from the last recorded checkpoint."""
+        conversation = self.conversations.get(session_id)
+        task = conversation.compression if conversation is not None else None
+        if task is not None and not task.done():
+            logger.warning(
+                "compression of %s skipped at exit; the next resume compresses again", session_id
+            )
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _finish_compression(self, conversation: Conversation, *, cancel: bool = True) -> bool:
+        task = conversation.compression
+        if task is None:
+            return True
+        if not task.done():
+            limit = self.settings.services.compression.finish_on_exit_s
+            await asyncio.wait({task}, timeout=limit)
+        if not task.done():
+            if cancel:
+                logger.warning(
+                    "compression of %s did not finish within %.0f s "
+                    "(services.compression.finishOnExitS); the next resume compresses again",
+                    conversation.session_id,
+                    self.settings.services.compression.finish_on_exit_s,
+                )
+            return False
+        self._apply_ready_compression(conversation)
+        return True
 
     async def _prepare(self) -> None:
         """Once: the environment hooks run with, and the secrets recording redacts."""
@@ -363,6 +489,9 @@ class Coordinator:
             schemas = await self._schemas()
             conversation.extra_tokens = self._schema_tokens + additions.tokens
             self._apply_ready_compression(conversation)
+            if conversation.await_compression:
+                conversation.await_compression = False
+                await self._fit_first_request(conversation)
             for round_number in range(MAX_TOOL_ROUNDS):
                 event = (
                     first
@@ -769,29 +898,69 @@ class Coordinator:
     # ------------------------------------------------------------- compression
 
     def _schedule_compression(
-        self, conversation: Conversation, *, force: bool = False, focus: str | None = None
+        self,
+        conversation: Conversation,
+        *,
+        force: bool = False,
+        focus: str | None = None,
+        trigger: str = "auto",
     ) -> None:
         settings = self.settings.services.compression
         self._apply_ready_compression(conversation)  # a finished result is never dropped
         if conversation.compression is not None:
             return
         if not force:
-            if not settings.enabled:
-                return
-            if not self.compressor.should_compress(
+            due = settings.enabled and self.compressor.should_compress(
                 conversation.context,
                 window=conversation.info.context_window,
                 extra_tokens=conversation.extra_tokens,
                 model=conversation.model,
-            ):
+            )
+            if not due:
+                self._snapshot_if_due(conversation)
                 return
+        conversation.compression_tokens = conversation.context.message_tokens(self.counter)
         conversation.compression = asyncio.ensure_future(
-            self._compress(conversation, force=force, focus=focus)
+            self._compress(conversation, force=force, focus=focus, trigger=trigger)
         )
+
+    def _snapshot_if_due(self, conversation: Conversation) -> None:
+        """Spec 003's automatic snapshot at ``snapshots.autoThreshold`` of the window
+        when no compression takes one (a compression always snapshots first)."""
+        snapshots = self.settings.snapshots
+        window = conversation.info.context_window
+        if not (snapshots.enabled and snapshots.auto_create) or window <= 0:
+            return
+        used = (
+            self.counter.count_text(conversation.context.system_prompt)
+            + conversation.extra_tokens
+            + conversation.context.message_tokens(self.counter)
+        )
+        share = used * self.counter.ratio(conversation.model) / window
+        above = share >= snapshots.auto_threshold
+        crossed = above and not conversation.above_snapshot_threshold
+        conversation.above_snapshot_threshold = above
+        if not crossed:
+            return
+        live = conversation.context
+        context = live.model_copy(
+            update={"messages": list(live.messages), "checkpoints": list(live.checkpoints)}
+        )
+        self._background(conversation, self._auto_snapshot(conversation, context, used, share))
+
+    async def _auto_snapshot(
+        self, conversation: Conversation, context: ActiveContext, tokens: int, share: float
+    ) -> None:
+        try:
+            await self.runtime.compression[0].call(
+                CompressionShell.auto_snapshot, conversation.session_id, context, tokens, share
+            )
+        except OllmError as error:
+            logger.warning("automatic snapshot of %s failed: %s", conversation.session_id, error)
 
     @traced_compression
     async def _compress(
-        self, conversation: Conversation, *, force: bool, focus: str | None
+        self, conversation: Conversation, *, force: bool, focus: str | None, trigger: str = "auto"
     ) -> CompressionResult | None:
         sid = conversation.session_id
         tokens = conversation.context.message_tokens(self.counter)
@@ -837,17 +1006,18 @@ class Coordinator:
                 fallback=result.fallback_reason,
             )
         )
-        if result.compressed_tokens < result.original_tokens:
-            await self.runtime.recording.call(
-                RecordingShell.record_compression,
-                sid,
-                CompressionEvent(
-                    strategy=result.strategy,
-                    tokens_before=result.original_tokens,
-                    tokens_after=result.compressed_tokens,
-                    fallback=result.fallback_reason,
-                ),
-            )
+        # every compression is recorded with the checkpoint it leaves (a fallback
+        # to truncation too), so that compressionCount is the truth and a resume,
+        # in this process or another, starts from it
+        if not result.reduced:  # nothing changed in the context: nothing to record
+            return result
+        event = result.event.model_copy(
+            update={"model": conversation.model, "trigger": trigger, "focus": focus}
+        )
+        try:
+            await self.runtime.recording.call(RecordingShell.record_compression, sid, event)
+        except OllmError as error:
+            logger.warning("recording the compression of %s failed: %s", sid, error)
         return result
 
     def _apply_ready_compression(self, conversation: Conversation) -> None:
@@ -883,7 +1053,7 @@ class Coordinator:
         conversation = self.conversations[session_id]
         if conversation.compression is not None:
             await asyncio.gather(conversation.compression, return_exceptions=True)
-        self._schedule_compression(conversation, force=True, focus=focus)
+        self._schedule_compression(conversation, force=True, focus=focus, trigger="manual")
         assert conversation.compression is not None
         result = await conversation.compression
         self._apply_ready_compression(conversation)

@@ -210,14 +210,46 @@ class SessionToolCall(Record):
     error: str | None = None
 
 
+class CompressionCheckpoint(Record):
+    """The active context a compression left, as the session file keeps it.
+
+    The session's messages ``[0, coversThrough)`` are stood for by ``summary``
+    (the one rolling summary, ``None`` when there is none) and by ``head``: the
+    messages kept before the verbatim rest, each either the position of a
+    session message kept as it is (a user message) or a shortened copy (an old
+    tool result cut down). Messages from ``coversThrough`` on are sent as they
+    are. ``fingerprint`` is a digest of the messages ``[0, coversThrough)`` as
+    the file held them when the checkpoint was recorded: a checkpoint whose
+    digest no longer matches the file is not used.
+    """
+
+    summary: str | None = None
+    covers_through: int = Field(ge=0)
+    head: list[int | SessionMessage] = Field(default_factory=list)
+    fingerprint: str | None = None
+    summary_tokens: int | None = None
+
+
 class CompressionEvent(Record):
-    """One entry of ``metadata.compressionHistory``."""
+    """One entry of ``metadata.compressionHistory``.
+
+    ``trigger`` says what started it (``auto``: the budget; ``manual``:
+    ``/compress``, with its ``focus``; ``resume``: a resumed session over its
+    window; ``restore``: a snapshot restored, not a compression and not
+    counted). ``checkpoint`` is the active context it left.
+    """
 
     timestamp: Timestamp = Field(default_factory=now_iso)
     strategy: str
     tokens_before: int
     tokens_after: int
     fallback: str | None = None
+    requested_strategy: str | None = None
+    model: str | None = None
+    trigger: str | None = None
+    focus: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    checkpoint: CompressionCheckpoint | None = None
 
 
 class SessionMetadata(Record):

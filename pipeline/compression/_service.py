@@ -58,6 +58,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ollm_cli.config.settings import CompressionSettings
 from ollm_cli.pipeline.compression._tokens import MESSAGE_OVERHEAD, TokenCounter
 from ollm_cli.pipeline.records import (
+    CompressionCheckpoint,
     CompressionEvent,
     Record,
     Session,
@@ -72,6 +73,7 @@ from ollm_cli.pipeline.records import (
 
 if TYPE_CHECKING:
     from ollm_cli.pipeline.compression._snapshots import SnapshotManager
+    from ollm_cli.pipeline.recording import ResumePoint
 
 logger = logging.getLogger(__name__)
 
@@ -150,6 +152,10 @@ class ActiveContext(Record):
     ``/compress``), and ``compress_after``, set after a compression that freed
     almost nothing, holds automatic compression back until checkpoints and
     messages grow past it.
+
+    ``head_positions`` says, for each of the first ``covered_head`` live
+    messages, which session message it is (``None``: a shortened copy), so
+    that :meth:`checkpoint` can name the messages by position in the file.
     """
 
     system_prompt: str = ""
@@ -159,11 +165,57 @@ class ActiveContext(Record):
     covered_head: int = 0
     summary_failures: int = 0
     compress_after: int | None = None
+    head_positions: list[int | None] = Field(default_factory=list)
 
     @classmethod
     def from_session(cls, session: Session, system_prompt: str = "") -> ActiveContext:
         """The uncompressed context of a whole session."""
         return cls(system_prompt=system_prompt, messages=list(session.messages))
+
+    @classmethod
+    def from_checkpoint(
+        cls,
+        checkpoint: CompressionCheckpoint,
+        head: Sequence[SessionMessage],
+        rest: Sequence[SessionMessage],
+        system_prompt: str = "",
+    ) -> ActiveContext:
+        """The context a checkpoint recorded: its summary, its ``head`` messages
+        (resolved from the file) and the session's messages from
+        ``coversThrough`` on (``rest``)."""
+        return cls(
+            system_prompt=system_prompt,
+            checkpoints=[checkpoint_message(checkpoint.summary)] if checkpoint.summary else [],
+            messages=[*head, *rest],
+            covers_through=checkpoint.covers_through,
+            covered_head=len(head),
+            head_positions=[e if isinstance(e, int) else None for e in checkpoint.head],
+        )
+
+    @classmethod
+    def from_resume_point(cls, point: ResumePoint, system_prompt: str = "") -> ActiveContext:
+        """The context a session resumes with: from its latest checkpoint, or
+        its whole history when it has no usable one."""
+        if point.checkpoint is None:
+            return cls(system_prompt=system_prompt, messages=list(point.rest))
+        return cls.from_checkpoint(point.checkpoint, point.head, point.rest, system_prompt)
+
+    def head_position(self, index: int) -> int | None:
+        """The session position of live message ``index`` (``None``: a shortened copy)."""
+        if index >= self.covered_head:
+            return self.covers_through + index - self.covered_head
+        if len(self.head_positions) == self.covered_head:
+            return self.head_positions[index]
+        return None
+
+    def checkpoint(self) -> CompressionCheckpoint:
+        """This context as the session file keeps it (the fingerprint is the store's)."""
+        head: list[int | SessionMessage] = []
+        for index, message in enumerate(self.messages[: self.covered_head]):
+            position = self.head_position(index)
+            head.append(message if position is None else position)
+        summary = "\n\n".join(checkpoint_text(c) for c in self.checkpoints) or None
+        return CompressionCheckpoint(summary=summary, covers_through=self.covers_through, head=head)
 
     def request_messages(self) -> list[SessionMessage]:
         """The messages of a request, after the system prompt: checkpoints, then live."""
@@ -264,13 +316,18 @@ class CompressionResult(BaseModel):
 
     @property
     def event(self) -> CompressionEvent:
-        """The entry for the session's ``compressionHistory``."""
+        """The entry for the session's ``compressionHistory``, with the checkpoint."""
+        checkpoint = self.context.checkpoint()
+        checkpoint.summary_tokens = self.summary_tokens
         return CompressionEvent(
             timestamp=self.timestamp,
             strategy=self.strategy,
             tokens_before=self.original_tokens,
             tokens_after=self.compressed_tokens,
             fallback=self.fallback_reason,
+            requested_strategy=self.requested_strategy,
+            notes=list(self.notes),
+            checkpoint=checkpoint,
         )
 
     def apply(self, current: ActiveContext) -> ActiveContext | None:
@@ -631,6 +688,18 @@ class ChatCompressionService:
         """Compress with the hybrid strategy (truncate if the summary fails)."""
         return self.compress(messages, window=window, strategy="hybrid", focus=focus, force=force)
 
+    def overflows(
+        self,
+        context: ActiveContext,
+        *,
+        window: int,
+        extra_tokens: int = 0,
+        model: str | None = None,
+    ) -> bool:
+        """Whether ``context`` would not fit the window as it is (cheap: cached counts)."""
+        budget = self.context_budget(context, window=window, model=model, extra_tokens=extra_tokens)
+        return self._total(context, with_system=False) > budget.room
+
     def emergency_truncate(
         self,
         context: ActiveContext,
@@ -719,14 +788,19 @@ class ChatCompressionService:
             tail += 1
             expected -= 1
         first_verbatim = count - tail
+        head = len(items) - tail
         return ActiveContext(
             system_prompt=context.system_prompt,
             checkpoints=list(checkpoints),
             messages=[item.message for item in items],
             covers_through=context.covers_through + max(0, first_verbatim - context.covered_head),
-            covered_head=len(items) - tail,
+            covered_head=head,
             summary_failures=context.summary_failures,
             compress_after=context.compress_after,
+            head_positions=[
+                None if item.source is None else context.head_position(item.source)
+                for item in items[:head]
+            ],
         )
 
     @staticmethod
@@ -851,6 +925,22 @@ class ChatCompressionService:
             total -= tokens
             dropped += removed
         if total > limit and checkpoints:
+            # user messages kept beside the summary were in the transcript it was
+            # made from: they go before the summary does
+            covered = 0
+            index = 0
+            while total > limit and index < min(context.covered_head, len(items) - 1):
+                if items[index].source is not None and items[index].message.role == "user":
+                    total -= items.pop(index).tokens
+                    covered += 1
+                else:
+                    index += 1
+            if covered:
+                notes.append(
+                    f"left out the {covered} oldest user messages kept beside the summary "
+                    "(the summary covers them; the session file still has them)"
+                )
+        if total > limit and checkpoints:
             total -= checkpoint_tokens
             checkpoints = []
             checkpoint_tokens = 0
@@ -895,8 +985,13 @@ class ChatCompressionService:
         if new_tokens < MIN_SUMMARIZABLE_TOKENS:
             return None, 0
         replaced_tokens = new_tokens + self.counter.count_messages(context.checkpoints)
-        kept = [item for item in old if item.message.role == "user"] + recent
-        fits = budget.room - sum(item.tokens for item in kept)
+        old_users = [item for item in old if item.message.role == "user"]
+        fits = budget.room - sum(item.tokens for item in old_users + recent)
+        while old_users and fits < summary_cap:
+            # a window too small for the user messages and a summary: the oldest
+            # user messages are in the transcript, so the summary stands for them
+            fits += old_users.pop(0).tokens
+        kept = old_users + recent
         max_tokens = min(summary_cap, replaced_tokens, fits) - CHECKPOINT_OVERHEAD
         if max_tokens < MIN_SUMMARY_TOKENS:
             return None, 0
@@ -934,6 +1029,13 @@ class ChatCompressionService:
                 f"the summary ({checkpoint_tokens} tokens) is longer than asked for and does "
                 f"not fit the {fits} tokens left in the window"
             )
+        if self.counter.count_text(text) > self.settings.summary_max_tokens:
+            # a model that wrote past what it was asked: the one rolling summary
+            # never grows beyond summaryMaxTokens (its middle goes)
+            checkpoint = checkpoint_message(
+                self.counter.shorten_text(text, self.settings.summary_max_tokens)
+            )
+            checkpoint_tokens = self.counter.count_message(checkpoint)
         return self._rebuild(context, kept, [checkpoint]), checkpoint_tokens
 
     @staticmethod

@@ -129,6 +129,7 @@ class ContextSnapshot(Record):
     checkpoints: list[SessionMessage] = Field(default_factory=list)
     covers_through: int = 0
     covered_head: int = 0
+    head_positions: list[int | None] = Field(default_factory=list)
     metadata: SnapshotMetadata = Field(default_factory=SnapshotMetadata)
 
     @classmethod
@@ -167,6 +168,7 @@ class ContextSnapshot(Record):
             checkpoints=[c.model_copy(deep=True) for c in context.checkpoints],
             covers_through=context.covers_through,
             covered_head=context.covered_head,
+            head_positions=list(context.head_positions),
             metadata=SnapshotMetadata(
                 model=model,
                 context_size=context_size,
@@ -197,6 +199,7 @@ class ContextSnapshot(Record):
             messages=ordered,
             covers_through=self.covers_through,
             covered_head=self.covered_head,
+            head_positions=list(self.head_positions),
         )
 
     def info(self) -> SnapshotInfo:

@@ -11,12 +11,17 @@ from typing import TYPE_CHECKING
 from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ollm_cli.pipeline.recording._checkpoints import RESTORE_TRIGGER, ResumePoint
     from ollm_cli.pipeline.recording._export import (
+        CompressionMark,
         ExportFormat,
         NoteBlock,
         TextBlock,
         ToolCallView,
         call_outcome,
+        compression_marks,
+        compression_summary,
+        describe_compression,
         format_args,
         render,
         session_facts,
@@ -31,9 +36,12 @@ if TYPE_CHECKING:
 __all__ = [
     "MARK_END",
     "MARK_START",
+    "RESTORE_TRIGGER",
     "ChatRecordingService",
+    "CompressionMark",
     "ExportFormat",
     "NoteBlock",
+    "ResumePoint",
     "SearchHit",
     "StoreHealth",
     "TextBlock",
@@ -41,6 +49,9 @@ __all__ = [
     "call_outcome",
     "canonical_id",
     "checked_id",
+    "compression_marks",
+    "compression_summary",
+    "describe_compression",
     "format_args",
     "is_session_id",
     "redact_record",
@@ -53,12 +64,20 @@ __all__ = [
 __getattr__ = lazy_exports(
     __name__,
     {
+        "_checkpoints": (
+            "RESTORE_TRIGGER",
+            "ResumePoint",
+        ),
         "_export": (
+            "CompressionMark",
             "ExportFormat",
             "NoteBlock",
             "TextBlock",
             "ToolCallView",
             "call_outcome",
+            "compression_marks",
+            "compression_summary",
+            "describe_compression",
             "format_args",
             "render",
             "session_facts",

@@ -32,6 +32,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from ollm_cli.pipeline.records import (
+    CompressionEvent,
     ImagePart,
     Session,
     SessionMessage,
@@ -242,6 +243,63 @@ def transcript(session: Session) -> list[TranscriptEntry]:
     return entries
 
 
+class CompressionMark(BaseModel):
+    """A compression shown where it happened in a transcript: after the entries
+    older than it (``before`` is the index of the first entry after it)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    before: int
+    number: int
+    event: CompressionEvent
+
+
+def compression_marks(session: Session, entries: list[TranscriptEntry]) -> list[CompressionMark]:
+    """Where each compression of ``metadata.compressionHistory`` goes among
+    ``entries`` (by time), numbered as ``compressionCount`` counts them."""
+    marks: list[CompressionMark] = []
+    number = 0
+    at = 0
+    for event in sorted(session.metadata.compression_history, key=lambda e: e.timestamp):
+        if event.trigger != "restore":
+            number += 1
+        moment = parse_iso(event.timestamp)
+        while at < len(entries) and parse_iso(entries[at].timestamp) <= moment:
+            at += 1
+        marks.append(CompressionMark(before=at, number=number, event=event))
+    return marks
+
+
+def describe_compression(mark: CompressionMark) -> str:
+    """One line about a compression: what was done, tokens before and after, why
+    it fell back, and which messages its checkpoint stands for."""
+    event = mark.event
+    if event.trigger == "restore":
+        head = "Snapshot restored"
+    else:
+        how = event.strategy
+        if event.trigger:
+            how += f", {event.trigger}"
+        head = f"Compression {mark.number} ({how})"
+    line = f"{head}: {event.tokens_before} → {event.tokens_after} tokens"
+    if event.fallback:
+        line += f"; fell back to {event.strategy}: {event.fallback}"
+    if event.focus:
+        line += f"; focus: {event.focus}"
+    checkpoint = event.checkpoint
+    if checkpoint is not None and checkpoint.covers_through:
+        kept = sum(1 for item in checkpoint.head if isinstance(item, int))
+        line += f"; stands for messages 1-{checkpoint.covers_through}"
+        if kept:
+            line += f" ({kept} kept verbatim)"
+    return _one_line(line)
+
+
+def compression_summary(event: CompressionEvent) -> str | None:
+    """The summary text of a compression's checkpoint, if it has one."""
+    return event.checkpoint.summary if event.checkpoint is not None else None
+
+
 def session_heading(session: Session) -> str:
     """The session's title on one line, or ``Session 3f1c2a9e`` when it has none."""
     title = " ".join((session.metadata.title or "").split())
@@ -329,7 +387,10 @@ def to_markdown(session: Session) -> str:
     for label, value in session_facts(session):
         out.append(f"- **{label}:** {_one_line(value)}\n")
     out.append("\n")
-    for entry in transcript(session):
+    entries = transcript(session)
+    marks = compression_marks(session, entries)
+    for index, entry in enumerate(entries):
+        out.extend(_markdown_mark(m) for m in marks if m.before == index)
         out.append(f"---\n\n## {entry.role.capitalize()} · {format_timestamp(entry.timestamp)}\n\n")
         for block in entry.blocks:
             if isinstance(block, TextBlock):
@@ -339,7 +400,16 @@ def to_markdown(session: Session) -> str:
                 out.append(_markdown_call(block.call))
             else:
                 out.append(f"_({_one_line(block.text)})_\n\n")
+    out.extend(_markdown_mark(m) for m in marks if m.before >= len(entries))
     return "".join(out).rstrip("\n") + "\n"
+
+
+def _markdown_mark(mark: CompressionMark) -> str:
+    text = f"---\n\n> **{describe_compression(mark)}** · {format_timestamp(mark.event.timestamp)}\n"
+    summary = compression_summary(mark.event)
+    if summary:
+        text += ">\n" + "".join(f"> {line}\n" if line else ">\n" for line in summary.splitlines())
+    return text + "\n"
 
 
 _CSS = """
@@ -371,6 +441,8 @@ summary { cursor: pointer; } summary code { font-weight: 600; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: rgba(127,127,127,.1);
   padding: .5rem; border-radius: 6px; margin: .3rem 0; font-size: .85rem; }
 .label { color: var(--muted); font-size: .8rem; margin-top: .4rem; }
+aside.compression { border: 1px dashed var(--line); border-radius: 8px; margin: 1rem 0;
+  padding: .4rem .9rem; color: var(--muted); }
 """
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; form-action 'none'"
@@ -415,7 +487,10 @@ def to_html(session: Session) -> str:
     for label, value in session_facts(session):
         out.append(f"<dt>{_esc(label)}</dt><dd>{_esc(value)}</dd>\n")
     out.append("</dl>\n<main>\n")
-    for entry in transcript(session):
+    entries = transcript(session)
+    marks = compression_marks(session, entries)
+    for index, entry in enumerate(entries):
+        out.extend(_html_mark(m) for m in marks if m.before == index)
         role_class = entry.role if entry.role in _ROLE_CLASSES else "other"
         out.append(
             f'<article class="{role_class}"><header><span>{_esc(entry.role.capitalize())}'
@@ -430,8 +505,20 @@ def to_html(session: Session) -> str:
             else:
                 out.append(f'<div class="note">{_esc(block.text)}</div>\n')
         out.append("</article>\n")
+    out.extend(_html_mark(m) for m in marks if m.before >= len(entries))
     out.append("</main>\n</body>\n</html>\n")
     return "".join(out)
+
+
+def _html_mark(mark: CompressionMark) -> str:
+    summary = compression_summary(mark.event)
+    body = f'<pre class="summary">{_esc(summary)}</pre>' if summary else ""
+    return (
+        f'<aside class="compression"><details{" open" if summary else ""}><summary>'
+        f"{_esc(describe_compression(mark))} · "
+        f'<time datetime="{_esc(mark.event.timestamp)}">'
+        f"{_esc(format_timestamp(mark.event.timestamp))}</time></summary>{body}</details></aside>\n"
+    )
 
 
 def render(session: Session, fmt: ExportFormat) -> str:

@@ -69,6 +69,12 @@ from ollm_cli.pipeline.errors import (
     SessionNotFoundError,
     StorageError,
 )
+from ollm_cli.pipeline.recording._checkpoints import (
+    RESTORE_TRIGGER,
+    ResumePoint,
+    messages_digest,
+    resume_point,
+)
 from ollm_cli.pipeline.recording._document import DocumentError, SessionDocument
 from ollm_cli.pipeline.recording._ids import (
     canonical_id,
@@ -303,18 +309,21 @@ class ChatRecordingService:
         with self._opening:
             state = self._open.get(sid)
             if state is None:
-                return self._open_state(sid)[1]
+                session = self._open_state(sid)[1]
+                assert session is not None
+                return session
         with state.lock:
             return state.doc.to_session()
 
-    def _open_state(self, sid: str) -> tuple[_OpenSession, Session]:
-        """Take the lock, load and check the whole session, and hold it open."""
+    def _open_state(self, sid: str, *, build: bool = True) -> tuple[_OpenSession, Session | None]:
+        """Take the lock, load and check the whole session, and hold it open
+        (``build=False``: the models are left to the caller, nothing checked)."""
         self._ensure_dirs()
         lock = SessionLock.acquire(self._lock_path(sid), sid)
         try:
             doc, file_seq = self._load(sid)
             try:
-                session = doc.to_session()
+                session = doc.to_session() if build else None
             except ValidationError as exc:
                 doc = self._handle_corrupt(sid, self._path(sid), _problem(exc))
                 file_seq = -1
@@ -450,19 +459,63 @@ class ChatRecordingService:
         self._record(session_id, lambda state: {"md": {"tokenCount": token_count}}, durable=durable)
 
     def record_compression(self, session_id: str, event: CompressionEvent) -> None:
-        """Count one compression and append it to ``metadata.compressionHistory``."""
+        """Count one compression and append it to ``metadata.compressionHistory``;
+        durable when this returns.
+
+        Its checkpoint gets the fingerprint of the messages it covers as the file
+        holds them (see :mod:`ollm_cli.pipeline.recording._checkpoints`); a checkpoint covering more
+        messages than the session has is left out. A snapshot restore
+        (``trigger: restore``) is kept in the history but not counted.
+        """
         data = event.to_dict()
+        counted = event.trigger != RESTORE_TRIGGER
 
         def change(state: _OpenSession) -> Change:
             meta = state.doc.metadata
+            checkpoint = data.get("checkpoint")
+            if isinstance(checkpoint, dict):
+                covered = int(checkpoint["coversThrough"])
+                messages = state.doc.messages
+                if covered <= len(messages):
+                    checkpoint["fingerprint"] = messages_digest(messages[:covered])
+                else:
+                    logger.warning(
+                        "session %s: a checkpoint covering %d of its %d messages is not kept",
+                        session_id,
+                        covered,
+                        len(messages),
+                    )
+                    data["checkpoint"] = None
             return {
                 "md": {
-                    "compressionCount": int(meta["compressionCount"]) + 1,
+                    "compressionCount": int(meta["compressionCount"]) + int(counted),
                     "compressionHistory": [*meta["compressionHistory"], data],
                 }
             }
 
         self._record(session_id, change)
+
+    def open_for_resume(self, session_id: str) -> ResumePoint:
+        """Resume a session from its latest checkpoint: as :meth:`open_session`
+        (takes the writer lock, folds in the journal), but only the messages the
+        active context needs are built (see :func:`._checkpoints.resume_point`).
+        A file whose needed parts do not validate goes the way of :meth:`open_session`."""
+        self._check_open()
+        sid = self.resolve_id(session_id)
+        with self._opening:
+            state = self._open.get(sid)
+            if state is None:
+                state = self._open_state(sid, build=False)[0]
+        try:
+            with state.lock:
+                return resume_point(state.doc.data)
+        except ValidationError:
+            # open it again the whole way: a damaged file is set aside and rebuilt
+            self.close_session(sid)
+            self.open_session(sid)
+            state = self._open[sid]
+            with state.lock:
+                return resume_point(state.doc.data)
 
     def _record(
         self,

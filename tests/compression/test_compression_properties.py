@@ -19,6 +19,7 @@ from ollm_cli.pipeline.compression._service import (
 )
 from ollm_cli.pipeline.compression._tokens import MESSAGE_OVERHEAD, TokenCounter
 from ollm_cli.pipeline.recording import ChatRecordingService
+from ollm_cli.pipeline.recording._checkpoints import messages_digest
 from ollm_cli.pipeline.records import CompressionEvent
 from tests.compression.conversations import (
     SYSTEM_PROMPT,
@@ -193,16 +194,21 @@ def test_property_13_compression_count_increments(
     store.record_compression(sid, result.event)
     after = store.get_session(sid)
     assert after.metadata.compression_count == earlier + 1
+    # the store seals the checkpoint with a digest of the messages it covers
+    event = result.event
+    assert event.checkpoint is not None
+    covered = [m.to_dict() for m in messages[: event.checkpoint.covers_through]]
+    sealed = event.checkpoint.model_copy(update={"fingerprint": messages_digest(covered)})
     assert after.metadata.compression_history == [
         *before.metadata.compression_history,
-        result.event,
+        event.model_copy(update={"checkpoint": sealed}),
     ]
     assert after.messages == messages  # the session file is never compressed
 
     # The same through the metadata update function (for callers without a store).
     updated = apply_compression_to_metadata(before.metadata, result.event)
     assert updated.compression_count == earlier + 1
-    assert updated.compression_history == after.metadata.compression_history
+    assert updated.compression_history == [*before.metadata.compression_history, event]
     assert before.metadata.compression_count == earlier  # a new value, not a mutation
     store.close_session(sid)
 

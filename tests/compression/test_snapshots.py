@@ -62,6 +62,7 @@ def context_of(messages: list[SessionMessage], summaries: int = 0) -> ActiveCont
         messages=messages,
         covers_through=summaries * 10,
         covered_head=min(summaries, len(messages)),
+        head_positions=[i * 3 if i % 2 else None for i in range(min(summaries, len(messages)))],
     )
 
 
