@@ -44,7 +44,8 @@ import tiktoken
 
 from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.config.settings import CompressionSettings
-from ollm_cli.pipeline.compression._service import ActiveContext, ChatCompressionService, Strategy
+from ollm_cli.pipeline.compression import ActiveContext
+from ollm_cli.pipeline.compression._service import ChatCompressionService, Strategy
 from ollm_cli.pipeline.compression._tokens import ConversationTokens, TokenCounter, encoding
 from ollm_cli.pipeline.records import SessionMessage, ToolCallPart, ToolResultPart
 

@@ -11,11 +11,8 @@ from typing import TYPE_CHECKING
 from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ollm_cli.pipeline.compression._service import (
-        ActiveContext,
-        ChatCompressionService,
-        CompressionResult,
-    )
+    from ollm_cli.pipeline.compression._active_context import ActiveContext
+    from ollm_cli.pipeline.compression._service import ChatCompressionService, CompressionResult
     from ollm_cli.pipeline.compression._snapshots import SnapshotInfo, SnapshotManager
     from ollm_cli.pipeline.compression._tokens import TokenCounter, encoding
 
@@ -32,8 +29,8 @@ __all__ = [
 __getattr__ = lazy_exports(
     __name__,
     {
+        "_active_context": ("ActiveContext",),
         "_service": (
-            "ActiveContext",
             "ChatCompressionService",
             "CompressionResult",
         ),

@@ -48,7 +48,7 @@ from pydantic import Field, ValidationError
 from ollm_cli.config.paths import ensure_private_dir
 from ollm_cli.config.settings import SnapshotSettings
 from ollm_cli.pipeline.atomic_file import write_atomic
-from ollm_cli.pipeline.compression._service import ActiveContext, is_checkpoint
+from ollm_cli.pipeline.compression._active_context import ActiveContext, is_checkpoint
 from ollm_cli.pipeline.errors import SessionError
 from ollm_cli.pipeline.recording import checked_id, is_session_id
 from ollm_cli.pipeline.records import Record, SessionMessage, Timestamp, now_iso

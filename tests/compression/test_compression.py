@@ -14,16 +14,18 @@ from hypothesis import strategies as st
 
 from ollm_cli.config.settings import CompressionSettings, SnapshotSettings
 from ollm_cli.pipeline.compression import SnapshotManager, TokenCounter
-from ollm_cli.pipeline.compression._service import (
+from ollm_cli.pipeline.compression._active_context import (
     SUMMARY_MARKER,
     ActiveContext,
+    checkpoint_message,
+    checkpoint_text,
+    is_checkpoint,
+)
+from ollm_cli.pipeline.compression._service import (
     Budget,
     ChatCompressionService,
     CompressionResult,
     build_summary_prompt,
-    checkpoint_message,
-    checkpoint_text,
-    is_checkpoint,
     summary_problem,
 )
 from ollm_cli.pipeline.records import (

@@ -15,12 +15,8 @@ import pytest
 
 from ollm_cli.config.settings import CompressionSettings, EmbeddedSettings, SessionSettings
 from ollm_cli.pipeline.compression import TokenCounter
-from ollm_cli.pipeline.compression._service import (
-    ActiveContext,
-    ChatCompressionService,
-    Strategy,
-    checkpoint_text,
-)
+from ollm_cli.pipeline.compression._active_context import ActiveContext, checkpoint_text
+from ollm_cli.pipeline.compression._service import ChatCompressionService, Strategy
 from ollm_cli.pipeline.providers import ChatRequest, EmbeddedProvider, embedded_model_available
 from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import SessionMessage

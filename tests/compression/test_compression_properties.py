@@ -10,8 +10,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from ollm_cli.config.settings import CompressionSettings, SessionSettings
+from ollm_cli.pipeline.compression import ActiveContext
 from ollm_cli.pipeline.compression._service import (
-    ActiveContext,
     ChatCompressionService,
     CompressionResult,
     Strategy,

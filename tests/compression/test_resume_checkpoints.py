@@ -27,7 +27,7 @@ from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.actors.shell import ShellBase
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.compression import TokenCounter
-from ollm_cli.pipeline.compression._service import SUMMARY_MARKER, ActiveContext
+from ollm_cli.pipeline.compression._active_context import SUMMARY_MARKER, ActiveContext
 from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.recording._checkpoints import resume_point
 from ollm_cli.pipeline.recording._document import SessionDocument

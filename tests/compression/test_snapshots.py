@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ollm_cli.config.settings import SessionSettings, SnapshotSettings
-from ollm_cli.pipeline.compression._service import ActiveContext, checkpoint_message
+from ollm_cli.pipeline.compression._active_context import ActiveContext, checkpoint_message
 from ollm_cli.pipeline.compression._snapshots import (
     INDEX_FILE,
     MAP_FILE,

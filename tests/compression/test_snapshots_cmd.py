@@ -13,7 +13,7 @@ from ollm_cli.cli.exit_codes import exit_code_for
 from ollm_cli.cli.snapshots_cmd import app
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.pipeline.compression import SnapshotManager
-from ollm_cli.pipeline.compression._service import ActiveContext, checkpoint_message
+from ollm_cli.pipeline.compression._active_context import ActiveContext, checkpoint_message
 from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.recording import ChatRecordingService
 from tests.compression.conversations import SYSTEM_PROMPT, long_conversation
