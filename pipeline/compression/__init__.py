@@ -14,12 +14,14 @@ if TYPE_CHECKING:
     from ollm_cli.pipeline.compression._active_context import ActiveContext
     from ollm_cli.pipeline.compression._service import ChatCompressionService, CompressionResult
     from ollm_cli.pipeline.compression._snapshots import SnapshotInfo, SnapshotManager
+    from ollm_cli.pipeline.compression._summarizer import ModelSummarizer
     from ollm_cli.pipeline.compression._tokens import TokenCounter, encoding
 
 __all__ = [
     "ActiveContext",
     "ChatCompressionService",
     "CompressionResult",
+    "ModelSummarizer",
     "SnapshotInfo",
     "SnapshotManager",
     "TokenCounter",
@@ -38,6 +40,7 @@ __getattr__ = lazy_exports(
             "SnapshotInfo",
             "SnapshotManager",
         ),
+        "_summarizer": ("ModelSummarizer",),
         "_tokens": (
             "TokenCounter",
             "encoding",

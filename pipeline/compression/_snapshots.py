@@ -337,6 +337,31 @@ class SnapshotManager:
     def _new_id(self) -> str:
         return uuid.uuid4().hex[:ID_LENGTH]
 
+    def manual_snapshot(
+        self, session_id: str, context: ActiveContext, token_count: int
+    ) -> SnapshotInfo:
+        """``/snapshot``: the active context as it is now."""
+        return self.create_snapshot(
+            session_id,
+            context,
+            token_count=token_count,
+            summary=f"manual snapshot of {len(context.messages)} messages",
+            reason="manual",
+        )
+
+    def automatic_snapshot(
+        self, session_id: str, context: ActiveContext, token_count: int, share: float
+    ) -> SnapshotInfo:
+        """Spec 003's automatic snapshot: usage reached ``autoThreshold`` (``share``
+        of the window) and no compression took one."""
+        return self.create_snapshot(
+            session_id,
+            context,
+            token_count=token_count,
+            summary=f"at {share:.0%} of the window ({token_count} tokens)",
+            reason="auto",
+        )
+
     def create_snapshot(
         self,
         session_id: str,
