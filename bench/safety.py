@@ -461,8 +461,8 @@ def bench_issue14_turn(repeats: int) -> None:
 # -- end of issue 14's block --------------------------------------------------------------------
 def bench_loop_corpus() -> None:
     """Precision and recall of the loop detector on the corpus of honest work and real
-    loops (``tests/safety/loop_corpus.py``), overall and per source."""
-    from tests.safety.loop_corpus import LEGITIMATE, LOOPS, run, score
+    loops (``tests/loop_detection/loop_corpus.py``), overall and per source."""
+    from tests.loop_detection.loop_corpus import LEGITIMATE, LOOPS, run, score
 
     started = time.perf_counter()
     result = score()

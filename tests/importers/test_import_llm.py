@@ -15,7 +15,7 @@ import pytest
 from ollm_cli.pipeline.importers import detect_source, read_sessions
 from ollm_cli.pipeline.importers._sessions import ImportFormatError
 from ollm_cli.pipeline.records import Session, ToolCallPart, ToolResultPart
-from tests.cli_sessions.conftest import invoke
+from tests.cli.conftest import invoke
 
 llm = pytest.importorskip("llm")
 sqlite_utils = pytest.importorskip("sqlite_utils")

@@ -14,7 +14,7 @@ Sources:
   one checks (identical calls, chanting content, long and multi-line patterns,
   code fences, markdown structure that resets the content check, dividers,
   repetitions far apart), with our own texts and our thresholds;
-- SmolLM2's own replies, recorded (:mod:`tests.safety.smollm2_replies`).
+- SmolLM2's own replies, recorded (:mod:`tests.loop_detection.smollm2_replies`).
 
 A loop scenario keeps looping after a nudge (the model ignores it), so it must
 end in a stop. A legitimate one must see no event at all, not even a nudge.
@@ -35,7 +35,7 @@ from typing import Any
 
 from ollm_cli.config.settings import LoopDetectionSettings
 from ollm_cli.pipeline.loop_detection import LoopDetectionService, LoopEvent
-from tests.safety import smollm2_replies as smol
+from tests.loop_detection import smollm2_replies as smol
 
 Step = tuple[Any, ...]
 

@@ -1,4 +1,4 @@
-"""The loop detector on the corpus (:mod:`tests.safety.loop_corpus`): no alarm on
+"""The loop detector on the corpus (:mod:`tests.loop_detection.loop_corpus`): no alarm on
 honest work, every real loop stopped; and the rules behind it, one by one."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ollm_cli.pipeline.loop_detection._service import (
     LoopDetectionService,
     LoopEvent,
 )
-from tests.safety.loop_corpus import LEGITIMATE, LOOPS, Clock, Scenario, run, score
+from tests.loop_detection.loop_corpus import LEGITIMATE, LOOPS, Clock, Scenario, run, score
 
 
 @pytest.mark.parametrize("scenario", LEGITIMATE, ids=[s.name for s in LEGITIMATE])

@@ -22,8 +22,8 @@ from ollm_cli.cli.state import loaded_settings
 from ollm_cli.pipeline.errors import SessionError
 from ollm_cli.pipeline.recording import ChatRecordingService, ExportFormat, render
 from ollm_cli.pipeline.records import SessionMessage, TextPart
-from tests.cli_sessions.conftest import invoke
-from tests.cli_sessions.session_strategies import iso, make_session
+from tests.cli.conftest import invoke
+from tests.cli.session_strategies import iso, make_session
 
 CLIPBOARD = "\x1b]52;c;cm0gLXJmIH4=\x07"
 RETITLE = "\x1b]0;pwned\x1b\\"
