@@ -11,7 +11,9 @@ to ask on they refuse unless ``--yes`` is given.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import stat
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -105,14 +107,24 @@ def usage_error(message: str, *, hint: str, json_output: bool = False) -> NoRetu
 
 
 @contextmanager
-def open_store() -> Iterator[SessionStore]:
-    """The session store of the effective settings, closed on the way out."""
+def open_store(*, read_only: bool = False) -> Iterator[SessionStore]:
+    """The session store of the effective settings, closed on the way out.
+
+    ``read_only`` (list, view, search, export): nothing in the store is moved,
+    folded or rewritten; a damaged file is named on stderr instead.
+    """
     settings = loaded_settings().settings
-    store = SessionStore(settings.services.session, snapshots_dir=settings.snapshots.data_dir)
+    store = SessionStore(
+        settings.services.session,
+        snapshots_dir=settings.snapshots.data_dir,
+        read_only=read_only,
+    )
     try:
         yield store
     finally:
         store.close()
+        for notice in store.take_notices():
+            say(notice, style="yellow", err=True)
 
 
 def confirm(question: str, *, yes: bool, action: str, json_output: bool = False) -> None:
@@ -234,7 +246,7 @@ def list_sessions(
     Example: `ollm sessions list --limit 10 --tag work --since 7d`
     """
     since_at = parse_since(since) if since else None
-    with open_store() as store:
+    with open_store(read_only=True) as store:
         summaries = store.list_sessions(
             limit=limit,
             offset=offset,
@@ -351,7 +363,7 @@ def view(
 
     Example: `ollm sessions view 3f1c2a9e --full | less -R`
     """
-    with open_store() as store:
+    with open_store(read_only=True) as store:
         session = store.get_session(session_id)
         if raw:
             path = store.data_dir / f"{session.session_id}.json"
@@ -391,7 +403,7 @@ def export(
 
     Example: `ollm sessions export 3f1c2a9e --format html --output chat.html`
     """
-    with open_store() as store:
+    with open_store(read_only=True) as store:
         session = store.get_session(session_id)
     text = render(session, fmt)
     if output is None:
@@ -457,7 +469,7 @@ def search(
     """
     if not query.strip():
         raise typer.BadParameter("give at least one word to search for", param_hint="QUERY")
-    with open_store() as store:
+    with open_store(read_only=True) as store:
         hits = store.search(query, limit=limit)
     if json_output:
         print_json(hits)
@@ -715,14 +727,47 @@ def validation_problems(error: ValidationError) -> list[str]:
     return lines
 
 
-def read_session_file(path: Path) -> Session:
-    """Read and validate a session file, raising :class:`SessionError` naming each problem."""
+def read_regular_file(path: Path) -> bytes:
+    """The bytes of ``path``, refused at once when it is not a regular file (a FIFO
+    would wait forever for a writer; a device may never end)."""
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     except OSError as exc:
         raise SessionError(
             f"cannot read {path}: {exc.strerror}", hint="check the path and its permissions"
         ) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = (
+                "a folder"
+                if stat.S_ISDIR(mode)
+                else "a FIFO (named pipe)"
+                if stat.S_ISFIFO(mode)
+                else "a socket"
+                if stat.S_ISSOCK(mode)
+                else "a device"
+                if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "not a regular file"
+            )
+            raise SessionError(
+                f"cannot import {path}: it is {kind}, not a regular file",
+                hint="give the session file itself (what `ollm sessions export ID --format "
+                "json` writes); to import from a pipe, save it to a file first",
+            )
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    except OSError as exc:
+        raise SessionError(
+            f"cannot read {path}: {exc.strerror}", hint="check the path and its permissions"
+        ) from None
+    finally:
+        os.close(fd)
+
+
+def read_session_file(path: Path) -> Session:
+    """Read and validate a session file, raising :class:`SessionError` naming each problem."""
+    data = read_regular_file(path)
     try:
         parsed = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -818,3 +863,118 @@ def reindex(json_output: JsonOption = False) -> None:
         print_json({"sessions": count})
         return
     say(f"Reindexed {count} sessions.")
+
+
+@app.command("doctor")
+def doctor(
+    fix: Annotated[
+        bool, typer.Option("--fix", help="Repair what is found (otherwise nothing changes).")
+    ] = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Check the sessions folder: damaged files, orphaned journals, stale locks, index
+    drift, rescue files waiting. Reports only, unless --fix.
+
+    Example: `ollm sessions doctor`, then `ollm sessions doctor --fix`
+    """
+    with open_store(read_only=not fix) as store:
+        findings = store.doctor(fix=fix)
+    if json_output:
+        print_json(findings)
+        return
+    if not findings:
+        say(
+            "All is well: every session file reads, no journal or lock is left over, "
+            "the index matches the files."
+        )
+        return
+    for finding in findings:
+        mark = "fixed" if finding.fixed else "found"
+        say(f"{mark:5}  {finding.kind:16}  {finding.subject}: {finding.detail}")
+    left = [f for f in findings if not f.fixed and f.kind != "quarantined"]
+    if left and not fix:
+        say("Run `ollm sessions doctor --fix` to repair these.", style="dim")
+
+
+trash_app = typer.Typer(
+    help=(
+        "Sessions that `maxSessions` removed, kept for services.session.trashDays days "
+        "(default 7) before they are deleted for good.\n\n"
+        "Example: `ollm sessions trash list`, `ollm sessions trash restore 3f1c2a9e`"
+    ),
+    no_args_is_help=False,
+    invoke_without_command=True,
+    rich_markup_mode="markdown",
+)
+app.add_typer(trash_app, name="trash")
+
+
+@trash_app.callback()
+def trash_default(ctx: typer.Context, json_output: JsonOption = False) -> None:
+    """Without a subcommand: list the trash."""
+    if ctx.invoked_subcommand is None:
+        trash_list(json_output=json_output)
+
+
+@trash_app.command("list")
+def trash_list(json_output: JsonOption = False) -> None:
+    """List the sessions in the trash and when each is deleted for good.
+
+    Example: `ollm sessions trash list --json`
+    """
+    with open_store(read_only=True) as store:
+        entries = store.list_trash()
+    if json_output:
+        print_json(entries)
+        return
+    if not entries:
+        say("The trash is empty.")
+        return
+    table = Table(box=None)
+    for column in ("id", "title", "last activity", "trashed", "deleted for good"):
+        table.add_column(column)
+    for entry in entries:
+        table.add_row(
+            entry.session_id[:ID_PREFIX_LENGTH],
+            Text(entry.title or "(untitled)"),
+            short_time(entry.last_activity) if entry.last_activity else "?",
+            short_time(entry.trashed_at),
+            short_time(entry.expires_at),
+        )
+    console.print(table)
+
+
+@trash_app.command("restore")
+def trash_restore(session_id: SessionArg, json_output: JsonOption = False) -> None:
+    """Bring a session back from the trash.
+
+    Example: `ollm sessions trash restore 3f1c2a9e`
+    """
+    with open_store() as store:
+        sid = store.restore_from_trash(session_id)
+    if json_output:
+        print_json({"restored": sid})
+        return
+    say(f"Restored session {sid}.")
+
+
+@trash_app.command("empty")
+def trash_empty(yes: YesOption = False, json_output: JsonOption = False) -> None:
+    """Delete everything in the trash for good.
+
+    Example: `ollm sessions trash empty --yes`
+    """
+    with open_store() as store:
+        count = len(store.list_trash())
+        if count:
+            confirm(
+                f"Delete the {count} sessions in the trash for good?",
+                yes=yes,
+                action="empty the trash",
+                json_output=json_output,
+            )
+        gone = store.empty_trash()
+    if json_output:
+        print_json({"deleted": gone})
+        return
+    say(f"Deleted {len(gone)} sessions from the trash for good." if gone else "The trash is empty.")

@@ -364,6 +364,12 @@ class SessionJournal:
         """Block until ``ticket``'s batch was attempted; True when it is durable."""
         return ticket.wait()
 
+    def owns(self, path: Path) -> bool:
+        """Whether ``path`` is a log this journal writes or wrote."""
+        with self._lock:
+            logs = [*self._retired, *([self._current] if self._current else [])]
+        return any(log.path == path for log in logs)
+
     def unsaved(self) -> list[JournalEntry]:
         """The entries not durable yet (a write failed), oldest first; after
         :meth:`close`, those that could never be written."""

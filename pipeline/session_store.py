@@ -45,9 +45,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import logging
 import os
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -96,6 +98,8 @@ from pipeline.session_journal import (
     claim_dead_logs,
     describe_damage,
     entries_for,
+    log_files,
+    read_log,
 )
 from pipeline.session_lock import SessionLock, lock_holder
 from pipeline.session_rescue import find_rescues, write_rescue
@@ -1240,6 +1244,163 @@ class SessionStore:
 
     def _expire_trash(self) -> list[str]:
         return self.empty_trash(older_than_s=self.settings.trash_days * 86400)
+
+    # -- doctor --------------------------------------------------------------------------------
+
+    def doctor(self, *, fix: bool = False) -> list[DoctorFinding]:
+        """Check the folder: damaged session files, orphaned journals, stale locks,
+        index drift, rescue files waiting. With ``fix`` (a writable store) repair
+        them: what a writable store folded or replayed when it opened is reported
+        as fixed too. Nothing is changed without ``fix``."""
+        if fix:
+            self._check_open()
+        findings = [
+            DoctorFinding(kind="recovered", subject=str(self.data_dir), detail=line, fixed=True)
+            for line in self.recovery_report
+        ]
+        findings += self._doctor_files(fix)
+        findings += self._doctor_journals()
+        findings += self._doctor_locks(fix)
+        findings += self._doctor_index(fix)
+        for rescue in find_rescues(self.data_dir, extra_dirs=self.settings.rescue_dirs):
+            findings.append(
+                DoctorFinding(
+                    kind="rescue-file",
+                    subject=str(rescue.path),
+                    detail=f"{len(rescue.entries)} record(s) written when the disk refused "
+                    "them, not replayed yet (a session in use, or the disk still refuses)",
+                )
+            )
+        return findings
+
+    def _doctor_files(self, fix: bool) -> list[DoctorFinding]:
+        found: list[DoctorFinding] = []
+        try:
+            names = sorted(os.listdir(self.data_dir))
+        except OSError:
+            return found
+        for name in names:
+            path = self.data_dir / name
+            if CORRUPT_MARK in name and name.split(CORRUPT_MARK)[0].endswith(".json"):
+                found.append(
+                    DoctorFinding(
+                        kind="quarantined",
+                        subject=name,
+                        detail="a damaged file moved aside earlier; kept for inspection "
+                        "(delete it when you no longer need it)",
+                    )
+                )
+                continue
+            sid = session_id_of_file(name)
+            if sid is None:
+                continue
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                finding = DoctorFinding(
+                    kind="not-a-file",
+                    subject=name,
+                    detail="named like a session but not a regular file",
+                )
+                if fix:
+                    finding.fixed = self._move_aside(sid, path, "not a regular file") is not None
+                found.append(finding)
+                continue
+            problem = None
+            try:
+                doc = SessionDocument.decode(path.read_bytes(), sid)
+                doc.to_session()
+            except DocumentError as exc:
+                problem = str(exc)
+            except ValidationError as exc:
+                problem = _problem(exc)
+            except OSError as exc:
+                problem = f"cannot be read: {_reason(exc)}"
+            if problem is None:
+                continue
+            finding = DoctorFinding(kind="corrupt", subject=name, detail=problem)
+            if fix and sid not in self._open and lock_holder(self._lock_path(sid)) is None:
+                try:
+                    rebuilt = self._handle_corrupt(sid, path, problem)
+                    write_atomic(path, rebuilt.encode())
+                    finding.detail += (
+                        f"; moved aside and rebuilt from the journal ({len(rebuilt.messages)} "
+                        "messages)"
+                    )
+                except SessionCorruptError:
+                    finding.detail += "; moved aside (the journal does not hold it)"
+                except OSError as exc:
+                    finding.detail += f"; could not rebuild it: {_reason(exc)}"
+                finding.fixed = True
+            found.append(finding)
+        return found
+
+    def _doctor_journals(self) -> list[DoctorFinding]:
+        found: list[DoctorFinding] = []
+        for path in log_files(self._journal_dir):
+            if self._journal.owns(path):
+                continue
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a live writer's journal
+            finally:
+                os.close(fd)
+            scan = read_log(path)
+            damage = describe_damage(path.name, scan)
+            found.append(
+                DoctorFinding(
+                    kind="orphaned-journal",
+                    subject=path.name,
+                    detail=f"the journal of a process that stopped: {len(scan.entries)} "
+                    "record(s) not folded into their sessions yet"
+                    + ("; " + "; ".join(damage) if damage else ""),
+                )
+            )
+        return found
+
+    def _doctor_locks(self, fix: bool) -> list[DoctorFinding]:
+        found: list[DoctorFinding] = []
+        try:
+            names = sorted(os.listdir(self._locks_dir))
+        except OSError:
+            return found
+        for name in names:
+            path = self._locks_dir / name
+            if not name.endswith(".lock") or lock_holder(path) is not None:
+                continue
+            finding = DoctorFinding(
+                kind="stale-lock", subject=name, detail="a lock file no process holds"
+            )
+            if fix:
+                try:
+                    path.unlink()
+                    finding.fixed = True
+                except OSError as exc:
+                    finding.detail += f"; cannot delete it: {_reason(exc)}"
+            found.append(finding)
+        return found
+
+    def _doctor_index(self, fix: bool) -> list[DoctorFinding]:
+        changed, removed = self._index.drift()
+        if not changed and not removed:
+            return []
+        finding = DoctorFinding(
+            kind="index-drift",
+            subject=str(self.data_dir / ".index"),
+            detail=f"{len(changed)} session file(s) new or changed since indexed, "
+            f"{len(removed)} indexed session(s) whose file is gone",
+        )
+        if fix:
+            self._index.rebuild()
+            finding.fixed = True
+        return [finding]
 
     # -- importing -----------------------------------------------------------------------------
 
