@@ -765,12 +765,29 @@ def read_regular_file(path: Path) -> bytes:
         os.close(fd)
 
 
+def first_invalid_utf8(data: bytes) -> int | None:
+    """The offset of the first byte of ``data`` that is not UTF-8 (None: all of it is)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return None
+
+
 def read_session_file(path: Path) -> Session:
     """Read and validate a session file, raising :class:`SessionError` naming each problem."""
     data = read_regular_file(path)
     try:
         parsed = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
+        bad = first_invalid_utf8(data)
+        if bad is not None:
+            raise SessionError(
+                f"{path} is not valid UTF-8 (byte 0x{data[bad]:02x} at offset {bad}), so it "
+                "is not a session file",
+                hint="a session file is UTF-8 JSON, what `ollm sessions export ID --format "
+                "json` writes",
+            ) from None
         raise SessionError(
             f"{path} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}",
             hint="a session file is what `ollm sessions export ID --format json` writes",

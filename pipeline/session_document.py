@@ -163,6 +163,12 @@ class SessionDocument:
         except orjson.JSONDecodeError as exc:
             data = _lenient_json(raw)
             if data is None:
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError as bad:
+                    raise DocumentError(
+                        f"not valid UTF-8 (byte 0x{raw[bad.start]:02x} at offset {bad.start})"
+                    ) from None
                 raise DocumentError(f"not valid JSON ({exc})") from None
         return cls.from_data(data, expected_id)
 

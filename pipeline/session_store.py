@@ -308,7 +308,7 @@ class SessionStore:
                 title=manual_title or None,
                 title_source="manual" if manual_title else None,
                 working_dir=working_dir,
-                tags=_clean_tags(tags or []),
+                tags=check_tags(tags or []),
             ),
         )
         doc = SessionDocument.from_session(session)
@@ -933,7 +933,7 @@ class SessionStore:
 
     def add_tags(self, session_id: str, tags: list[str]) -> None:
         """Add tags (kept once each, in the order first given)."""
-        new = _clean_tags(tags)
+        new = check_tags(tags)
         self._change_metadata(
             session_id,
             lambda doc: {"md": {"tags": _clean_tags([*doc.metadata["tags"], *new])}},
@@ -1652,6 +1652,35 @@ def _rebuild_from_journal(sid: str, entries: list[JournalEntry]) -> SessionDocum
     doc.epoch, doc.seq = epoch, 0
     _replay(doc, entries)
     return doc
+
+
+MAX_TAG_LENGTH = 64
+
+
+def check_tags(tags: list[str]) -> list[str]:
+    """Tags typed by a user, each checked: not empty, no comma (tags are given one
+    by one), printable, at most :data:`MAX_TAG_LENGTH` characters. Raises
+    :class:`SessionError` naming the first bad tag; returns them cleaned, once each."""
+    for tag in tags:
+        cleaned = " ".join(str(tag).split())
+        shown = repr(str(tag)[:40])
+        if not cleaned:
+            raise SessionError("a tag cannot be empty", hint="give a word, such as `work`")
+        if "," in cleaned:
+            raise SessionError(
+                f"the tag {shown} holds a comma",
+                hint="give several tags as separate words: `ollm sessions tag ID work ci`",
+            )
+        if not cleaned.isprintable():
+            raise SessionError(
+                f"the tag {shown} holds control characters", hint="use printable text"
+            )
+        if len(cleaned) > MAX_TAG_LENGTH:
+            raise SessionError(
+                f"the tag {shown}... is {len(cleaned)} characters long",
+                hint=f"a tag holds at most {MAX_TAG_LENGTH} characters",
+            )
+    return _clean_tags(tags)
 
 
 def _clean_tags(tags: list[str]) -> list[str]:

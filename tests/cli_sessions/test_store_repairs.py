@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from config.settings import SessionSettings
-from pipeline.errors import SessionCorruptError
+from pipeline.errors import SessionCorruptError, SessionError
 from pipeline.records import SessionMessage
 from pipeline.session_journal import log_files, scan_frames
 from pipeline.session_store import SessionStore
@@ -243,3 +243,40 @@ def test_an_active_session_is_never_moved_to_the_trash(tmp_path: Path) -> None:
         other.create_session("m", "p")
         assert busy in {s.session_id for s in other.list_sessions()}
         assert other.list_trash() == []
+
+
+# -- 9. small ones ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tag", "said"),
+    [
+        ("   ", "cannot be empty"),
+        ("work,ci", "holds a comma"),
+        ("x" * 65, "65 characters long"),
+        ("bell\x07", "control characters"),
+    ],
+)
+def test_bad_tags_are_refused_with_what_is_wrong(
+    open_test_store: Callable[[], SessionStore], tag: str, said: str
+) -> None:
+    sid = one_session(open_test_store, "hi")
+    outcome = invoke("tag", sid[:8], tag)
+    assert outcome.exit_code in {2, 4}
+    assert said in outcome.stderr
+    store = open_test_store()
+    try:
+        assert store.get_session(sid).metadata.tags == []
+        with pytest.raises(SessionError, match=said):
+            store.create_session("m", "p", tags=[tag])
+    finally:
+        store.close()
+
+
+def test_random_bytes_are_called_not_valid_utf8(tmp_path: Path) -> None:
+    noise = tmp_path / "noise.json"
+    noise.write_bytes(bytes([0x7B, 0x22, 0xFF, 0xFE, 0x80, 0x22, 0x7D]))
+    outcome = invoke("import", str(noise))
+    assert outcome.exit_code == 4
+    assert "not valid UTF-8 (byte 0xff at offset 2)" in outcome.stderr
+    assert "surrogates" not in outcome.stderr
