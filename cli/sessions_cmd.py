@@ -10,14 +10,17 @@ to ask on they refuse unless ``--yes`` is given.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import re
+import shlex
 import stat
+import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
@@ -26,7 +29,7 @@ from typing import Annotated, Any, NoReturn
 import orjson
 import typer
 from pydantic import ValidationError
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.panel import Panel
 from rich.progress import Progress
@@ -44,8 +47,13 @@ from pipeline.session_export import (
     NoteBlock,
     TextBlock,
     ToolCallView,
+    TranscriptEntry,
     call_outcome,
     format_args,
+    html_chunks,
+    iter_transcript,
+    json_chunks,
+    markdown_chunks,
     render,
     session_facts,
     session_heading,
@@ -53,6 +61,7 @@ from pipeline.session_export import (
 )
 from pipeline.session_index import MARK_END, MARK_START, SearchHit
 from pipeline.session_store import SessionStore
+from pipeline.session_stream import StreamedSession
 
 logger = logging.getLogger(__name__)
 
@@ -326,30 +335,84 @@ _ROLE_STYLES = {"user": "bold green", "assistant": "bold blue", "system": "bold 
 
 def session_view(session: Session, *, full: bool = False) -> Group:
     """The session as rich renderables: facts, then each message and its tool calls."""
+    return Group(*view_items(session, transcript(session), session_facts(session), full=full))
+
+
+def view_items(
+    header: Session,
+    entries: Iterable[TranscriptEntry],
+    facts_list: list[tuple[str, str]],
+    *,
+    full: bool = False,
+) -> Iterator[RenderableType]:
+    """The renderables of a view, one by one (a streamed session is never held whole)."""
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="dim")
     facts.add_column()
-    for label, value in session_facts(session):
+    for label, value in facts_list:
         facts.add_row(label, Text(value))
-    items: list[RenderableType] = [
-        Panel(facts, title=Text(session_heading(session), style="bold"), title_align="left")
-    ]
-    for entry in transcript(session):
+    yield Panel(facts, title=Text(session_heading(header), style="bold"), title_align="left")
+    for entry in entries:
         style = _ROLE_STYLES.get(entry.role, "bold magenta")
-        items.append(
-            Rule(
-                Text.assemble((entry.role, style), ("  " + short_time(entry.timestamp), "dim")),
-                align="left",
-            )
+        yield Rule(
+            Text.assemble((entry.role, style), ("  " + short_time(entry.timestamp), "dim")),
+            align="left",
         )
         for block in entry.blocks:
             if isinstance(block, TextBlock):
-                items.append(Padding(Text(block.text), (0, 0, 0, 2)))
+                yield Padding(Text(block.text), (0, 0, 0, 2))
             elif isinstance(block, NoteBlock):
-                items.append(Padding(Text(f"({block.text})", style="dim italic"), (0, 0, 0, 2)))
+                yield Padding(Text(f"({block.text})", style="dim italic"), (0, 0, 0, 2))
             else:
-                items.append(Padding(_call_panel(block.call, full=full), (0, 0, 0, 2)))
-    return Group(*items)
+                yield Padding(_call_panel(block.call, full=full), (0, 0, 0, 2))
+
+
+def _streamed_entries(streamed: StreamedSession) -> Iterator[TranscriptEntry]:
+    return iter_transcript(
+        streamed.messages(),
+        result_ids=streamed.result_ids,
+        recorded=streamed.recorded,
+        orphans=streamed.orphans,
+    )
+
+
+def _streamed_facts(streamed: StreamedSession) -> list[tuple[str, str]]:
+    return session_facts(
+        streamed.header, messages=streamed.message_count, tool_calls=streamed.tool_call_count
+    )
+
+
+@contextmanager
+def paged_console() -> Iterator[Console]:
+    """On a terminal: a console writing into ``$PAGER`` (``less -R``) as the text is
+    made, so a long session shows at once and is never held whole; else the console."""
+    if not sys.stdout.isatty():
+        yield console
+        return
+    command = shlex.split(os.environ.get("PAGER") or "less -R")
+    env = {**os.environ, "LESS": os.environ.get("LESS", "FRX")}
+    try:
+        pager = subprocess.Popen(command, stdin=subprocess.PIPE, env=env)
+    except OSError:
+        yield console
+        return
+    assert pager.stdin is not None
+    stream = io.TextIOWrapper(pager.stdin, encoding="utf-8", errors="replace")
+    paged = Console(
+        file=stream,
+        force_terminal=True,
+        width=console.width,
+        no_color=console.no_color,
+        color_system=console.color_system,  # type: ignore[arg-type]
+    )
+    try:
+        yield paged
+    except BrokenPipeError:
+        pass  # the reader quit the pager: nothing more to show
+    finally:
+        with suppress(BrokenPipeError, OSError):
+            stream.close()
+        pager.wait()
 
 
 @app.command("view")
@@ -364,6 +427,17 @@ def view(
     Example: `ollm sessions view 3f1c2a9e --full | less -R`
     """
     with open_store(read_only=True) as store:
+        streamed = None if raw or json_output else store.streamed(session_id)
+        if streamed is not None:
+            with paged_console() as out:
+                for item in view_items(
+                    streamed.header,
+                    _streamed_entries(streamed),
+                    _streamed_facts(streamed),
+                    full=full,
+                ):
+                    out.print(item)
+            return
         session = store.get_session(session_id)
         if raw:
             path = store.data_dir / f"{session.session_id}.json"
@@ -380,7 +454,20 @@ def view(
     if json_output:
         print_json(session)
         return
-    console.print(session_view(session, full=full))
+    with paged_console() as out:
+        for item in view_items(session, transcript(session), session_facts(session), full=full):
+            out.print(item)
+
+
+def export_chunks(streamed: StreamedSession, fmt: ExportFormat) -> Iterator[str]:
+    """The export of a streamed session, piece by piece."""
+    if fmt is ExportFormat.JSON:
+        return json_chunks(streamed.header, streamed.raw_messages(), streamed.raw_tool_calls())
+    entries = _streamed_entries(streamed)
+    facts = _streamed_facts(streamed)
+    if fmt is ExportFormat.MARKDOWN:
+        return markdown_chunks(streamed.header, entries, facts)
+    return html_chunks(streamed.header, entries, facts)
 
 
 @app.command("export")
@@ -404,10 +491,14 @@ def export(
     Example: `ollm sessions export 3f1c2a9e --format html --output chat.html`
     """
     with open_store(read_only=True) as store:
-        session = store.get_session(session_id)
-    text = render(session, fmt)
+        streamed = store.streamed(session_id)
+        session = store.get_session(session_id) if streamed is None else streamed.header
+    chunks: Iterable[str] = (
+        [render(session, fmt)] if streamed is None else export_chunks(streamed, fmt)
+    )
     if output is None:
-        sys.stdout.write(text)
+        for chunk in chunks:
+            sys.stdout.write(chunk)
         sys.stdout.flush()
         return
     if output.exists() and not force:
@@ -417,7 +508,9 @@ def export(
         )
     partial = output.with_name(f".{output.name}.partial")
     try:
-        partial.write_text(text, encoding="utf-8")
+        with open(partial, "w", encoding="utf-8") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
         partial.replace(output)
     except OSError as exc:
         partial.unlink(missing_ok=True)

@@ -62,6 +62,7 @@ from pydantic import Field, ValidationError
 
 from config.paths import ensure_private_dir
 from config.settings import SessionSettings, SnapshotSettings
+from pipeline import session_stream
 from pipeline.atomic_file import fsync_dir, write_atomic
 from pipeline.errors import (
     AmbiguousSessionIdError,
@@ -103,6 +104,7 @@ from pipeline.session_journal import (
 )
 from pipeline.session_lock import SessionLock, lock_holder
 from pipeline.session_rescue import find_rescues, write_rescue
+from pipeline.session_stream import StreamedSession
 from pipeline.session_title import clean_title, title_from_text
 
 logger = logging.getLogger(__name__)
@@ -758,6 +760,29 @@ class SessionStore:
             return doc.to_session()
         except ValidationError as exc:
             return self._handle_corrupt(sid, self._path(sid), _problem(exc)).to_session()
+
+    def streamed(self, session_id_or_prefix: str) -> StreamedSession | None:
+        """The session as a stream (see :mod:`pipeline.session_stream`) when its file is
+        large, not open here and has no newer journaled records; None otherwise (read
+        it with :meth:`get_session`)."""
+        sid = self.resolve_id(session_id_or_prefix)
+        path = self._path(sid)
+        if sid in self._open:
+            return None
+        try:
+            if path.stat().st_size < session_stream.STREAM_BYTES:
+                return None
+            streamed = session_stream.open_streamed(path)
+        except (OSError, ValueError):  # ijson's errors are ValueErrors; get_session reports
+            return None
+        if streamed.header.session_id != sid:
+            return None
+        if streamed.revision is not None:
+            epoch, seq = streamed.revision
+            newer = entries_for(self._journal_dir, sid)
+            if any(e.epoch == epoch and e.seq > seq for e in newer):
+                return None
+        return streamed
 
     def _load(self, sid: str) -> tuple[SessionDocument, int]:
         """The session's file with every journaled record newer than it folded in.

@@ -1,0 +1,98 @@
+"""6: a large session is viewed and exported as a stream, never held whole: the streamed
+view and exports say exactly what the whole-session ones say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import given
+
+from config.settings import SessionSettings
+from pipeline import session_stream
+from pipeline.records import (
+    Session,
+    SessionMessage,
+    SessionToolCall,
+    TextPart,
+    ToolCallPart,
+    ToolResult,
+)
+from pipeline.session_export import ExportFormat, render
+from pipeline.session_store import SessionStore
+from tests.cli_sessions.conftest import invoke
+from tests.cli_sessions.session_strategies import iso, make_session, sessions
+
+
+def streamed_export(folder: Path, session: Session, fmt: ExportFormat) -> str:
+    from cli.sessions_cmd import export_chunks
+
+    settings = SessionSettings(data_dir=folder, max_sessions=0)
+    with SessionStore(settings) as store:
+        sid = store.import_session(session, new_id=False) if not store_has(store, session) else (
+            session.session_id
+        )
+    with SessionStore(settings, read_only=True) as reader:
+        streamed = reader.streamed(sid)
+        assert streamed is not None
+        return "".join(export_chunks(streamed, fmt))
+
+
+def store_has(store: SessionStore, session: Session) -> bool:
+    return store.data_dir.joinpath(f"{session.session_id}.json").exists()
+
+
+@given(session=sessions())
+def test_streamed_exports_say_what_whole_exports_say(
+    session: Session, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    folder = tmp_path_factory.mktemp("stream")
+    original = session_stream.STREAM_BYTES
+    session_stream.STREAM_BYTES = 0  # stream every session, however small
+    try:
+        for fmt in (ExportFormat.MARKDOWN, ExportFormat.HTML):
+            assert streamed_export(folder, session, fmt) == render(session, fmt)
+        as_json = streamed_export(folder, session, ExportFormat.JSON)
+        assert Session.model_validate(orjson.loads(as_json)) == session
+    finally:
+        session_stream.STREAM_BYTES = original
+
+
+def test_view_of_a_large_session_streams_and_shows_calls_with_results(
+    monkeypatch: pytest.MonkeyPatch, open_test_store: object, sessions_dir: Path
+) -> None:
+    messages = [SessionMessage.user("start"), SessionMessage.assistant("x" * 1000)]
+    calls = []
+    for n in range(300):
+        messages.append(
+            SessionMessage(
+                role="assistant",
+                parts=[TextPart(text=f"step {n}"), ToolCallPart(id=f"c{n}", name="shell")],
+                timestamp=iso(n),
+            )
+        )
+        calls.append(
+            SessionToolCall(
+                id=f"c{n}",
+                name="shell",
+                result=ToolResult(llm_content=f"output {n}"),
+                timestamp=iso(n),
+                duration_ms=2.0,
+            )
+        )
+    session = make_session(messages, calls, title="a big one")
+    with SessionStore(SessionSettings(data_dir=sessions_dir, max_sessions=0)) as store:
+        sid = store.import_session(session)
+    monkeypatch.setattr(session_stream, "STREAM_BYTES", 1024)
+    loaded: list[str] = []
+    monkeypatch.setattr(SessionStore, "get_session", lambda self, s: loaded.append(s))
+    outcome = invoke("view", sid[:8])
+    assert outcome.exit_code == 0, outcome.stderr
+    assert loaded == []  # never read whole
+    assert "a big one" in outcome.stdout and "Messages" in outcome.stdout
+    assert "302" in outcome.stdout
+    assert "output 299" in outcome.stdout and "step 299" in outcome.stdout
+    markdown = invoke("export", sid[:8], "--format", "markdown")
+    assert markdown.exit_code == 0 and loaded == []
+    assert markdown.stdout == render(session, ExportFormat.MARKDOWN)
