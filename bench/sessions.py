@@ -358,7 +358,7 @@ def listing_and_search(
 
 
 _MEASURED = (
-    "import resource, sys, time\n"
+    "import sys, time\n"
     "from pipeline import session_stream\n"
     "if sys.argv[1] == 'whole':\n"
     "    session_stream.STREAM_BYTES = 1 << 62\n"
@@ -372,7 +372,8 @@ _MEASURED = (
     "    main()\n"
     "finally:\n"
     "    took = time.perf_counter() - started\n"
-    "    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
+    "    status = open('/proc/self/status').read().split('VmHWM:')[1]\n"
+    "    rss = int(status.split()[0]) / 1024  # ru_maxrss would count the parent's pages\n"
     "    print(f'MEASURED {took:.3f} {rss:.1f}', file=sys.stderr)\n"
 )
 

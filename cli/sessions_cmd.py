@@ -34,6 +34,7 @@ from rich.padding import Padding
 from rich.panel import Panel
 from rich.progress import Progress
 from rich.rule import Rule
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -360,11 +361,31 @@ def view_items(
         )
         for block in entry.blocks:
             if isinstance(block, TextBlock):
-                yield Padding(Text(block.text), (0, 0, 0, 2))
+                yield _indented(block.text)
             elif isinstance(block, NoteBlock):
                 yield Padding(Text(f"({block.text})", style="dim italic"), (0, 0, 0, 2))
             else:
                 yield Padding(_call_panel(block.call, full=full), (0, 0, 0, 2))
+
+
+class _Indented:
+    """Message text indented by two spaces, lines left for the terminal (or the pager)
+    to wrap: laying out megabytes of text in rich's wrapper cost minutes."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __rich_console__(self, console: Console, options: Any) -> Iterator[Segment]:
+        for line in self.text.split("\n"):
+            yield Segment("  " + _CONTROL.sub("", line) if line else "")
+            yield Segment.line()
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _indented(text: str) -> _Indented:
+    return _Indented(text)
 
 
 def _streamed_entries(streamed: StreamedSession) -> Iterator[TranscriptEntry]:
