@@ -267,6 +267,9 @@ class SimulatedSettings(ConfigModel):
     output_tokens: Annotated[int, Field(ge=1)] = 32
     tool_call_every: Annotated[int, Field(ge=0)] = 0
     context_window: Annotated[int, Field(ge=256)] = 8192
+    chunk_ms: Annotated[float, Field(ge=0, le=10_000)] = 0.0
+    """Pause between the chunks of an answer (0: all at once), for an answer that
+    streams for a while (the soak kills a client in the middle of one)."""
 
 
 class ProviderSettings(ConfigModel):

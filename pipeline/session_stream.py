@@ -112,11 +112,9 @@ def open_streamed(path: Path) -> StreamedSession:
     built = {key: getattr(b, "value", None) for key, b in builders.items()}
     metadata = built["metadata"] if isinstance(built["metadata"], dict) else {}
     revision: tuple[int, int] | None = None
-    if isinstance(built[REVISION_KEY], dict):
-        revision = (
-            int(built[REVISION_KEY].get("epoch", 0)),
-            int(built[REVISION_KEY].get("seq", 0)),
-        )
+    stored = built[REVISION_KEY]
+    if isinstance(stored, dict):
+        revision = (int(stored.get("epoch", 0)), int(stored.get("seq", 0)))
     partial: SessionMessage | None = None
     if isinstance(built[PARTIAL_KEY], dict):
         partial = SessionMessage.model_validate(built[PARTIAL_KEY])

@@ -30,8 +30,10 @@ def streamed_export(folder: Path, session: Session, fmt: ExportFormat) -> str:
 
     settings = SessionSettings(data_dir=folder, max_sessions=0)
     with SessionStore(settings) as store:
-        sid = store.import_session(session, new_id=False) if not store_has(store, session) else (
-            session.session_id
+        sid = (
+            store.import_session(session, new_id=False)
+            if not store_has(store, session)
+            else (session.session_id)
         )
     with SessionStore(settings, read_only=True) as reader:
         streamed = reader.streamed(sid)
