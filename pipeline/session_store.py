@@ -114,6 +114,8 @@ LOCKS_DIR = ".locks"
 TRASH_DIR = ".trash"
 CORRUPT_MARK = ".corrupt-"
 _READ_ATTEMPTS = 5
+CLOSE_RETRY_S = 1.0
+"""How often a session whose close could not save its file (a full disk) tries again."""
 _AMBIGUOUS_SHOWN = 5
 
 Change = dict[str, Any]
@@ -271,6 +273,7 @@ class SessionStore:
         self._registry = threading.Lock()
         self._opening = threading.Lock()
         self._save_errors: dict[str, str] = {}
+        self._close_later: set[str] = set()
         self._closed = False
         self.recovery_report: list[str] = []
         self._journal = SessionJournal(self._journal_dir, group_commit_ms=settings.group_commit_ms)
@@ -364,6 +367,7 @@ class SessionStore:
             state = self._open.get(sid)
             if state is None:
                 return self._open_state(sid)[1]
+            self._close_later.discard(sid)  # in use again
         with state.lock:
             return state.doc.to_session()
 
@@ -407,8 +411,15 @@ class SessionStore:
             return
         self._delayed.cancel(sid)
         if not self._save(state):
-            logger.error("session %s stays open: its file could not be saved", sid)
+            logger.error(
+                "session %s stays open until its file can be saved (retried every %.0f s)",
+                sid,
+                CLOSE_RETRY_S,
+            )
+            self._close_later.add(sid)
+            self._delayed.schedule(sid, CLOSE_RETRY_S)
             return
+        self._close_later.discard(sid)
         with self._registry:
             self._open.pop(sid, None)
         state.file_lock.release()
@@ -698,7 +709,11 @@ class SessionStore:
 
     def _save_if_open(self, sid: str) -> None:
         state = self._open.get(sid)
-        if state is not None:
+        if state is None:
+            return
+        if sid in self._close_later:  # its close waits for the disk: try again
+            self.close_session(sid)
+        else:
             self._save(state)
 
     def _save(self, state: _OpenSession) -> bool:
