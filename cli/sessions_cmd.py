@@ -403,6 +403,14 @@ def _streamed_facts(streamed: StreamedSession) -> list[tuple[str, str]]:
     )
 
 
+class _PagerConsole(Console):
+    """A console writing into the pager: the reader quitting it ends the view quietly
+    (rich's own handling exits with code 1)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 @contextmanager
 def paged_console() -> Iterator[Console]:
     """On a terminal: a console writing into ``$PAGER`` (``less -R``) as the text is
@@ -419,7 +427,7 @@ def paged_console() -> Iterator[Console]:
         return
     assert pager.stdin is not None
     stream = io.TextIOWrapper(pager.stdin, encoding="utf-8", errors="replace")
-    paged = Console(
+    paged = _PagerConsole(
         file=stream,
         force_terminal=True,
         width=console.width,

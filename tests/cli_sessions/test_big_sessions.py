@@ -98,3 +98,34 @@ def test_view_of_a_large_session_streams_and_shows_calls_with_results(
     markdown = invoke("export", sid[:8], "--format", "markdown")
     assert markdown.exit_code == 0 and loaded == []
     assert markdown.stdout == render(session, ExportFormat.MARKDOWN)
+
+
+def test_view_on_a_terminal_pages_and_quitting_the_pager_is_no_error(
+    open_test_store: object, sessions_dir: Path, ollm_home: Path
+) -> None:
+    import os
+    import sys
+
+    import pexpect
+
+    session = make_session(
+        [SessionMessage.user(f"line {n} of a long chat") for n in range(200)], []
+    )
+    with SessionStore(SessionSettings(data_dir=sessions_dir, max_sessions=0)) as store:
+        sid = store.import_session(session)
+    paged = "sh -c 'echo PAGED-BY-THE-TEST; cat'"
+    for pager, seen in ((paged, "PAGED-BY-THE-TEST"), ("head -c 64", "Session")):
+        child = pexpect.spawn(
+            sys.executable,
+            ["-c", "from cli.app import main; main()", "sessions", "view", sid[:8]],
+            env={**os.environ, "OLLM_HOME": str(ollm_home), "PAGER": pager, "TERM": "xterm"},
+            encoding="utf-8",
+            timeout=60,
+            dimensions=(40, 120),
+        )
+        child.expect(seen)
+        if pager == paged:
+            child.expect("line 199 of a long chat")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 0, pager
