@@ -62,7 +62,7 @@ from pipeline.session_export import (
 )
 from pipeline.session_index import MARK_END, MARK_START, SearchHit
 from pipeline.session_store import SessionStore
-from pipeline.session_stream import StreamedSession
+from pipeline.session_stream import StreamedSession, gc_relaxed
 
 logger = logging.getLogger(__name__)
 
@@ -458,7 +458,7 @@ def view(
     with open_store(read_only=True) as store:
         streamed = None if raw or json_output else store.streamed(session_id)
         if streamed is not None:
-            with paged_console() as out:
+            with gc_relaxed(), paged_console() as out:
                 for item in view_items(
                     streamed.header,
                     _streamed_entries(streamed),
@@ -526,8 +526,9 @@ def export(
         [render(session, fmt)] if streamed is None else export_chunks(streamed, fmt)
     )
     if output is None:
-        for chunk in chunks:
-            sys.stdout.write(chunk)
+        with gc_relaxed():
+            for chunk in chunks:
+                sys.stdout.write(chunk)
         sys.stdout.flush()
         return
     if output.exists() and not force:
@@ -537,7 +538,7 @@ def export(
         )
     partial = output.with_name(f".{output.name}.partial")
     try:
-        with open(partial, "w", encoding="utf-8") as handle:
+        with open(partial, "w", encoding="utf-8") as handle, gc_relaxed():
             for chunk in chunks:
                 handle.write(chunk)
         partial.replace(output)
