@@ -60,6 +60,7 @@ class ChatRepl:
         self.coordinator: Coordinator
         self.session_id = ""
         self._streaming = False
+        self._unsaved = False
 
     # ----------------------------------------------------------------- rendering
 
@@ -146,7 +147,9 @@ class ChatRepl:
             f"[dim]session {session_id[:8]} · {escape(self._model())} · "
             "/help for commands, Ctrl-D to leave[/]"
         )
+        self._show_interrupted()
         while True:
+            self._check_saved()
             try:
                 line = self.read_line("› ")
             except EOFError:
@@ -164,6 +167,37 @@ class ChatRepl:
                 continue
             self._turn(line)
 
+    def _show_interrupted(self) -> None:
+        """On resume: say so when the last answer was cut short (Ctrl-C or a crash)."""
+        conversation = self.coordinator.conversations.get(self.session_id)
+        if conversation is None or not conversation.context.messages:
+            return
+        last = conversation.context.messages[-1]
+        if last.role == "assistant" and (last.model_extra or {}).get("interrupted") is True:
+            shown = last.text[-500:]
+            self.console.print("[yellow]the last answer was interrupted; it had shown:[/]")
+            self.console.print(("…" if len(last.text) > 500 else "") + shown, markup=False)
+            self.console.print("[yellow](interrupted)[/]")
+
+    def _check_saved(self) -> None:
+        """A warning that stays, before every prompt, while records are not durable
+        (the disk refused them; the journal keeps retrying), and one line when they
+        are written again. A session file that only lags behind its journal is safe."""
+        try:
+            health = self.loop.run(self.coordinator.runtime.recording.call("health"))
+        except OllmError:
+            return
+        if health.pending_writes:
+            self._unsaved = True
+            self.err.print(
+                f"[bold red]⚠ NOT SAVED: {health.pending_writes} record(s) could not be written "
+                f"({escape(health.last_error or 'write failed')}); retrying. Free some space: "
+                "what is still unsaved when you leave goes to a rescue file.[/]"
+            )
+        elif self._unsaved:
+            self._unsaved = False
+            self.err.print("[green]✓ saved again: every record is on disk[/]")
+
     def _model(self) -> str:
         conversation = self.coordinator.conversations.get(self.session_id)
         return conversation.model if conversation else "?"
@@ -172,7 +206,11 @@ class ChatRepl:
         try:
             result = self.loop.run(self.coordinator.run_turn(self.session_id, text))
         except KeyboardInterrupt:
-            self.console.print("\n[yellow]cancelled; what was recorded is kept[/]")
+            self._streaming = False
+            self.console.print(
+                "\n[yellow]interrupted: the part of the answer shown is recorded, "
+                "marked as interrupted[/]"
+            )
             return
         except OllmError as error:
             self.err.print(f"[red]error:[/] {escape(str(error))}")
@@ -217,7 +255,11 @@ class ChatRepl:
             elif name == "/history":
                 session = self.loop.run(recording.call("get_session", self.session_id))
                 for message in session.messages:
-                    self.console.print(f"[bold]{message.role}[/] [dim]{message.timestamp}[/]")
+                    cut = (message.model_extra or {}).get("interrupted") is True
+                    self.console.print(
+                        f"[bold]{message.role}[/] [dim]{message.timestamp}[/]"
+                        + (" [yellow](interrupted)[/]" if cut else "")
+                    )
                     self.console.print(message.text or "[dim](tool call)[/]", markup=False)
             elif name == "/compress":
                 focus = " ".join(args) or None

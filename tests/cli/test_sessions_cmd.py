@@ -40,8 +40,8 @@ from ollm_cli.pipeline.records import (
     ToolResult,
     ToolResultPart,
 )
-from tests.cli_sessions.conftest import invoke
-from tests.cli_sessions.session_strategies import iso, make_session, sessions
+from tests.cli.conftest import invoke
+from tests.cli.session_strategies import iso, make_session, sessions
 
 Seed = Callable[..., list[str]]
 ID_A = "aaaa1111-0000-4000-8000-000000000001"
@@ -694,7 +694,7 @@ def test_every_command_has_help_with_an_example() -> None:
     group = typer.main.get_group(sessions_cmd.app)
     assert set(group.commands) == {
         "list", "view", "export", "search", "delete", "clear", "cleanup",
-        "title", "tag", "pin", "unpin", "import", "reindex",
+        "title", "tag", "pin", "unpin", "import", "reindex", "doctor", "trash",
     }  # fmt: skip
     for name, command in group.commands.items():
         assert command.help and "Example: `ollm sessions " + name in command.help, name
