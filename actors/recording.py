@@ -17,6 +17,7 @@ from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.environment import Redactor
 from ollm_cli.pipeline.recording import (
     ChatRecordingService,
+    CloseReport,
     ResumePoint,
     SearchHit,
     StoreHealth,
@@ -49,15 +50,22 @@ class RecordingShell(ShellBase):
     def open_session(self, session_id: str) -> Session:
         return self.store.open_session(session_id)
 
-    def record_message(self, session_id: str, message: SessionMessage) -> None:
+    def record_message(self, session_id: str, message: SessionMessage) -> bool:
+        """Record one message; True once durable (False: kept and retried, see health)."""
         if self.redactor is not None:
             message = redact_record(message, self.redactor)
-        self.store.record_message(session_id, message)
+        return self.store.record_message(session_id, message)
 
-    def record_tool_call(self, session_id: str, call: SessionToolCall) -> None:
+    def record_partial(self, session_id: str, message: SessionMessage) -> bool:
+        """Record the part of an answer shown so far (see ChatRecordingService.record_partial)."""
+        if self.redactor is not None:
+            message = redact_record(message, self.redactor)
+        return self.store.record_partial(session_id, message)
+
+    def record_tool_call(self, session_id: str, call: SessionToolCall) -> bool:
         if self.redactor is not None:
             call = redact_record(call, self.redactor)
-        self.store.record_tool_call(session_id, call)
+        return self.store.record_tool_call(session_id, call)
 
     def record_answer(
         self,
@@ -67,7 +75,7 @@ class RecordingShell(ShellBase):
         prompt_tokens: int,
         completion_tokens: int,
         turn_end_tokens: int | None = None,
-    ) -> None:
+    ) -> bool:
         """The model's answer and the usage the server reported: one call, one fsync.
 
         An answer that ends the turn carries the turn end too
@@ -79,9 +87,10 @@ class RecordingShell(ShellBase):
             completion_tokens=completion_tokens,
             durable=False,
         )
-        self.record_message(session_id, message)
+        durable = self.record_message(session_id, message)
         if turn_end_tokens is not None:
             self.end_turn(session_id, turn_end_tokens)
+        return durable
 
     def add_usage(self, session_id: str, *, prompt_tokens: int, completion_tokens: int) -> None:
         self.store.add_usage(
@@ -139,5 +148,12 @@ class RecordingShell(ShellBase):
         """Pending writes and the last write error, for status lines and harnesses."""
         return self.store.health()
 
-    def close(self) -> None:
-        self.store.close()
+    def take_notices(self) -> list[str]:
+        """Lines the user should see once: sessions moved to the trash, rescued records
+        replayed, damaged files met."""
+        return self.store.take_notices()
+
+    def close(self) -> CloseReport:
+        """Close the store; the report says what could not be made durable, and where
+        it was rescued to (closing again returns the same report)."""
+        return self.store.close()

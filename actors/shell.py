@@ -26,8 +26,10 @@ class ShellBase:
         """Resident memory of this shell's process, in bytes."""
         return int(psutil.Process(os.getpid()).memory_info().rss)
 
-    def close(self) -> None:
-        """Release what the shell holds (its service saves and closes); nothing by default."""
+    def close(self) -> object:
+        """Release what the shell holds (its service saves and closes); nothing by default.
+        A shell may return a report of the closing (the recording shell does)."""
+        return None
 
     def flush_telemetry(self) -> None:
         """Send the spans and metrics this process still holds (before it is stopped)."""

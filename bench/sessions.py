@@ -11,7 +11,13 @@ one message recorded, p50 and p99                     p50 <= one raw append+fdat
 resume a 10,000-message (~20 MB) session              <= 3 x ``orjson.loads`` of the same bytes
 list 10,000 sessions (small and large ones)           < 100 ms, the same for small and large
 full-text search across 10,000 sessions               >= 10 x faster than ``rg -l`` on the folder
+``--huge MB``: list / view / export of one huge session  list < 1 s and < 100 MB; view and export in
+                                                      < 1/4 of the memory of reading it whole
 ====================================================  ==============================================
+
+``--huge 200`` measures the commands as real processes (time and peak RSS) on
+one 200 MB session, against the same commands made to read the session whole
+(the old way) in the same run.
 
 ``--quick`` uses smaller sizes (for a smoke run); its figures are not the
 targets'. The work folder is created on the same disk as the repository.
@@ -25,6 +31,7 @@ import random
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -350,10 +357,93 @@ def listing_and_search(
 # -- the table ----------------------------------------------------------------------------------
 
 
+_MEASURED = (
+    "import sys, time\n"
+    "from pipeline import session_stream\n"
+    "if sys.argv[1] == 'whole':\n"
+    "    session_stream.STREAM_BYTES = 1 << 62\n"
+    "from ollm_cli.cli.app import app, main\n"
+    "from cli import sessions_cmd\n"
+    "if not any(g.typer_instance is sessions_cmd.app for g in app.registered_groups):\n"
+    "    app.add_typer(sessions_cmd.app, name='sessions')\n"
+    "sys.argv = ['ollm', *sys.argv[2:]]\n"
+    "started = time.perf_counter()\n"
+    "try:\n"
+    "    main()\n"
+    "finally:\n"
+    "    took = time.perf_counter() - started\n"
+    "    status = open('/proc/self/status').read().split('VmHWM:')[1]\n"
+    "    rss = int(status.split()[0]) / 1024  # ru_maxrss would count the parent's pages\n"
+    "    print(f'MEASURED {took:.3f} {rss:.1f}', file=sys.stderr)\n"
+)
+
+
+def _measured(mode: str, home: Path, *args: str) -> tuple[float, float]:
+    """(seconds, peak MB) of ``ollm ARGS`` run as a real process, output discarded."""
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURED, mode, *args],
+        env={**os.environ, "OLLM_HOME": str(home), "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    line = [x for x in done.stderr.splitlines() if x.startswith("MEASURED ")][-1]
+    _, took, rss = line.split()
+    return float(took), float(rss)
+
+
+def huge_session(work: Path, words: Words, megabytes: int) -> list[Figure]:
+    """List, view and export one session of ``megabytes`` MB, streamed and whole."""
+    home = work / "huge-home"
+    folder = home / "sessions"
+    folder.mkdir(parents=True)
+    doc = big_session(words, megabytes * 475, 2000)
+    (folder / f"{doc.session_id}.json").write_bytes(doc.encode())
+    size = (folder / f"{doc.session_id}.json").stat().st_size / 1e6
+    sid = doc.session_id[:8]
+    del doc
+    _measured("stream", home, "sessions", "reindex")  # what the writer's index holds
+    figures: list[Figure] = []
+    took, rss = _measured("stream", home, "sessions", "list")
+    figures.append(
+        Figure(
+            f"list with one {size:.0f} MB session",
+            f"{took * 1000:.0f} ms, {rss:.0f} MB",
+            "(index only)",
+            "< 1 s, < 100 MB",
+            took < 1 and rss < 100,
+        )
+    )
+    for label, args in (
+        ("view", ("sessions", "view", sid)),
+        ("export markdown", ("sessions", "export", sid, "--format", "markdown")),
+        ("export json", ("sessions", "export", sid, "--format", "json")),
+    ):
+        print(f"{label} of the huge session, streamed and whole ...")
+        took, rss = _measured("stream", home, *args)
+        whole_took, whole_rss = _measured("whole", home, *args)
+        figures.append(
+            Figure(
+                f"{label} {size:.0f} MB session",
+                f"{took:.1f} s, {rss:.0f} MB",
+                f"whole: {whole_took:.1f} s, {whole_rss:.0f} MB",
+                "< 1/4 of the memory",
+                rss * 4 < whole_rss,
+            )
+        )
+    return figures
+
+
 def main(argv: list[str] | None = None) -> None:
     """Measure and print the figures."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument(
+        "--huge", type=int, default=0, metavar="MB", help="also one session of MB megabytes"
+    )
+    parser.add_argument("--only-huge", action="store_true", help="measure only the --huge session")
     options = parser.parse_args(argv)
     quick = options.quick
     words = Words()
@@ -362,6 +452,11 @@ def main(argv: list[str] | None = None) -> None:
     work = _work_dir()
     print(f"work folder: {work}")
     try:
+        if options.huge:
+            print(f"one {options.huge} MB session ...")
+            figures.extend(huge_session(work, words, options.huge))
+        if options.only_huge:
+            return _print_table(figures, quick)
         print("recording ...")
         appends = 100 if quick else 500
         before = raw_appends(work, text.encode() + b"\n", appends)

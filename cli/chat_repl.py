@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.cli.loop_thread import LoopThread
 from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.errors import OllmError
@@ -95,6 +96,7 @@ class ChatRepl:
         self.show_thinking = False
         """Reasoning is shown dimmed when on; folded to one line when off (``/thinking``)."""
         self._thinking = False
+        self._unsaved = False
 
     # ----------------------------------------------------------------- rendering
 
@@ -194,7 +196,9 @@ class ChatRepl:
             f"[dim]session {session_id[:8]} · {escape(self._model())} · "
             "/help for commands, Ctrl-D to leave[/]"
         )
+        self._show_interrupted()
         while True:
+            self._check_saved()
             try:
                 line = self.read_line("› ")
             except EOFError:
@@ -212,6 +216,37 @@ class ChatRepl:
                 continue
             self._turn(line)
 
+    def _show_interrupted(self) -> None:
+        """On resume: say so when the last answer was cut short (Ctrl-C or a crash)."""
+        conversation = self.coordinator.conversations.get(self.session_id)
+        if conversation is None or not conversation.context.messages:
+            return
+        last = conversation.context.messages[-1]
+        if last.role == "assistant" and (last.model_extra or {}).get("interrupted") is True:
+            shown = last.text[-500:]
+            self.console.print("[yellow]the last answer was interrupted; it had shown:[/]")
+            self.console.print(("…" if len(last.text) > 500 else "") + shown, markup=False)
+            self.console.print("[yellow](interrupted)[/]")
+
+    def _check_saved(self) -> None:
+        """A warning that stays, before every prompt, while records are not durable
+        (the disk refused them; the journal keeps retrying), and one line when they
+        are written again. A session file that only lags behind its journal is safe."""
+        try:
+            health = self.loop.run(self.coordinator.runtime.recording.call(RecordingShell.health))
+        except OllmError:
+            return
+        if health.pending_writes:
+            self._unsaved = True
+            self.err.print(
+                f"[bold red]⚠ NOT SAVED: {health.pending_writes} record(s) could not be written "
+                f"({escape(health.last_error or 'write failed')}); retrying. Free some space: "
+                "what is still unsaved when you leave goes to a rescue file.[/]"
+            )
+        elif self._unsaved:
+            self._unsaved = False
+            self.err.print("[green]✓ saved again: every record is on disk[/]")
+
     def _model(self) -> str:
         conversation = self.coordinator.conversations.get(self.session_id)
         return conversation.model if conversation else "?"
@@ -220,7 +255,11 @@ class ChatRepl:
         try:
             result = self.loop.run(self.coordinator.run_turn(self.session_id, text))
         except KeyboardInterrupt:
-            self.console.print("\n[yellow]cancelled; what was recorded is kept[/]")
+            self._streaming = False
+            self.console.print(
+                "\n[yellow]interrupted: the part of the answer shown is recorded, "
+                "marked as interrupted[/]"
+            )
             return
         except OllmError as error:
             self.err.print(f"[red]error:[/] {escape(str(error))}")
@@ -265,7 +304,11 @@ class ChatRepl:
             elif name == "/history":
                 session = self.loop.run(self.coordinator.get_session(self.session_id))
                 for message in session.messages:
-                    self.console.print(f"[bold]{message.role}[/] [dim]{message.timestamp}[/]")
+                    cut = (message.model_extra or {}).get("interrupted") is True
+                    self.console.print(
+                        f"[bold]{message.role}[/] [dim]{message.timestamp}[/]"
+                        + (" [yellow](interrupted)[/]" if cut else "")
+                    )
                     self.console.print(message.text or "[dim](tool call)[/]", markup=False)
             elif name == "/compress":
                 focus = " ".join(args) or None

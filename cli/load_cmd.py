@@ -25,6 +25,7 @@ import signal
 from pathlib import Path
 from typing import Annotated
 
+import orjson
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -125,6 +126,7 @@ def _settings(
     runtime: RuntimeChoice | None,
     ray_address: str | None,
     run_dir: Path,
+    sessions_dir: Path | None = None,
 ) -> OllmSettings:
     settings = apply_overrides(
         loaded_settings().settings,
@@ -141,7 +143,7 @@ def _settings(
         simulated["outputTokens"] = output_tokens
     if tool_call_every is not None:
         simulated["toolCallEvery"] = tool_call_every
-    data["services"]["session"]["dataDir"] = run_dir / "sessions"
+    data["services"]["session"]["dataDir"] = sessions_dir or run_dir / "sessions"
     data["services"]["session"]["maxSessions"] = 0
     data["snapshots"]["dataDir"] = run_dir / "snapshots"
     return OllmSettings.model_validate(data)
@@ -208,6 +210,21 @@ async def run_harness(
         memory_threshold=memory_threshold,
         latency_threshold=latency_threshold,
     )
+
+
+def write_client_settings(settings: OllmSettings, run_dir: Path) -> Path:
+    """The settings a killed client runs with: the soak's, in-process, with an answer
+    that streams for a while (so the kill lands in the middle of it)."""
+    data = settings.model_dump(mode="json", by_alias=True)
+    data["runtime"]["kind"] = "inprocess"
+    simulated = data["provider"]["simulated"]
+    simulated["outputTokens"] = max(int(simulated["outputTokens"]), 160)
+    simulated["chunkMs"] = float(simulated.get("chunkMs") or 0) or 40.0
+    run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = run_dir / "client-settings.json"
+    path.write_bytes(orjson.dumps(data))
+    path.chmod(0o600)
+    return path
 
 
 def _finish(report: LoadReport, run_dir: Path, keep: bool, json_output: bool) -> None:
@@ -291,6 +308,33 @@ def soak(
             "--kill-target", help="Only kill this service (repeatable; e.g. recording, provider)."
         ),
     ] = None,
+    kill_client_every: Annotated[
+        str | None,
+        typer.Option(
+            "--kill-client-every",
+            help="Every S seconds start a client process and kill -9 it in the middle of its "
+            "answer; what it showed must be in its session.",
+        ),
+    ] = None,
+    fill_disk_every: Annotated[
+        str | None,
+        typer.Option(
+            "--fill-disk-every",
+            help="Every S seconds fill the sessions filesystem, hold it full, then free it "
+            "(needs --sessions-dir on a small filesystem such as a tmpfs).",
+        ),
+    ] = None,
+    fill_disk_hold: Annotated[
+        str, typer.Option("--fill-disk-hold", help="How long the disk stays full (default 2s).")
+    ] = "2s",
+    sessions_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--sessions-dir",
+            file_okay=False,
+            help="Record the soak's sessions here (default: a folder under ~/.ollm/load).",
+        ),
+    ] = None,
     csv_path: Annotated[
         Path | None,
         typer.Option("--csv", dir_okay=False, help="Samples as CSV (default ./soak-TAG.csv)."),
@@ -335,7 +379,12 @@ def soak(
     `--kill-actor-every S` an actor is killed every S seconds and must come back
     with nothing lost.
 
-    Example: `ollm soak --duration 10m -c 16 --kill-actor-every 60`
+    `--kill-client-every S` kills a client process mid-answer and checks that what
+    it showed is recorded; `--fill-disk-every S` fills the sessions disk and frees
+    it again, and checks that every record waited and was written.
+
+    Example: `ollm soak --duration 10m -c 16 --kill-actor-every 60`, or on a tmpfs:
+    `ollm soak -d 2m --sessions-dir /mnt/small --kill-client-every 10 --fill-disk-every 20`
     """
     charting = chart_available()
     if chart_path is not None and not charting:
@@ -348,6 +397,9 @@ def soak(
         sample_interval_s=parse_duration(sample_every),
         kill_every_s=parse_duration(kill_actor_every) if kill_actor_every else None,
         kill_targets=kill_target or None,
+        kill_client_every_s=parse_duration(kill_client_every) if kill_client_every else None,
+        fill_disk_every_s=parse_duration(fill_disk_every) if fill_disk_every else None,
+        fill_disk_hold_s=parse_duration(fill_disk_hold),
     )
     run_dir = ollm_home() / "load" / options.tag
     settings = _settings(
@@ -359,7 +411,10 @@ def soak(
         runtime=runtime,
         ray_address=ray_address,
         run_dir=run_dir,
+        sessions_dir=sessions_dir,
     )
+    if options.kill_client_every_s is not None:
+        options.client_settings_file = write_client_settings(settings, run_dir)
     report = asyncio.run(
         run_harness(
             settings,
@@ -418,6 +473,26 @@ def _print_report(report: LoadReport) -> None:
     )
     if report.kills:
         table.add_row("actors killed", ", ".join(k.service for k in report.kills))
+    if report.client_kills:
+        kills = report.client_kills
+        table.add_row(
+            "clients killed mid-answer",
+            f"{len(kills)}: shown {sum(k.shown_chars for k in kills)} chars, "
+            f"{sum(k.required_chars for k in kills)} of them before the recording interval, "
+            f"recorded {sum(k.recorded_chars for k in kills)}, "
+            f"lost {sum(k.lost_chars for k in kills)}",
+        )
+    if report.disk_fills:
+        fills = report.disk_fills
+        recovered = [f.recovered_s for f in fills if f.recovered_s is not None]
+        table.add_row(
+            "disk filled and freed",
+            f"{len(fills)}×: up to {max(f.max_pending_records for f in fills)} records waited; "
+            f"written again {max(recovered, default=0):.2f} s after space came back at most"
+            + ("" if len(recovered) == len(fills) else " [red](some never)[/]"),
+        )
+    if report.client_kills or report.disk_fills:
+        table.add_row("records never written", str(report.pending_records))
     if report.csv_path:
         table.add_row("samples", escape(report.csv_path))
     if report.chart_path:

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.cli.chat_repl import ChatRepl, finish_compressions
 from ollm_cli.cli.exit_codes import EXIT_CODES_HELP
 from ollm_cli.cli.loop_thread import LoopThread
@@ -28,8 +29,9 @@ from ollm_cli.cli.overrides import (
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.cli.trust_cmd import TrustWorkspaceOption, settle_workspace_trust
 from ollm_cli.pipeline.coordinator import Coordinator, raise_if_stopped
-from ollm_cli.pipeline.errors import SessionNotFoundError, UsageError
+from ollm_cli.pipeline.errors import OllmError, SessionNotFoundError, StorageError, UsageError
 from ollm_cli.pipeline.events import EventBus, LoopDetectedEvent, PipelineEvent
+from ollm_cli.pipeline.recording import CloseReport
 from ollm_cli.pipeline.runtime import create_runtime
 
 
@@ -107,10 +109,15 @@ def run(
         ask=repl.ask_approval if interactive and sys.stdin.isatty() else None,
     )
     repl.coordinator = coordinator
+    started = False
+    failed = False
+    report: CloseReport | None = None
     try:
         with err_console.status("starting the pipeline…", spinner="dots"):
             loop.run(pipeline_runtime.start())
+        started = True
         session_id = _open_session(loop, coordinator, repl, session, resume, continue_latest)
+        _show_notices(loop, coordinator)
         if interactive:
             events.subscribe(repl.render_event)
             repl.chat(session_id)
@@ -118,14 +125,21 @@ def run(
             assert prompt is not None
             events.subscribe(_warn_on_loop, {"loop:detected"})
             _one_turn(loop, coordinator, session_id, prompt, json_output)
+    except BaseException:
+        failed = True
+        raise
     finally:
         try:
             finish_compressions(loop, coordinator, err_console)
             for sid in list(coordinator.conversations):
                 loop.run(coordinator.end_session(sid))
         finally:
+            if started:
+                report = _close_recording(loop, coordinator)
             loop.run(pipeline_runtime.shutdown())
             loop.close()
+        if report is not None and not report.ok and not failed:
+            raise _not_saved_error(report, settings.services.session.data_dir)
 
 
 run.__doc__ = (run.__doc__ or "") + "\n\n" + EXIT_CODES_HELP
@@ -154,6 +168,49 @@ def _open_session(
     if resume and session is None:
         session = repl.pick_session()
     return loop.run(coordinator.start_session(resume=session))
+
+
+def _show_notices(loop: LoopThread, coordinator: Coordinator) -> None:
+    """Say once what the store did on its own (sessions trashed, records replayed)."""
+    for notice in loop.run(coordinator.runtime.recording.call(RecordingShell.take_notices)):
+        err_console.print(f"[yellow]{escape(notice)}[/]")
+
+
+def _close_recording(loop: LoopThread, coordinator: Coordinator) -> CloseReport | None:
+    """Close the session store; say what it could not write and where it was rescued."""
+    try:
+        report: CloseReport = loop.run(coordinator.runtime.recording.call(RecordingShell.close))
+    except OllmError as error:
+        err_console.print(f"[red]closing the session store failed:[/] {escape(str(error))}")
+        return None
+    if not report.ok:
+        where = (
+            f"kept in the rescue file {report.rescue_file}"
+            if report.rescue_file
+            else "LOST: no other folder was writable to rescue them to"
+        )
+        err_console.print(
+            f"[red]⚠ {report.unsaved_records} record(s) could not be saved "
+            f"({escape(report.error or 'write failed')}); {escape(where)}[/]"
+        )
+    return report
+
+
+def _not_saved_error(report: CloseReport, data_dir: Path) -> StorageError:
+    sessions = ", ".join(sid[:8] for sid in report.sessions) or "?"
+    if report.rescue_file:
+        rest = (
+            f"They were written to the rescue file {report.rescue_file}; the next ollm "
+            "command that can write there replays them."
+        )
+    else:
+        rest = "No other filesystem was writable, so they are lost."
+    return StorageError(
+        f"the turn was not saved: {report.unsaved_records} record(s) of session {sessions} "
+        f"could not be written to {data_dir} ({report.error or 'write failed'}). {rest}",
+        hint="free some disk space (or fix the folder's permissions), then run "
+        "`ollm sessions doctor --fix` or any chat to bring them in",
+    )
 
 
 def _warn_on_loop(event: PipelineEvent) -> None:

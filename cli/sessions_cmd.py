@@ -10,12 +10,17 @@ to ask on they refuse unless ``--yes`` is given.
 
 from __future__ import annotations
 
+import io
 import logging
+import os
 import re
+import shlex
+import stat
+import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
@@ -24,11 +29,12 @@ from typing import Annotated, Any, NoReturn
 import orjson
 import typer
 from pydantic import ValidationError
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.panel import Panel
 from rich.progress import Progress
 from rich.rule import Rule
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -39,7 +45,6 @@ from ollm_cli.cli.output import (
     print_error,
     print_json,
     strip_control,
-    write_stdout,
 )
 from ollm_cli.cli.session_import_cmd import ImportFrom, import_from_tools, is_foreign
 from ollm_cli.cli.state import loaded_settings
@@ -57,13 +62,20 @@ from ollm_cli.pipeline.recording import (
     ExportFormat,
     NoteBlock,
     SearchHit,
+    StreamedSession,
     TextBlock,
     ToolCallView,
+    TranscriptEntry,
     call_outcome,
     compression_marks,
     compression_summary,
     describe_compression,
     format_args,
+    gc_relaxed,
+    html_chunks,
+    iter_transcript,
+    json_chunks,
+    markdown_chunks,
     render,
     session_facts,
     session_heading,
@@ -124,16 +136,24 @@ def usage_error(message: str, *, hint: str, json_output: bool = False) -> NoRetu
 
 
 @contextmanager
-def open_store() -> Iterator[ChatRecordingService]:
-    """The session store of the effective settings, closed on the way out."""
+def open_store(*, read_only: bool = False) -> Iterator[ChatRecordingService]:
+    """The session store of the effective settings, closed on the way out.
+
+    ``read_only`` (list, view, search, export): nothing in the store is moved,
+    folded or rewritten; a damaged file is named on stderr instead.
+    """
     settings = loaded_settings().settings
     store = ChatRecordingService(
-        settings.services.session, snapshots_dir=settings.snapshots.data_dir
+        settings.services.session,
+        snapshots_dir=settings.snapshots.data_dir,
+        read_only=read_only,
     )
     try:
         yield store
     finally:
         store.close()
+        for notice in store.take_notices():
+            say(notice, style="yellow", err=True)
 
 
 def confirm(question: str, *, yes: bool, action: str, json_output: bool = False) -> None:
@@ -255,7 +275,7 @@ def list_sessions(
     Example: `ollm sessions list --limit 10 --tag work --since 7d`
     """
     since_at = parse_since(since) if since else None
-    with open_store() as store:
+    with open_store(read_only=True) as store:
         summaries = store.list_sessions(
             limit=limit,
             offset=offset,
@@ -358,38 +378,123 @@ def _compression_rule(mark: CompressionMark, *, summaries: bool) -> list[Rendera
 def session_view(session: Session, *, full: bool = False, summaries: bool = False) -> Group:
     """The session as rich renderables: facts, then each message and its tool calls,
     with a line where each compression happened (and its summary with ``summaries``)."""
+    items = view_items(
+        session, transcript(session), session_facts(session), full=full, summaries=summaries
+    )
+    return Group(*items)
+
+
+def view_items(
+    header: Session,
+    entries: Iterable[TranscriptEntry],
+    facts_list: list[tuple[str, str]],
+    *,
+    full: bool = False,
+    summaries: bool = False,
+) -> Iterator[RenderableType]:
+    """The renderables of a view, one by one (a streamed session is never held whole),
+    with a line where each compression of ``header``'s history happened (by time)."""
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="dim")
     facts.add_column()
-    for label, value in session_facts(session):
+    for label, value in facts_list:
         facts.add_row(label, Text(value))
-    items: list[RenderableType] = [
-        Panel(facts, title=Text(session_heading(session), style="bold"), title_align="left")
-    ]
-    entries = transcript(session)
-    marks = compression_marks(session, entries)
-    for index, entry in enumerate(entries):
-        for mark in marks:
-            if mark.before == index:
-                items.extend(_compression_rule(mark, summaries=summaries))
+    yield Panel(facts, title=Text(session_heading(header), style="bold"), title_align="left")
+    marks = iter(compression_marks(header, []))
+    mark = next(marks, None)
+    for entry in entries:
+        moment = parse_iso(entry.timestamp)
+        while mark is not None and parse_iso(mark.event.timestamp) < moment:
+            yield from _compression_rule(mark, summaries=summaries)
+            mark = next(marks, None)
         style = _ROLE_STYLES.get(entry.role, "bold magenta")
-        items.append(
-            Rule(
-                Text.assemble((entry.role, style), ("  " + short_time(entry.timestamp), "dim")),
-                align="left",
-            )
+        yield Rule(
+            Text.assemble((entry.role, style), ("  " + short_time(entry.timestamp), "dim")),
+            align="left",
         )
         for block in entry.blocks:
             if isinstance(block, TextBlock):
-                items.append(Padding(Text(block.text), (0, 0, 0, 2)))
+                yield _indented(block.text)
             elif isinstance(block, NoteBlock):
-                items.append(Padding(Text(f"({block.text})", style="dim italic"), (0, 0, 0, 2)))
+                yield Padding(Text(f"({block.text})", style="dim italic"), (0, 0, 0, 2))
             else:
-                items.append(Padding(_call_panel(block.call, full=full), (0, 0, 0, 2)))
-    for mark in marks:
-        if mark.before >= len(entries):
-            items.extend(_compression_rule(mark, summaries=summaries))
-    return Group(*items)
+                yield Padding(_call_panel(block.call, full=full), (0, 0, 0, 2))
+    while mark is not None:
+        yield from _compression_rule(mark, summaries=summaries)
+        mark = next(marks, None)
+
+
+class _Indented:
+    """Message text indented by two spaces, lines left for the terminal (or the pager)
+    to wrap: laying out megabytes of text in rich's wrapper cost minutes."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __rich_console__(self, console: Console, options: Any) -> Iterator[Segment]:
+        for line in self.text.split("\n"):
+            yield Segment("  " + strip_control(line) if line else "")
+            yield Segment.line()
+
+
+def _indented(text: str) -> _Indented:
+    return _Indented(text)
+
+
+def _streamed_entries(streamed: StreamedSession) -> Iterator[TranscriptEntry]:
+    return iter_transcript(
+        streamed.messages(),
+        result_ids=streamed.result_ids,
+        recorded=streamed.recorded,
+        orphans=streamed.orphans,
+    )
+
+
+def _streamed_facts(streamed: StreamedSession) -> list[tuple[str, str]]:
+    return session_facts(
+        streamed.header, messages=streamed.message_count, tool_calls=streamed.tool_call_count
+    )
+
+
+class _PagerConsole(Console):
+    """A console writing into the pager: the reader quitting it ends the view quietly
+    (rich's own handling exits with code 1)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
+@contextmanager
+def paged_console() -> Iterator[Console]:
+    """On a terminal: a console writing into ``$PAGER`` (``less -R``) as the text is
+    made, so a long session shows at once and is never held whole; else the console."""
+    if not sys.stdout.isatty():
+        yield console
+        return
+    command = shlex.split(os.environ.get("PAGER") or "less -R")
+    env = {**os.environ, "LESS": os.environ.get("LESS", "FRX")}
+    try:
+        pager = subprocess.Popen(command, stdin=subprocess.PIPE, env=env)
+    except OSError:
+        yield console
+        return
+    assert pager.stdin is not None
+    stream = io.TextIOWrapper(pager.stdin, encoding="utf-8", errors="replace")
+    paged = _PagerConsole(
+        file=stream,
+        force_terminal=True,
+        width=console.width,
+        no_color=console.no_color,
+        color_system=console.color_system,  # type: ignore[arg-type]
+    )
+    try:
+        yield paged
+    except BrokenPipeError:
+        pass  # the reader quit the pager: nothing more to show
+    finally:
+        with suppress(BrokenPipeError, OSError):
+            stream.close()
+        pager.wait()
 
 
 @app.command("view")
@@ -411,7 +516,19 @@ def view(
     Example: `ollm sessions view 3f1c2a9e --full | less -R`,
     `ollm sessions view 3f1c2a9e --summaries`
     """
-    with open_store() as store:
+    with open_store(read_only=True) as store:
+        streamed = None if raw or json_output else store.streamed(session_id)
+        if streamed is not None:
+            with gc_relaxed(), paged_console() as out:
+                for item in view_items(
+                    streamed.header,
+                    _streamed_entries(streamed),
+                    _streamed_facts(streamed),
+                    full=full,
+                    summaries=summaries,
+                ):
+                    out.print(item)
+            return
         session = store.get_session(session_id)
         if raw:
             path = store.data_dir / f"{session.session_id}.json"
@@ -430,7 +547,22 @@ def view(
     if json_output:
         print_json(session)
         return
-    console.print(session_view(session, full=full, summaries=summaries))
+    with paged_console() as out:
+        for item in view_items(
+            session, transcript(session), session_facts(session), full=full, summaries=summaries
+        ):
+            out.print(item)
+
+
+def export_chunks(streamed: StreamedSession, fmt: ExportFormat) -> Iterator[str]:
+    """The export of a streamed session, piece by piece."""
+    if fmt is ExportFormat.JSON:
+        return json_chunks(streamed.header, streamed.raw_messages(), streamed.raw_tool_calls())
+    entries = _streamed_entries(streamed)
+    facts = _streamed_facts(streamed)
+    if fmt is ExportFormat.MARKDOWN:
+        return markdown_chunks(streamed.header, entries, facts)
+    return html_chunks(streamed.header, entries, facts)
 
 
 @app.command("export")
@@ -453,11 +585,17 @@ def export(
 
     Example: `ollm sessions export 3f1c2a9e --format html --output chat.html`
     """
-    with open_store() as store:
-        session = store.get_session(session_id)
-    text = render(session, fmt)
+    with open_store(read_only=True) as store:
+        streamed = store.streamed(session_id)
+        session = store.get_session(session_id) if streamed is None else streamed.header
+    chunks: Iterable[str] = (
+        [render(session, fmt)] if streamed is None else export_chunks(streamed, fmt)
+    )
     if output is None:
-        write_stdout(text)
+        with gc_relaxed():
+            for chunk in chunks:
+                sys.stdout.write(strip_control(chunk))
+        sys.stdout.flush()
         return
     if output.exists() and not force:
         raise SessionError(
@@ -466,7 +604,9 @@ def export(
         )
     partial = output.with_name(f".{output.name}.partial")
     try:
-        partial.write_text(text, encoding="utf-8")
+        with open(partial, "w", encoding="utf-8") as handle, gc_relaxed():
+            for chunk in chunks:
+                handle.write(chunk)
         partial.replace(output)
     except OSError as exc:
         partial.unlink(missing_ok=True)
@@ -518,7 +658,7 @@ def search(
     """
     if not query.strip():
         raise typer.BadParameter("give at least one word to search for", param_hint="QUERY")
-    with open_store() as store:
+    with open_store(read_only=True) as store:
         hits = store.search(query, limit=limit)
     if json_output:
         print_json(hits)
@@ -778,17 +918,67 @@ def validation_problems(error: ValidationError) -> list[str]:
     return lines
 
 
-def read_session_file(path: Path) -> Session:
-    """Read and validate a session file, raising :class:`SessionError` naming each problem."""
+def read_regular_file(path: Path) -> bytes:
+    """The bytes of ``path``, refused at once when it is not a regular file (a FIFO
+    would wait forever for a writer; a device may never end)."""
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     except OSError as exc:
         raise SessionError(
             f"cannot read {path}: {exc.strerror}", hint="check the path and its permissions"
         ) from None
     try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = (
+                "a folder"
+                if stat.S_ISDIR(mode)
+                else "a FIFO (named pipe)"
+                if stat.S_ISFIFO(mode)
+                else "a socket"
+                if stat.S_ISSOCK(mode)
+                else "a device"
+                if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "not a regular file"
+            )
+            raise SessionError(
+                f"cannot import {path}: it is {kind}, not a regular file",
+                hint="give the session file itself (what `ollm sessions export ID --format "
+                "json` writes); to import from a pipe, save it to a file first",
+            )
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    except OSError as exc:
+        raise SessionError(
+            f"cannot read {path}: {exc.strerror}", hint="check the path and its permissions"
+        ) from None
+    finally:
+        os.close(fd)
+
+
+def first_invalid_utf8(data: bytes) -> int | None:
+    """The offset of the first byte of ``data`` that is not UTF-8 (None: all of it is)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return None
+
+
+def read_session_file(path: Path) -> Session:
+    """Read and validate a session file, raising :class:`SessionError` naming each problem."""
+    data = read_regular_file(path)
+    try:
         parsed = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
+        bad = first_invalid_utf8(data)
+        if bad is not None:
+            raise SessionError(
+                f"{path} is not valid UTF-8 (byte 0x{data[bad]:02x} at offset {bad}), so it "
+                "is not a session file",
+                hint="a session file is UTF-8 JSON, what `ollm sessions export ID --format "
+                "json` writes",
+            ) from None
         raise SessionError(
             f"{path} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}",
             hint="a session file is what `ollm sessions export ID --format json` writes",
@@ -907,3 +1097,118 @@ def reindex(json_output: JsonOption = False) -> None:
         print_json({"sessions": count})
         return
     say(f"Reindexed {count} sessions.")
+
+
+@app.command("doctor")
+def doctor(
+    fix: Annotated[
+        bool, typer.Option("--fix", help="Repair what is found (otherwise nothing changes).")
+    ] = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Check the sessions folder: damaged files, orphaned journals, stale locks, index
+    drift, rescue files waiting. Reports only, unless --fix.
+
+    Example: `ollm sessions doctor`, then `ollm sessions doctor --fix`
+    """
+    with open_store(read_only=not fix) as store:
+        findings = store.doctor(fix=fix)
+    if json_output:
+        print_json(findings)
+        return
+    if not findings:
+        say(
+            "All is well: every session file reads, no journal or lock is left over, "
+            "the index matches the files."
+        )
+        return
+    for finding in findings:
+        mark = "fixed" if finding.fixed else "found"
+        say(f"{mark:5}  {finding.kind:16}  {finding.subject}: {finding.detail}")
+    left = [f for f in findings if not f.fixed and f.kind != "quarantined"]
+    if left and not fix:
+        say("Run `ollm sessions doctor --fix` to repair these.", style="dim")
+
+
+trash_app = typer.Typer(
+    help=(
+        "Sessions that `maxSessions` removed, kept for services.session.trashDays days "
+        "(default 7) before they are deleted for good.\n\n"
+        "Example: `ollm sessions trash list`, `ollm sessions trash restore 3f1c2a9e`"
+    ),
+    no_args_is_help=False,
+    invoke_without_command=True,
+    rich_markup_mode="markdown",
+)
+app.add_typer(trash_app, name="trash")
+
+
+@trash_app.callback()
+def trash_default(ctx: typer.Context, json_output: JsonOption = False) -> None:
+    """Without a subcommand: list the trash."""
+    if ctx.invoked_subcommand is None:
+        trash_list(json_output=json_output)
+
+
+@trash_app.command("list")
+def trash_list(json_output: JsonOption = False) -> None:
+    """List the sessions in the trash and when each is deleted for good.
+
+    Example: `ollm sessions trash list --json`
+    """
+    with open_store(read_only=True) as store:
+        entries = store.list_trash()
+    if json_output:
+        print_json(entries)
+        return
+    if not entries:
+        say("The trash is empty.")
+        return
+    table = Table(box=None)
+    for column in ("id", "title", "last activity", "trashed", "deleted for good"):
+        table.add_column(column)
+    for entry in entries:
+        table.add_row(
+            entry.session_id[:ID_PREFIX_LENGTH],
+            Text(entry.title or "(untitled)"),
+            short_time(entry.last_activity) if entry.last_activity else "?",
+            short_time(entry.trashed_at),
+            short_time(entry.expires_at),
+        )
+    console.print(table)
+
+
+@trash_app.command("restore")
+def trash_restore(session_id: SessionArg, json_output: JsonOption = False) -> None:
+    """Bring a session back from the trash.
+
+    Example: `ollm sessions trash restore 3f1c2a9e`
+    """
+    with open_store() as store:
+        sid = store.restore_from_trash(session_id)
+    if json_output:
+        print_json({"restored": sid})
+        return
+    say(f"Restored session {sid}.")
+
+
+@trash_app.command("empty")
+def trash_empty(yes: YesOption = False, json_output: JsonOption = False) -> None:
+    """Delete everything in the trash for good.
+
+    Example: `ollm sessions trash empty --yes`
+    """
+    with open_store() as store:
+        count = len(store.list_trash())
+        if count:
+            confirm(
+                f"Delete the {count} sessions in the trash for good?",
+                yes=yes,
+                action="empty the trash",
+                json_output=json_output,
+            )
+        gone = store.empty_trash()
+    if json_output:
+        print_json({"deleted": gone})
+        return
+    say(f"Deleted {len(gone)} sessions from the trash for good." if gone else "The trash is empty.")

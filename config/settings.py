@@ -144,6 +144,17 @@ class SessionSettings(ConfigModel):
     share one rewrite (0: at once, every turn)."""
     redact_secrets: bool = True
     group_commit_ms: Annotated[float, Field(ge=0, le=1000)] = 2.0
+    trash_days: Annotated[int, Field(ge=0, le=3650)] = 7
+    """How many days sessions removed by ``maxSessions`` (or deleted) stay in the
+    trash folder, from which ``ollm sessions trash restore ID`` brings them back
+    (0: emptied at the next cleanup)."""
+    rescue_dirs: list[Path] = Field(default_factory=list)
+    """Where records that could not be written to ``dataDir`` (a full disk) are
+    kept when a command ends, tried before the defaults ($XDG_RUNTIME_DIR,
+    /dev/shm, the temp folder, ``~/.cache``); a folder on another filesystem wins.
+    The next command that can write to ``dataDir`` replays them."""
+    stream_record_ms: Annotated[float, Field(ge=20, le=5000)] = 250.0
+    """How often the part of an answer shown so far is recorded while it streams."""
 
     @field_validator("data_dir", mode="after")
     @classmethod
@@ -298,6 +309,9 @@ class SimulatedSettings(ConfigModel):
     output_tokens: Annotated[int, Field(ge=1, le=_MAX_TOKENS)] = 32
     tool_call_every: Annotated[int, Field(ge=0, le=1_000_000)] = 0
     context_window: Annotated[int, Field(ge=256, le=_MAX_TOKENS)] = 8192
+    chunk_ms: Annotated[float, Field(ge=0, le=10_000)] = 0.0
+    """Pause between the chunks of an answer (0: all at once), for an answer that
+    streams for a while (the soak kills a client in the middle of one)."""
 
 
 class OpenAISettings(ConfigModel):

@@ -35,6 +35,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import uuid
@@ -678,6 +679,7 @@ class Coordinator:
         unchecked: list[str] = []
         unchecked_chars = 0
         stream = self._answer(conversation, request, gate)
+        shown = _ShownText(self, sid, text_parts)
         try:
             async for chunk in stream:
                 if chunk.thinking:
@@ -689,6 +691,7 @@ class Coordinator:
                     unchecked.append(chunk.text)
                     unchecked_chars += len(chunk.text)
                     self.events.publish(TextDelta(session_id=sid, text=chunk.text))
+                    shown.tick()
                     if unchecked_chars >= STREAM_CHECK_CHARS:
                         event = await self.runtime.loop_detection.call(
                             LoopDetectionShell.stream, sid, "".join(unchecked)
@@ -700,8 +703,13 @@ class Coordinator:
                 calls.extend(chunk.tool_calls)
                 if chunk.done:
                     self._usage(conversation, request.system_prompt, sent, chunk, result)
+        except asyncio.CancelledError:
+            # Ctrl-C: what was shown is recorded, marked as interrupted
+            await asyncio.shield(shown.interrupted(conversation))
+            raise
         finally:
             await stream.aclose()
+        await shown.settle()  # a part still being recorded is replaced by the whole answer
         text = "".join(text_parts)
         parts: list[Any] = [TextPart(text=text)] if text else []
         if thinking:
@@ -1098,6 +1106,65 @@ class Coordinator:
 
 async def _none() -> None:
     return None
+
+
+class _ShownText:
+    """Records the part of an answer shown so far while it streams, so a crash
+    loses at most the last ``services.session.streamRecordMs`` of it.
+
+    A task beside the stream records the text every interval when more was
+    shown (the group commit makes it durable); the stream never waits for it.
+    It is stopped, never cancelled, before the whole answer is recorded, so a
+    part can never land after the answer that replaces it.
+    """
+
+    def __init__(self, coordinator: Coordinator, session_id: str, parts: list[str]) -> None:
+        self.coordinator = coordinator
+        self.session_id = session_id
+        self.parts = parts
+        self.interval_s = coordinator.settings.services.session.stream_record_ms / 1000
+        self.stop = asyncio.Event()
+        self.task: asyncio.Future[None] | None = None
+
+    def tick(self) -> None:
+        """A piece of text was shown: make sure the recorder runs."""
+        if self.task is None:
+            self.task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        recorded = 0
+        while not self.stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop.wait(), self.interval_s)
+                return
+            if len(self.parts) == recorded:
+                continue
+            recorded = len(self.parts)
+            message = SessionMessage.assistant("".join(self.parts))
+            try:
+                await self.coordinator.runtime.recording.call(
+                    RecordingShell.record_partial, self.session_id, message
+                )
+            except OllmError as error:  # the whole answer is still recorded at its end
+                logger.warning("recording the answer so far failed: %s", error)
+
+    async def settle(self) -> None:
+        """Stop recording parts; wait for one in flight."""
+        self.stop.set()
+        if self.task is not None:
+            await asyncio.gather(self.task, return_exceptions=True)
+
+    async def interrupted(self, conversation: Conversation) -> None:
+        """Record the part shown as the answer, marked ``interrupted``."""
+        await self.settle()
+        text = "".join(self.parts)
+        if not text:
+            return
+        message = SessionMessage(role="assistant", parts=[TextPart(text=text)], interrupted=True)
+        try:
+            await self.coordinator._record(conversation, message)
+        except OllmError as error:
+            logger.warning("recording the interrupted answer failed: %s", error)
 
 
 def _common_prefix(before: list[SessionMessage], now: list[SessionMessage]) -> int:

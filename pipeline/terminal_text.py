@@ -16,14 +16,14 @@ from __future__ import annotations
 import re
 
 # ESC-introduced sequences: CSI (ESC [ ... final), OSC/DCS/SOS/PM/APC strings (up to BEL
-# or ESC \\), and two-character escapes; then their 8-bit C1 forms; then any other
-# control character but tab and newline.
+# or ESC \\, an unterminated one to the end of its line), and two-character escapes;
+# then their 8-bit C1 forms; then any other control character but tab and newline.
 _CONTROL = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]?"
-    r"|\x1b[\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[\]PX^_][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
     r"|\x1b[ -/]*[0-~]?"
     r"|\x9b[0-?]*[ -/]*[@-~]?"
-    r"|[\x90\x9d\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|[\x90\x9d\x98\x9e\x9f][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
     r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
 )
 _CONTROL_GATE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

@@ -36,6 +36,7 @@ from ollm_cli.pipeline.harness._load_stats import (
     detect_climb,
 )
 from ollm_cli.pipeline.harness._load_verify import Verification
+from ollm_cli.pipeline.harness._soak_faults import ClientKill, DiskFill
 
 
 class LoadReport(HarnessModel):
@@ -62,6 +63,9 @@ class LoadReport(HarnessModel):
     verification: Verification
     verified: bool
     kills: list[KillEvent] = Field(default_factory=list)
+    client_kills: list[ClientKill] = Field(default_factory=list)
+    disk_fills: list[DiskFill] = Field(default_factory=list)
+    pending_records: int = 0
     trends: list[Trend] = Field(default_factory=list)
     samples: list[Sample] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
@@ -150,6 +154,21 @@ def build_report(
         )
     if run.failed_turns:
         problems.append(f"{run.failed_turns} turn(s) failed")
+    lost_kills = [k for k in run.client_kills if k.lost_chars or k.mismatch]
+    if lost_kills:
+        problems.append(
+            f"{len(lost_kills)} killed client(s) lost text they had shown "
+            f"({sum(k.lost_chars for k in lost_kills)} character(s) shown before the recording "
+            "interval ended are not in the session, or the session holds other text)"
+        )
+    stuck = [f for f in run.disk_fills if f.recovered_s is None]
+    if stuck:
+        problems.append(
+            f"after {len(stuck)} disk fill(s), records still waited for the disk a minute "
+            "after it was freed"
+        )
+    if run.pending_records:
+        problems.append(f"{run.pending_records} record(s) were still not written at the end")
     for trend in trends:
         if trend.climbing:
             problems.append(
@@ -180,6 +199,9 @@ def build_report(
         verification=verification,
         verified=verification.ok,
         kills=run.kills,
+        client_kills=run.client_kills,
+        disk_fills=run.disk_fills,
+        pending_records=run.pending_records,
         trends=trends,
         samples=run.samples if soak else [],
         errors=run.errors,

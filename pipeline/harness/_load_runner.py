@@ -26,21 +26,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from functools import partial
-from typing import Annotated, TypeVar
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
 
 from pydantic import Field, model_validator
 
+from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.actors.shell import ShellBase
 from ollm_cli.pipeline.coordinator import Coordinator, TurnResult
 from ollm_cli.pipeline.environment import redact
-from ollm_cli.pipeline.errors import ActorFailedError, OllmError
+from ollm_cli.pipeline.errors import ActorFailedError, OllmError, StorageError
 from ollm_cli.pipeline.harness._load_stats import HarnessModel, LatencyStats
 from ollm_cli.pipeline.harness._load_verify import MISSING_SHOWN, Exchange, Transcript
+from ollm_cli.pipeline.harness._soak_faults import (
+    ClientKill,
+    DiskFill,
+    check_fill_allowed,
+    fill_disk,
+    kill_client,
+)
+from ollm_cli.pipeline.records import Session
 from ollm_cli.pipeline.runtime import Service
 
 logger = logging.getLogger(__name__)
@@ -50,6 +61,8 @@ DEPTH_INTERVAL_S = 0.02
 SAMPLE_CALL_TIMEOUT_S = 5.0
 
 KILL_WAIT_S = 2.0
+FAULT_MARGIN_S = 0.25
+"""Scheduling slack, on top of ``streamRecordMs``, for text shown just before a client died."""
 
 _WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
 
@@ -123,6 +136,13 @@ class HarnessOptions(HarnessModel):
     sample_interval_s: Annotated[float, Field(gt=0)] = 1.0
     kill_every_s: Annotated[float, Field(gt=0)] | None = None
     kill_targets: list[str] | None = None
+    kill_client_every_s: Annotated[float, Field(gt=0)] | None = None
+    """Start a client process every S seconds and SIGKILL it in the middle of its answer."""
+    fill_disk_every_s: Annotated[float, Field(gt=0)] | None = None
+    """Fill the sessions filesystem every S seconds, hold it full, free it."""
+    fill_disk_hold_s: Annotated[float, Field(gt=0)] = 2.0
+    client_settings_file: Path | None = None
+    """The settings a killed client runs with (written by whoever starts the harness)."""
     actor_retry_s: Annotated[float, Field(ge=0)] = 60.0
     message_words: Annotated[int, Field(ge=1, le=200)] = 8
     tag: str = Field(default_factory=lambda: f"load-{uuid.uuid4().hex[:8]}")
@@ -151,6 +171,10 @@ class HarnessRun:
     kills: list[KillEvent]
     inbox: dict[str, InboxDepth]
     stopped: bool
+    client_kills: list[ClientKill] = field(default_factory=list)
+    disk_fills: list[DiskFill] = field(default_factory=list)
+    pending_records: int = 0
+    """Records still waiting for the disk when the run ended (lost if the process ends)."""
 
 
 class LoadHarness:
@@ -181,6 +205,9 @@ class LoadHarness:
         self._stopping = False
         self._started = 0.0
         self._deadline: float | None = None
+        self._client_kills: list[ClientKill] = []
+        self._disk_fills: list[DiskFill] = []
+        self._faults_in_flight: set[asyncio.Future[Any]] = set()
 
     def request_stop(self) -> None:
         """Finish the turns in flight and stop (Ctrl-C)."""
@@ -199,6 +226,13 @@ class LoadHarness:
                 "--kill-actor-every needs the Ray runtime (in-process services cannot be killed)",
                 hint="drop --runtime inprocess, or drop --kill-actor-every",
             )
+        if self.options.fill_disk_every_s is not None:
+            check_fill_allowed(self.coordinator.settings.services.session.data_dir)
+        if self.options.kill_client_every_s is not None and not self.options.client_settings_file:
+            raise OllmError(
+                "killing clients needs the settings file they run with",
+                hint="set HarnessOptions.client_settings_file (`ollm soak` does)",
+            )
         if self.options.warmup_turns:
             await self._conversation(0, warmup=True)  # first calls load code and caches
         self._started = time.monotonic()
@@ -210,11 +244,16 @@ class LoadHarness:
             background.append(asyncio.ensure_future(self._sample_periodically()))
         if self.options.kill_every_s is not None:
             background.append(asyncio.ensure_future(self._kill_periodically()))
+        if self.options.kill_client_every_s is not None:
+            background.append(asyncio.ensure_future(self._kill_clients_periodically()))
+        if self.options.fill_disk_every_s is not None:
+            background.append(asyncio.ensure_future(self._fill_disk_periodically()))
         workers = [
             asyncio.ensure_future(self._worker(numbers)) for _ in range(self.options.concurrency)
         ]
         try:
             await asyncio.gather(*workers)
+            await self._finish_faults(background)
         finally:
             for task in background:
                 task.cancel()
@@ -242,6 +281,9 @@ class LoadHarness:
                 for name, total in self._depth_sum.items()
             },
             stopped=self._stopping,
+            client_kills=self._client_kills,
+            disk_fills=self._disk_fills,
+            pending_records=await self._pending_records(),
         )
 
     def _conversation_numbers(self) -> Iterator[int]:
@@ -313,7 +355,9 @@ class LoadHarness:
         while True:
             try:
                 return await attempt()
-            except ActorFailedError:
+            except (ActorFailedError, StorageError) as error:
+                if isinstance(error, StorageError) and self.options.fill_disk_every_s is None:
+                    raise  # refused on a full disk only counts as a fault the soak injected
                 if time.monotonic() + pause > deadline:
                     raise
                 self._retried += 1
@@ -393,6 +437,85 @@ class LoadHarness:
             logger.info("soak: killing the %s actor", target.name)
             await target.kill()
             self._kills.append(KillEvent(elapsed_s=round(self._elapsed(), 3), service=target.name))
+
+    async def _finish_faults(self, background: Sequence[asyncio.Future[None]]) -> None:
+        """Stop injecting faults; let one in progress (a client being killed, a full
+        disk) run to its end, so that no filler is left and every kill is judged."""
+        count = (self.options.kill_client_every_s is not None) + (
+            self.options.fill_disk_every_s is not None
+        )
+        for task in background[len(background) - count :]:
+            task.cancel()
+        await asyncio.gather(*self._faults_in_flight, return_exceptions=True)
+
+    def _fault(self, work: Awaitable[T], done: Callable[[T], None]) -> asyncio.Future[T]:
+        """Run one fault to its end even if the soak stops meanwhile; ``done`` keeps it."""
+        future = asyncio.ensure_future(work)
+        self._faults_in_flight.add(future)
+
+        def finished(task: asyncio.Future[T]) -> None:
+            self._faults_in_flight.discard(task)
+            if not task.cancelled() and task.exception() is None:
+                done(task.result())
+
+        future.add_done_callback(finished)
+        return future
+
+    async def _pending_records(self) -> int:
+        try:
+            health = await self.runtime.recording.call(RecordingShell.health)
+        except OllmError:
+            return 0
+        return int(health.pending_writes)
+
+    async def _kill_clients_periodically(self) -> None:
+        assert self.options.kill_client_every_s is not None
+        assert self.options.client_settings_file is not None
+        settings = self.coordinator.settings.services.session
+        window = settings.stream_record_ms / 1000 + FAULT_MARGIN_S
+        rng = random.Random(self.options.tag)
+        number = 0
+
+        async def fetch(session_id: str) -> Session:
+            session: Session = await self._retrying(
+                partial(self.runtime.recording.call, RecordingShell.get_session, session_id)
+            )
+            return session
+
+        while not self._over():
+            await asyncio.sleep(self.options.kill_client_every_s)
+            if self._over():
+                return
+            number += 1
+            text = f"[{self.options.tag}] killed client {number}: tell a long story"
+            work = kill_client(
+                self.options.client_settings_file,
+                text,
+                tag=self.options.tag,
+                kill_after_s=rng.uniform(0.6, 1.4),
+                window_s=window,
+                fetch=fetch,
+            )
+            try:
+                await asyncio.shield(self._fault(work, self._client_kills.append))
+            except (OllmError, OSError, TimeoutError) as error:
+                self._errors.append(f"killed client {number}: {_describe(error)}")
+
+    async def _fill_disk_periodically(self) -> None:
+        assert self.options.fill_disk_every_s is not None
+        data_dir = self.coordinator.settings.services.session.data_dir
+        while not self._over():
+            await asyncio.sleep(self.options.fill_disk_every_s)
+            if self._over():
+                return
+            logger.info("soak: filling the sessions disk")
+            work = fill_disk(
+                data_dir,
+                hold_s=self.options.fill_disk_hold_s,
+                pending=self._pending_records,
+                started_at=self._started,
+            )
+            await asyncio.shield(self._fault(work, self._disk_fills.append))
 
     async def _until_busy(self, target: Service) -> None:
         """Wait (a little) for ``target`` to serve a call, so the kill hits work in flight."""

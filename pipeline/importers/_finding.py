@@ -48,7 +48,10 @@ def default_location(source: ImportSource, env: dict[str, str] | None = None) ->
 
 
 def detect_source(path: Path) -> ImportSource | Literal["ollm"] | None:
-    """The tool that wrote ``path``, from its first bytes (``None``: none we know)."""
+    """The tool that wrote ``path``, from its first bytes (``None``: none we know,
+    or not a regular file: a FIFO is never opened, it would wait for a writer)."""
+    if not path.is_file():
+        return None
     try:
         with path.open("rb") as stream:
             head = stream.read(65536)
@@ -128,6 +131,11 @@ def read_sessions(path: Path, source: ImportSource | None = None) -> list[tuple[
             f"{path} does not exist",
             hint="give a file or folder of the tool's sessions, or leave the path out to read "
             "the tool's default location",
+        )
+    if not (path.is_file() or path.is_dir()):
+        raise ImportFormatError(
+            f"{path} is not a regular file or a folder (a FIFO, socket or device is not read)",
+            hint="give a session file or a folder of them",
         )
     out: list[tuple[Path, Session]] = []
     for file in files_under(path, source):

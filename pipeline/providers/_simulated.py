@@ -123,6 +123,8 @@ class SimulatedProvider(Provider):
             return
         words = self._words(last_user, request.max_tokens)
         for start in range(0, len(words), WORDS_PER_CHUNK):
+            if start and self.settings.chunk_ms > 0:
+                time.sleep(self.settings.chunk_ms / 1000)
             piece = " ".join(words[start : start + WORDS_PER_CHUNK])
             yield StreamChunk(text=piece if start == 0 else " " + piece)
         yield StreamChunk(

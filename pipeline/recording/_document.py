@@ -25,8 +25,10 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import random
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -49,6 +51,10 @@ from ollm_cli.pipeline.records import (
 )
 
 REVISION_KEY = "revision"
+PARTIAL_KEY = "partialAnswer"
+"""The part of an answer recorded while it streams (an assistant message marked
+``"interrupted": true``), until the whole answer replaces it. A session read with
+one still there (its process died mid-answer) shows it as an interrupted answer."""
 ROLES = frozenset({"user", "assistant", "system", "tool"})
 
 M = TypeVar("M", bound=BaseModel)
@@ -155,7 +161,15 @@ class SessionDocument:
             with gc_paused():
                 data = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            raise DocumentError(f"not valid JSON ({exc})") from None
+            data = _lenient_json(raw)
+            if data is None:
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError as bad:
+                    raise DocumentError(
+                        f"not valid UTF-8 (byte 0x{raw[bad.start]:02x} at offset {bad.start})"
+                    ) from None
+                raise DocumentError(f"not valid JSON ({exc})") from None
         return cls.from_data(data, expected_id)
 
     @classmethod
@@ -212,8 +226,15 @@ class SessionDocument:
 
     def apply(self, change: dict[str, Any]) -> None:
         """Apply one journal payload: ``m`` message, ``t`` tool call, ``la`` lastActivity,
-        ``md`` metadata fields (camelCase, new values), ``hd`` top-level fields."""
+        ``md`` metadata fields (camelCase, new values), ``hd`` top-level fields, ``pa``
+        the answer streaming so far (None: the answer is recorded, drop it)."""
         data = self.data
+        if "pa" in change:
+            partial = change["pa"]
+            if partial is None:
+                data.pop(PARTIAL_KEY, None)
+            else:
+                data[PARTIAL_KEY] = partial
         message = change.get("m")
         if message is not None:
             data["messages"].append(message)
@@ -266,6 +287,10 @@ class SessionDocument:
             return Session.model_validate(data)
         with gc_paused():
             messages = [_message(m) or SessionMessage.model_validate(m) for m in data["messages"]]
+            partial = data.get(PARTIAL_KEY)
+            if isinstance(partial, dict):
+                with contextlib.suppress(ValidationError):
+                    messages.append(SessionMessage.model_validate(partial))
             calls = [_tool_call(c) or SessionToolCall.model_validate(c) for c in data["toolCalls"]]
         metadata = SessionMetadata.model_validate(data["metadata"])
         extra = {k: v for k, v in data.items() if k not in _SESSION_KEYS}
@@ -295,6 +320,7 @@ _SESSION_KEYS = frozenset(
         "messages",
         "toolCalls",
         "metadata",
+        PARTIAL_KEY,
     }
 )
 _TEXT_KEYS = frozenset({"type", "text"})
@@ -419,3 +445,36 @@ def _first_error(exc: ValidationError) -> str:
     err = exc.errors()[0]
     where = ".".join(str(p) for p in err["loc"])
     return f"{where}: {err['msg']}" if where else str(err["msg"])
+
+
+def _lenient_json(raw: bytes) -> Any | None:
+    """JSON that orjson refuses only for a lone surrogate escape (``"\\ud800"``):
+    valid JSON by its grammar, whose string cannot be UTF-8. Parsed with the
+    standard library, each lone surrogate becomes U+FFFD so the text can be
+    shown and saved. None when the bytes are not such JSON."""
+    import json
+
+    if b"\\u" not in raw:
+        return None
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return _replace_surrogates(data)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _replace_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return _SURROGATE.sub("\ufffd", value)
+        return value
+    if isinstance(value, list):
+        return [_replace_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    return value

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable, Iterator
 from datetime import UTC
 from enum import StrEnum
 from typing import Any, Literal
@@ -300,22 +301,90 @@ def compression_summary(event: CompressionEvent) -> str | None:
     return event.checkpoint.summary if event.checkpoint is not None else None
 
 
+STREAM_WINDOW = 64
+"""How many messages after a tool call :func:`iter_transcript` looks ahead for its result."""
+
+
+def iter_transcript(
+    messages: Iterable[SessionMessage],
+    *,
+    result_ids: set[str],
+    recorded: dict[str, SessionToolCall],
+    orphans: list[SessionToolCall],
+) -> Iterator[TranscriptEntry]:
+    """:func:`transcript` of a session read message by message, in bounded memory.
+
+    A message with tool calls waits for the messages holding their results (at
+    most :data:`STREAM_WINDOW` of them), so each call is shown with its result;
+    a result that comes later than that is shown on its own. ``orphans`` (calls
+    recorded only in ``toolCalls``, by time) are placed by their timestamps.
+    """
+    pending = sorted(orphans, key=lambda c: parse_iso(c.timestamp))
+    held: list[SessionMessage] = []
+    waiting: set[str] = set()
+    results: dict[str, ToolResultPart] = {}
+    attached: set[str] = set()
+
+    def entries_of(batch: list[SessionMessage]) -> Iterator[TranscriptEntry]:
+        for message in batch:
+            moment = parse_iso(message.timestamp)
+            while pending and parse_iso(pending[0].timestamp) <= moment:
+                yield _orphan_entry(pending.pop(0))
+            blocks = _blocks_of(message, attached, results, recorded)
+            if blocks or message.role != "tool":
+                yield TranscriptEntry(role=message.role, timestamp=message.timestamp, blocks=blocks)
+
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, ToolResultPart) and part.tool_call_id in waiting:
+                results.setdefault(part.tool_call_id, part)
+                waiting.discard(part.tool_call_id)
+                attached.add(part.tool_call_id)
+        new_calls = {
+            p.id for p in message.parts if isinstance(p, ToolCallPart) and p.id in result_ids
+        }
+        if held or new_calls:
+            held.append(message)
+            waiting |= new_calls - attached
+            if not waiting or len(held) >= STREAM_WINDOW:
+                yield from entries_of(held)
+                held, waiting = [], set()
+                results.clear()
+                attached.clear()
+        else:
+            yield from entries_of([message])
+    yield from entries_of(held)
+    for call in pending:
+        yield _orphan_entry(call)
+
+
+def _orphan_entry(call: SessionToolCall) -> TranscriptEntry:
+    return TranscriptEntry(
+        role="tool",
+        timestamp=call.timestamp,
+        blocks=[ToolBlock(call=_view_of_call(call.id, call.name, call.args, None, call))],
+    )
+
+
 def session_heading(session: Session) -> str:
     """The session's title on one line, or ``Session 3f1c2a9e`` when it has none."""
     title = " ".join((session.metadata.title or "").split())
     return title or f"Session {session.session_id[:8]}"
 
 
-def session_facts(session: Session) -> list[tuple[str, str]]:
-    """The metadata worth showing above a transcript, as ``(label, value)`` pairs."""
+def session_facts(
+    session: Session, *, messages: int | None = None, tool_calls: int | None = None
+) -> list[tuple[str, str]]:
+    """The metadata worth showing above a transcript, as ``(label, value)`` pairs
+    (``messages``/``tool_calls``: the counts of a session streamed, not held)."""
     meta = session.metadata
     facts = [
         ("Session", session.session_id),
         ("Model", f"{session.model} ({session.provider})" if session.provider else session.model),
         ("Started", format_timestamp(session.start_time)),
         ("Last activity", format_timestamp(session.last_activity)),
-        ("Messages", str(len(session.messages))),
-        ("Tool calls", str(len(session.tool_calls))),
+        ("Messages", str(len(session.messages) if messages is None else messages)),
+        ("Tool calls", str(len(session.tool_calls) if tool_calls is None else tool_calls)),
     ]
     tokens = f"{meta.token_count}"
     if meta.prompt_tokens or meta.completion_tokens:
@@ -519,6 +588,103 @@ def _html_mark(mark: CompressionMark) -> str:
         f'<time datetime="{_esc(mark.event.timestamp)}">'
         f"{_esc(format_timestamp(mark.event.timestamp))}</time></summary>{body}</details></aside>\n"
     )
+
+
+def markdown_chunks(
+    header: Session, entries: Iterable[TranscriptEntry], facts: list[tuple[str, str]]
+) -> Iterator[str]:
+    """:func:`to_markdown` piece by piece, for a session streamed entry by entry
+    (control sequences stripped from each piece, as from the whole)."""
+    pieces = _ending_in_one_newline(_markdown_pieces(header, entries, facts))
+    return (strip_control(piece) for piece in pieces)
+
+
+def _markdown_pieces(
+    header: Session, entries: Iterable[TranscriptEntry], facts: list[tuple[str, str]]
+) -> Iterator[str]:
+    yield f"# {session_heading(header)}\n\n"
+    yield "".join(f"- **{label}:** {_one_line(value)}\n" for label, value in facts) + "\n"
+    for entry in entries:
+        out = [f"---\n\n## {entry.role.capitalize()} · {format_timestamp(entry.timestamp)}\n\n"]
+        for block in entry.blocks:
+            if isinstance(block, TextBlock):
+                text = block.text
+                out.append(text + ("\n\n" if not text.endswith("\n") else "\n"))
+            elif isinstance(block, ToolBlock):
+                out.append(_markdown_call(block.call))
+            else:
+                out.append(f"_({_one_line(block.text)})_\n\n")
+        yield "".join(out)
+
+
+def _ending_in_one_newline(pieces: Iterable[str]) -> Iterator[str]:
+    """``"".join(pieces).rstrip("\\n") + "\\n"``, without joining them."""
+    held = ""
+    for piece in pieces:
+        body = piece.rstrip("\n")
+        if body:
+            yield held + body
+            held = piece[len(body) :]
+        else:
+            held += piece
+    yield "\n"
+
+
+def html_chunks(
+    header: Session, entries: Iterable[TranscriptEntry], facts: list[tuple[str, str]]
+) -> Iterator[str]:
+    """:func:`to_html` piece by piece, for a session streamed entry by entry."""
+    heading = _esc(session_heading(header))
+    yield (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="generator" content="ollm sessions export">\n'
+        f"<title>{heading}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
+        f'<h1>{heading}</h1>\n<dl class="facts">\n'
+    )
+    yield "".join(f"<dt>{_esc(k)}</dt><dd>{_esc(v)}</dd>\n" for k, v in facts)
+    yield "</dl>\n<main>\n"
+    for entry in entries:
+        role_class = entry.role if entry.role in _ROLE_CLASSES else "other"
+        out = [
+            f'<article class="{role_class}"><header><span>{_esc(entry.role.capitalize())}'
+            f'</span><time datetime="{_esc(entry.timestamp)}">'
+            f"{_esc(format_timestamp(entry.timestamp))}</time></header>\n"
+        ]
+        for block in entry.blocks:
+            if isinstance(block, TextBlock):
+                out.append(f'<div class="text">{_esc(block.text)}</div>\n')
+            elif isinstance(block, ToolBlock):
+                out.append(_html_call(block.call) + "\n")
+            else:
+                out.append(f'<div class="note">{_esc(block.text)}</div>\n')
+        out.append("</article>\n")
+        yield "".join(out)
+    yield "</main>\n</body>\n</html>\n"
+
+
+def json_chunks(
+    header: Session, messages: Iterable[dict[str, Any]], tool_calls: Iterable[dict[str, Any]]
+) -> Iterator[str]:
+    """The spec's file format piece by piece (importable), for a streamed session."""
+    data = header.to_dict()
+    data.pop("messages", None)
+    data.pop("toolCalls", None)
+    metadata = data.pop("metadata", {})
+    head = orjson.dumps(data).decode()
+    yield head[:-1] + (', "messages": [' if len(head) > 2 else '"messages": [')
+    for n, message in enumerate(messages):
+        yield ("," if n else "") + "\n" + orjson.dumps(message, default=_number).decode()
+    yield '\n], "toolCalls": ['
+    for n, call in enumerate(tool_calls):
+        yield ("," if n else "") + "\n" + orjson.dumps(call, default=_number).decode()
+    yield '\n], "metadata": ' + orjson.dumps(metadata).decode() + "}\n"
+
+
+def _number(value: Any) -> Any:
+    """ijson's Decimal numbers (when a float did not fit), as JSON numbers."""
+    return float(value)
 
 
 def render(session: Session, fmt: ExportFormat) -> str:

@@ -33,6 +33,7 @@ import contextlib
 import logging
 import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -279,6 +280,21 @@ class SessionIndex:
             (dir_sig if trusted else "racy",),
         )
 
+    def drift(self) -> tuple[list[str], list[str]]:
+        """How the index differs from the files: (sessions whose file is new or
+        changed since it was indexed, sessions indexed whose file is gone)."""
+        with self._lock:
+            files = self._scan() if self.data_dir.is_dir() else {}
+            known = {
+                sid: (size, mtime, ino)
+                for sid, size, mtime, ino in self._conn.execute(
+                    "SELECT session_id, file_size, file_mtime_ns, file_ino FROM sessions"
+                )
+            }
+        changed = sorted(sid for sid, sig in files.items() if known.get(sid) != sig)
+        removed = sorted(sid for sid in known if sid not in files)
+        return changed, removed
+
     def _scan(self) -> dict[str, FileSig]:
         files: dict[str, FileSig] = {}
         with os.scandir(self.data_dir) as entries:
@@ -290,6 +306,8 @@ class SessionIndex:
                     st = entry.stat()
                 except FileNotFoundError:
                     continue
+                if not stat.S_ISREG(st.st_mode):
+                    continue  # a FIFO or device named like a session is never opened
                 files[sid] = (st.st_size, st.st_mtime_ns, st.st_ino)
         return files
 

@@ -88,40 +88,102 @@ def encode_frame(entry: JournalEntry) -> bytes:
 
 @dataclass
 class LogScan:
-    """What a log holds: its valid entries, and how many bytes at its end were not valid."""
+    """What a log holds: its valid entries, what was damaged in it, and what was torn.
+
+    ``damaged`` lists ``(offset, length)`` of each stretch in the middle of the
+    log that failed its checksum (or is no frame at all) and was skipped: the
+    intact frames after it are in ``entries``. ``torn_bytes`` counts the bytes
+    of an incomplete frame at the very end (a write cut short by a crash).
+    """
 
     entries: list[JournalEntry]
     valid_bytes: int
     torn_bytes: int
+    damaged: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def damaged_bytes(self) -> int:
+        """How many bytes in the middle of the log were skipped as damaged."""
+        return sum(length for _, length in self.damaged)
+
+
+def _frame_at(data: bytes, offset: int) -> tuple[int, bool] | None:
+    """The end of the frame at ``offset`` and whether its checksum holds; None when
+    no complete frame header with a plausible length starts there."""
+    if offset + HEADER.size > len(data):
+        return None
+    magic, length, crc, _sid, _epoch, _seq = HEADER.unpack_from(data, offset)
+    end = offset + HEADER.size + length
+    if magic != MAGIC or end > len(data):
+        return None
+    return end, zlib.crc32(data[offset + 10 : end]) == crc
+
+
+def _next_intact(data: bytes, start: int) -> int | None:
+    """The offset of the next frame at or after ``start`` whose checksum holds."""
+    offset = data.find(MAGIC, start)
+    while offset >= 0:
+        found = _frame_at(data, offset)
+        if found is not None and found[1]:
+            return offset
+        offset = data.find(MAGIC, offset + 1)
+    return None
 
 
 def scan_frames(data: bytes, only: str | None = None) -> LogScan:
-    """Decode the frames of ``data`` up to the first invalid one.
+    """Decode the frames of ``data``; a damaged frame is skipped and the intact
+    frames after it are still read.
 
-    With ``only``, entries of other sessions are skipped (still checked).
+    A frame whose checksum fails, or bytes that are no frame, are a damaged
+    stretch when an intact frame follows them (its records are lost, the
+    later ones are not), and a torn end when nothing intact follows. With
+    ``only``, entries of other sessions are skipped (still checked).
     """
     wanted = uuid.UUID(only).bytes if only else None
     entries: list[JournalEntry] = []
+    damaged: list[tuple[int, int]] = []
     offset = 0
+    valid = 0
     size = len(data)
     unpack = HEADER.unpack_from
     crc32 = zlib.crc32
     header_size = HEADER.size
-    while offset + header_size <= size:
-        magic, length, crc, sid, epoch, seq = unpack(data, offset)
-        end = offset + header_size + length
-        if magic != MAGIC or end > size:
+    while offset < size:
+        if offset + header_size <= size:
+            magic, length, crc, sid, epoch, seq = unpack(data, offset)
+            end = offset + header_size + length
+            if magic == MAGIC and end <= size and crc32(data[offset + 10 : end]) == crc:
+                if wanted is None or sid == wanted:
+                    entries.append(
+                        JournalEntry(
+                            str(uuid.UUID(bytes=sid)), epoch, seq, data[offset + header_size : end]
+                        )
+                    )
+                offset = valid = end
+                continue
+        resume = _next_intact(data, offset + 1)
+        if resume is None:
             break
-        if crc32(data[offset + 10 : end]) != crc:
-            break
-        if wanted is None or sid == wanted:
-            entries.append(
-                JournalEntry(
-                    str(uuid.UUID(bytes=sid)), epoch, seq, data[offset + header_size : end]
-                )
-            )
-        offset = end
-    return LogScan(entries, offset, size - offset)
+        damaged.append((offset, resume - offset))
+        offset = resume
+    return LogScan(entries, valid, size - valid, damaged)
+
+
+def describe_damage(name: str, scan: LogScan) -> list[str]:
+    """One line per fault of the log ``name``: damaged records skipped, a torn end."""
+    lines = []
+    for offset, length in scan.damaged:
+        lines.append(
+            f"journal {name}: {length} bytes at offset {offset} failed their checksum "
+            "(a damaged record, not an incomplete one); skipped, and the intact records "
+            "after them were recovered"
+        )
+    if scan.torn_bytes:
+        lines.append(
+            f"journal {name}: dropped {scan.torn_bytes} bytes of an incomplete record at its "
+            "end (written when its process stopped)"
+        )
+    return lines
 
 
 def read_log(path: Path, only: str | None = None) -> LogScan:
@@ -301,6 +363,18 @@ class SessionJournal:
     def wait(ticket: Ticket) -> bool:
         """Block until ``ticket``'s batch was attempted; True when it is durable."""
         return ticket.wait()
+
+    def owns(self, path: Path) -> bool:
+        """Whether ``path`` is a log this journal writes or wrote."""
+        with self._lock:
+            logs = [*self._retired, *([self._current] if self._current else [])]
+        return any(log.path == path for log in logs)
+
+    def unsaved(self) -> list[JournalEntry]:
+        """The entries not durable yet (a write failed), oldest first; after
+        :meth:`close`, those that could never be written."""
+        with self._lock:
+            return [entry for _, entry in (*self._retry, *self._queue)]
 
     @property
     def pending(self) -> int:

@@ -45,9 +45,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import logging
 import os
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -69,13 +71,14 @@ from ollm_cli.pipeline.errors import (
     SessionNotFoundError,
     StorageError,
 )
+from ollm_cli.pipeline.recording import _stream as session_stream
 from ollm_cli.pipeline.recording._checkpoints import (
     RESTORE_TRIGGER,
     ResumePoint,
     messages_digest,
     resume_point,
 )
-from ollm_cli.pipeline.recording._document import DocumentError, SessionDocument
+from ollm_cli.pipeline.recording._document import PARTIAL_KEY, DocumentError, SessionDocument
 from ollm_cli.pipeline.recording._ids import (
     canonical_id,
     check_prefix,
@@ -89,9 +92,14 @@ from ollm_cli.pipeline.recording._journal import (
     JournalEntry,
     SessionJournal,
     claim_dead_logs,
+    describe_damage,
     entries_for,
+    log_files,
+    read_log,
 )
 from ollm_cli.pipeline.recording._lock import SessionLock, lock_holder
+from ollm_cli.pipeline.recording._rescue import find_rescues, write_rescue
+from ollm_cli.pipeline.recording._stream import StreamedSession
 from ollm_cli.pipeline.recording._title import clean_title, title_from_text
 from ollm_cli.pipeline.records import (
     CompressionEvent,
@@ -111,8 +119,11 @@ logger = logging.getLogger(__name__)
 
 JOURNAL_DIR = ".journal"
 LOCKS_DIR = ".locks"
+TRASH_DIR = ".trash"
 CORRUPT_MARK = ".corrupt-"
 _READ_ATTEMPTS = 5
+CLOSE_RETRY_S = 1.0
+"""How often a session whose close could not save its file (a full disk) tries again."""
 _AMBIGUOUS_SHOWN = 5
 
 Change = dict[str, Any]
@@ -125,6 +136,41 @@ class StoreHealth(Record):
     pending_writes: int = 0
     unsaved_sessions: list[str] = Field(default_factory=list)
     last_error: str | None = None
+
+
+class CloseReport(Record):
+    """What :meth:`ChatRecordingService.close` could not make durable in the sessions folder.
+
+    ``unsaved_records`` counts the records the disk refused to the end;
+    ``rescue_file`` is where they were kept instead (None: nowhere was writable,
+    they are lost); ``sessions`` names the sessions they belong to.
+    """
+
+    ok: bool
+    unsaved_records: int = 0
+    sessions: list[str] = Field(default_factory=list)
+    rescue_file: str | None = None
+    error: str | None = None
+
+
+class TrashEntry(Record):
+    """A session removed by ``maxSessions``, kept in the trash folder for a while."""
+
+    session_id: str
+    title: str | None = None
+    last_activity: str | None = None
+    trashed_at: str
+    expires_at: str
+    size: int
+
+
+class DoctorFinding(Record):
+    """One problem ``ollm sessions doctor`` found: its kind, what it is, whether fixed."""
+
+    kind: str
+    subject: str
+    detail: str
+    fixed: bool = False
 
 
 class _OpenSession:
@@ -205,26 +251,45 @@ class _DelayedSaves:
 class ChatRecordingService:
     """Durable, thread-safe storage of sessions in one folder (the ChatRecordingService)."""
 
-    def __init__(self, settings: SessionSettings, *, snapshots_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        settings: SessionSettings,
+        *,
+        snapshots_dir: Path | None = None,
+        read_only: bool = False,
+    ) -> None:
         self.settings = settings
         self.data_dir: Path = settings.data_dir
         self.snapshots_dir: Path = snapshots_dir or SnapshotSettings().data_dir
+        self.read_only = read_only
+        """Listing, viewing, searching, exporting: no session file is moved, folded or
+        rewritten (only the derived index under ``.index/`` follows the files)."""
         self._journal_dir = self.data_dir / JOURNAL_DIR
         self._locks_dir = self.data_dir / LOCKS_DIR
-        try:
-            ensure_private_dir(self.data_dir)
-        except OSError as exc:
-            logger.warning("sessions folder %s cannot be created: %s", self.data_dir, exc.strerror)
+        self._trash_dir = self.data_dir / TRASH_DIR
+        self.notices: list[str] = []
+        """Lines the user should see once (retention, replayed rescue files)."""
+        self.close_report: CloseReport | None = None
+        if not read_only:
+            try:
+                ensure_private_dir(self.data_dir)
+            except OSError as exc:
+                logger.warning(
+                    "sessions folder %s cannot be created: %s", self.data_dir, exc.strerror
+                )
         self._open: dict[str, _OpenSession] = {}
         self._registry = threading.Lock()
         self._opening = threading.Lock()
         self._save_errors: dict[str, str] = {}
+        self._close_later: set[str] = set()
         self._closed = False
         self.recovery_report: list[str] = []
         self._journal = SessionJournal(self._journal_dir, group_commit_ms=settings.group_commit_ms)
         self._index = SessionIndex(self.data_dir, on_corrupt=self._on_corrupt_file)
         self._delayed = _DelayedSaves(self._save_if_open)
-        self._recover_dead_logs()
+        if not read_only:
+            self._recover_dead_logs()
+            self._replay_rescues()
 
     # -- creating, opening, closing ------------------------------------------------------
 
@@ -256,7 +321,7 @@ class ChatRecordingService:
                 title=manual_title or None,
                 title_source="manual" if manual_title else None,
                 working_dir=working_dir,
-                tags=_clean_tags(tags or []),
+                tags=check_tags(tags or []),
             ),
         )
         doc = SessionDocument.from_session(session)
@@ -271,7 +336,7 @@ class ChatRecordingService:
         self._index.update(sid, SessionView(doc), file_sig(self._path(sid)))
         if self.settings.max_sessions > 0:
             try:
-                self.delete_oldest_sessions(self.settings.max_sessions)
+                self.apply_retention()
             except (SessionError, OSError) as exc:
                 logger.warning("could not apply maxSessions after creating a session: %s", exc)
         logger.info("created session %s (%s/%s)", sid, provider, model)
@@ -312,6 +377,7 @@ class ChatRecordingService:
                 session = self._open_state(sid)[1]
                 assert session is not None
                 return session
+            self._close_later.discard(sid)  # in use again
         with state.lock:
             return state.doc.to_session()
 
@@ -335,6 +401,11 @@ class ChatRecordingService:
         with self._registry:
             self._open[sid] = state
         self._journal.mark_saved(sid, doc.epoch, file_seq)
+        partial = doc.data.get(PARTIAL_KEY)
+        if isinstance(partial, dict):  # its writer died mid-answer: keep it as interrupted
+            self._record(sid, lambda _state: {"m": partial, "pa": None})
+            with state.lock:
+                session = doc.to_session()
         if state.dirty:
             self._save(state)
         return state, session
@@ -351,16 +422,29 @@ class ChatRecordingService:
             return
         self._delayed.cancel(sid)
         if not self._save(state):
-            logger.error("session %s stays open: its file could not be saved", sid)
+            logger.error(
+                "session %s stays open until its file can be saved (retried every %.0f s)",
+                sid,
+                CLOSE_RETRY_S,
+            )
+            self._close_later.add(sid)
+            self._delayed.schedule(sid, CLOSE_RETRY_S)
             return
+        self._close_later.discard(sid)
         with self._registry:
             self._open.pop(sid, None)
         state.file_lock.release()
 
-    def close(self) -> None:
-        """Close every open session and stop the journal's flusher."""
+    def close(self) -> CloseReport:
+        """Close every open session and stop the journal's flusher.
+
+        Records the disk refused to the end are written to a rescue file on
+        another filesystem (see :mod:`ollm_cli.pipeline.recording._rescue`); the report says
+        how many there were and where they went. Closing twice returns the
+        first report.
+        """
         if self._closed:
-            return
+            return self.close_report or CloseReport(ok=True)
         self._delayed.close()
         for sid in list(self._open):
             self.close_session(sid)
@@ -384,6 +468,84 @@ class ChatRecordingService:
                 )
             state.file_lock.release()
         self._index.close()
+        self.close_report = self._rescue_unsaved()
+        return self.close_report
+
+    def _rescue_unsaved(self) -> CloseReport:
+        unsaved = self._journal.unsaved()
+        if not unsaved:
+            return CloseReport(ok=True)
+        error = self._journal.last_error or next(iter(self._save_errors.values()), None)
+        path = write_rescue(self.data_dir, unsaved, extra_dirs=self.settings.rescue_dirs)
+        if path is None:
+            logger.error(
+                "%d record(s) could not be written anywhere and are lost: %s", len(unsaved), error
+            )
+        return CloseReport(
+            ok=False,
+            unsaved_records=len(unsaved),
+            sessions=sorted({entry.session_id for entry in unsaved}),
+            rescue_file=str(path) if path else None,
+            error=error,
+        )
+
+    def _replay_rescues(self) -> None:
+        """Bring the records of rescue files (written when this folder's disk was full)
+        into their sessions; a rescue file is deleted once all of it is in."""
+        try:
+            rescues = find_rescues(self.data_dir, extra_dirs=self.settings.rescue_dirs)
+        except OSError:  # pragma: no cover - listing the rescue folders failed
+            return
+        for rescue in rescues:
+            done = True
+            sessions = sorted({e.session_id for e in rescue.entries})
+            for sid in sessions:
+                done = self._replay_rescued(sid, rescue.entries) and done
+            if done:
+                rescue.discard()
+                message = (
+                    f"replayed {len(rescue.entries)} record(s) of {len(sessions)} session(s) "
+                    f"from the rescue file {rescue.path}"
+                )
+                logger.warning(message)
+                self.notices.append(message)
+                self.recovery_report.append(message)
+
+    def _replay_rescued(self, sid: str, entries: list[JournalEntry]) -> bool:
+        mine = [e for e in entries if e.session_id == sid]
+        if not self._path(sid).exists():
+            doc = _rebuild_from_journal(sid, [*entries_for(self._journal_dir, sid), *mine])
+            if doc is None:
+                return True  # deleted meanwhile, or never created: nothing to bring back
+            try:
+                write_atomic(self._path(sid), doc.encode())
+            except OSError:
+                return False
+            return True
+        try:
+            self._ensure_dirs()
+            lock = SessionLock.acquire(self._lock_path(sid), sid)
+        except SessionError:
+            return False  # in use: the next command replays it
+        try:
+            doc, file_seq = self._load(sid)
+            before = doc.seq
+            _replay(doc, mine)
+            if doc.seq != file_seq:
+                write_atomic(self._path(sid), doc.encode())
+                self._index.update(sid, SessionView(doc), file_sig(self._path(sid)))
+                logger.info("session %s: %d rescued record(s) replayed", sid, doc.seq - before)
+            return True
+        except (SessionError, OSError) as exc:
+            logger.warning("could not replay rescued records into session %s: %s", sid, exc)
+            return False
+        finally:
+            lock.release()
+
+    def take_notices(self) -> list[str]:
+        """The lines the user should see once (and forget them here)."""
+        notices, self.notices = self.notices, []
+        return notices
 
     def __enter__(self) -> ChatRecordingService:
         return self
@@ -393,12 +555,15 @@ class ChatRecordingService:
 
     # -- recording -------------------------------------------------------------------------
 
-    def record_message(self, session_id: str, message: SessionMessage) -> None:
-        """Append ``message``; durable when this returns (unless the disk refused: see health)."""
+    def record_message(self, session_id: str, message: SessionMessage) -> bool:
+        """Append ``message``; durable when this returns True (False: the disk refused
+        it; it is kept and retried, see :meth:`health`)."""
         data = message.to_dict()
 
         def change(state: _OpenSession) -> Change:
             out: Change = {"m": data, "la": self._activity(state)}
+            if message.role == "assistant" and PARTIAL_KEY in state.doc.data:
+                out["pa"] = None  # the whole answer replaces the part streamed so far
             meta = state.doc.metadata
             thought = sum(p.tokens or 0 for p in message.parts if isinstance(p, ThinkingPart))
             if thought:  # of completionTokens, those spent on reasoning
@@ -409,12 +574,22 @@ class ChatRecordingService:
                     out["md"] = {"title": title, "titleSource": "auto"}
             return out
 
-        self._record(session_id, change)
+        return self._record(session_id, change)
 
-    def record_tool_call(self, session_id: str, call: SessionToolCall) -> None:
-        """Append a tool call and its result; durable when this returns."""
+    def record_partial(self, session_id: str, message: SessionMessage) -> bool:
+        """Record the part of an answer streamed so far (replacing the previous part).
+
+        It is kept marked ``interrupted`` until :meth:`record_message` records the
+        whole answer; a crash before that leaves it as an interrupted answer.
+        """
+        data = message.to_dict()
+        data["interrupted"] = True
+        return self._record(session_id, lambda state: {"pa": data, "la": self._activity(state)})
+
+    def record_tool_call(self, session_id: str, call: SessionToolCall) -> bool:
+        """Append a tool call and its result; durable when this returns True."""
         data = call.to_dict()
-        self._record(session_id, lambda state: {"t": data, "la": self._activity(state)})
+        return self._record(session_id, lambda state: {"t": data, "la": self._activity(state)})
 
     def add_usage(
         self,
@@ -523,7 +698,9 @@ class ChatRecordingService:
         make_change: Callable[[_OpenSession], Change],
         *,
         durable: bool = True,
-    ) -> None:
+    ) -> bool:
+        """Apply and journal one change; True once it is durable (False: the disk
+        refused it, it is kept and retried, see :meth:`health`)."""
         state = self._open.get(session_id) or self._writable(session_id)
         with state.lock:
             change = make_change(state)
@@ -534,7 +711,8 @@ class ChatRecordingService:
             doc.seq = seq
             ticket = self._journal.submit(JournalEntry(doc.session_id, doc.epoch, seq, payload))
         if durable:
-            self._journal.wait(ticket)
+            return self._journal.wait(ticket)
+        return True
 
     def _writable(self, session_id: str) -> _OpenSession:
         """The open state of ``session_id``, opening it (taking its lock) if needed."""
@@ -589,7 +767,11 @@ class ChatRecordingService:
 
     def _save_if_open(self, sid: str) -> None:
         state = self._open.get(sid)
-        if state is not None:
+        if state is None:
+            return
+        if sid in self._close_later:  # its close waits for the disk: try again
+            self.close_session(sid)
+        else:
             self._save(state)
 
     def _save(self, state: _OpenSession) -> bool:
@@ -651,6 +833,29 @@ class ChatRecordingService:
             return doc.to_session()
         except ValidationError as exc:
             return self._handle_corrupt(sid, self._path(sid), _problem(exc)).to_session()
+
+    def streamed(self, session_id_or_prefix: str) -> StreamedSession | None:
+        """The session as a stream (see :mod:`ollm_cli.pipeline.recording._stream`) when its file is
+        large, not open here and has no newer journaled records; None otherwise (read
+        it with :meth:`get_session`)."""
+        sid = self.resolve_id(session_id_or_prefix)
+        path = self._path(sid)
+        if sid in self._open:
+            return None
+        try:
+            if path.stat().st_size < session_stream.STREAM_BYTES:
+                return None
+            streamed = session_stream.open_streamed(path)
+        except (OSError, ValueError):  # ijson's errors are ValueErrors; get_session reports
+            return None
+        if streamed.header.session_id != sid:
+            return None
+        if streamed.revision is not None:
+            epoch, seq = streamed.revision
+            newer = entries_for(self._journal_dir, sid)
+            if any(e.epoch == epoch and e.seq > seq for e in newer):
+                return None
+        return streamed
 
     def _load(self, sid: str) -> tuple[SessionDocument, int]:
         """The session's file with every journaled record newer than it folded in.
@@ -831,7 +1036,7 @@ class ChatRecordingService:
 
     def add_tags(self, session_id: str, tags: list[str]) -> None:
         """Add tags (kept once each, in the order first given)."""
-        new = _clean_tags(tags)
+        new = check_tags(tags)
         self._change_metadata(
             session_id,
             lambda doc: {"md": {"tags": _clean_tags([*doc.metadata["tags"], *new])}},
@@ -857,6 +1062,8 @@ class ChatRecordingService:
         self, session_id: str, make_change: Callable[[SessionDocument], Change | None]
     ) -> None:
         sid = self.resolve_id(session_id)
+        if self.read_only:
+            self._check_open()
         if sid in self._open:
             self._record(sid, lambda state: make_change(state.doc) or {})
             state = self._open.get(sid)
@@ -886,6 +1093,7 @@ class ChatRecordingService:
         Refuses (:class:`SessionLockedError`) a session another process is writing.
         """
         sid = self.resolve_id(session_id)
+        self._check_open()
         with self._opening:
             with self._registry:
                 state = self._open.pop(sid, None)
@@ -898,6 +1106,35 @@ class ChatRecordingService:
         self._save_errors.pop(sid, None)
         self._index.remove(sid)
         logger.info("deleted session %s", sid)
+
+    def trash_session(self, session_id: str) -> None:
+        """Move a session to the trash folder (``ollm sessions trash restore`` brings it back).
+
+        Refuses (:class:`SessionLockedError`) a session another process is writing.
+        """
+        sid = self.resolve_id(session_id)
+        self._check_open()
+        if sid in self._open:
+            raise SessionLockedError(
+                f"session {sid} is open here", hint="close it before moving it to the trash"
+            )
+        with self._opening:
+            lock = SessionLock.acquire(self._lock_path(sid), sid)
+            try:
+                doc, file_seq = self._load(sid)
+                if doc.seq != file_seq:  # journaled records go to the trash with it
+                    write_atomic(self._path(sid), doc.encode())
+                self._move_to_trash(sid)
+            except OSError as exc:
+                raise StorageError(
+                    f"cannot move session {sid} to the trash: {_reason(exc)}",
+                    hint="check the sessions folder's permissions",
+                ) from None
+            finally:
+                lock.release()
+        self._journal.forget(sid)
+        self._index.remove(sid)
+        logger.info("moved session %s to the trash", sid)
 
     def _delete_files(self, sid: str) -> None:
         path = self._path(sid)
@@ -916,7 +1153,9 @@ class ChatRecordingService:
         if snapshots.is_dir():
             shutil.rmtree(snapshots, ignore_errors=True)
 
-    def delete_oldest_sessions(self, keep: int, *, dry_run: bool = False) -> list[str]:
+    def delete_oldest_sessions(
+        self, keep: int, *, dry_run: bool = False, trash: bool = False
+    ) -> list[str]:
         """Delete the least recently active sessions until ``keep`` remain.
 
         Never the sessions open in this store, pinned ones, or ones another
@@ -941,7 +1180,10 @@ class ChatRecordingService:
                     continue
             else:
                 try:
-                    self.delete_session(sid)
+                    if trash:
+                        self.trash_session(sid)
+                    else:
+                        self.delete_session(sid)
                 except SessionLockedError:
                     continue
                 except SessionNotFoundError:
@@ -950,6 +1192,318 @@ class ChatRecordingService:
             chosen.append(sid)
             excess -= 1
         return chosen
+
+    # -- retention and the trash ---------------------------------------------------------------
+
+    def apply_retention(self) -> list[str]:
+        """Keep at most ``maxSessions``: the least recently active sessions beyond it go
+        to the trash folder (never a pinned one, one open here or one another process
+        writes), and trash older than ``trashDays`` is emptied. Says what it did in
+        one line (:attr:`notices`); returns the ids moved to the trash."""
+        expired = self._expire_trash()
+        moved = self.delete_oldest_sessions(self.settings.max_sessions, trash=True)
+        if moved:
+            shown = ", ".join(sid[:8] for sid in moved[:5]) + (", ..." if len(moved) > 5 else "")
+            days = self.settings.trash_days
+            message = (
+                f"maxSessions ({self.settings.max_sessions}) moved {len(moved)} older "
+                f"session(s) to the trash for {days} day(s): {shown}; "
+                "`ollm sessions trash restore ID` brings one back"
+            )
+            if expired:
+                message += f" ({len(expired)} expired from the trash)"
+            logger.warning(message)
+            self.notices.append(message)
+        elif expired:
+            message = (
+                f"emptied {len(expired)} session(s) older than "
+                f"{self.settings.trash_days} day(s) from the trash"
+            )
+            logger.warning(message)
+            self.notices.append(message)
+        return moved
+
+    def _trash_file(self, sid: str) -> Path:
+        return self._trash_dir / f"{sid}.json"
+
+    def _move_to_trash(self, sid: str) -> None:
+        """Move one session (file, snapshots) to the trash; its writer lock is held."""
+        ensure_private_dir(self._trash_dir)
+        target = self._trash_file(sid)
+        os.replace(self._path(sid), target)
+        os.utime(target)  # its time in the trash counts from now
+        fsync_dir(self.data_dir)
+        fsync_dir(self._trash_dir)
+        snapshots = self.snapshots_dir / sid
+        if snapshots.is_dir():
+            with contextlib.suppress(OSError):
+                os.replace(snapshots, self._trash_dir / f"{sid}.snapshots")
+
+    def list_trash(self) -> list[TrashEntry]:
+        """The sessions in the trash, most recently trashed first."""
+        entries: list[TrashEntry] = []
+        try:
+            names = os.listdir(self._trash_dir)
+        except FileNotFoundError:
+            return []
+        keep_s = self.settings.trash_days * 86400
+        for name in names:
+            sid = session_id_of_file(name)
+            if sid is None:
+                continue
+            path = self._trash_dir / name
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            title = last = None
+            try:
+                doc = SessionDocument.decode(path.read_bytes(), sid)
+                title = doc.metadata.get("title")
+                last = str(doc.data["lastActivity"])
+            except (OSError, DocumentError):
+                pass
+            trashed = datetime.fromtimestamp(st.st_mtime, UTC)
+            entries.append(
+                TrashEntry(
+                    session_id=sid,
+                    title=title,
+                    last_activity=last,
+                    trashed_at=trashed.isoformat(timespec="seconds").replace("+00:00", "Z"),
+                    expires_at=datetime.fromtimestamp(st.st_mtime + keep_s, UTC)
+                    .isoformat(timespec="seconds")
+                    .replace("+00:00", "Z"),
+                    size=st.st_size,
+                )
+            )
+        entries.sort(key=lambda e: e.trashed_at, reverse=True)
+        return entries
+
+    def _trash_id(self, session_id_or_prefix: str) -> str:
+        text = check_prefix(session_id_or_prefix)
+        found = [e.session_id for e in self.list_trash() if matches_prefix(e.session_id, text)]
+        if not found:
+            raise SessionNotFoundError(
+                f"no session in the trash starts with {text!r}",
+                hint="`ollm sessions trash list` shows what the trash holds",
+            )
+        if len(found) > 1:
+            raise AmbiguousSessionIdError(
+                f"{text!r} matches {len(found)} sessions in the trash",
+                hint="type more characters of the id",
+            )
+        return found[0]
+
+    def restore_from_trash(self, session_id_or_prefix: str) -> str:
+        """Bring a session back from the trash; returns its id."""
+        self._check_open()
+        sid = self._trash_id(session_id_or_prefix)
+        if self._path(sid).exists():
+            raise SessionError(
+                f"session {sid} exists already; the copy in the trash was left there",
+                hint="delete the existing one first if the trashed copy should replace it",
+            )
+        try:
+            os.replace(self._trash_file(sid), self._path(sid))
+            fsync_dir(self.data_dir)
+            snapshots = self._trash_dir / f"{sid}.snapshots"
+            if snapshots.is_dir():
+                ensure_private_dir(self.snapshots_dir)
+                with contextlib.suppress(OSError):
+                    os.replace(snapshots, self.snapshots_dir / sid)
+        except OSError as exc:
+            raise StorageError(
+                f"cannot restore session {sid}: {_reason(exc)}",
+                hint="check the sessions folder's permissions and free space",
+            ) from None
+        self._index.refresh(force=True)
+        logger.info("restored session %s from the trash", sid)
+        return sid
+
+    def empty_trash(self, *, older_than_s: float | None = None) -> list[str]:
+        """Delete what the trash holds (only what is older than ``older_than_s``
+        when given); returns the ids deleted for good."""
+        self._check_open()
+        gone: list[str] = []
+        now = time.time()
+        try:
+            names = os.listdir(self._trash_dir)
+        except FileNotFoundError:
+            return []
+        for name in names:
+            sid = session_id_of_file(name)
+            if sid is None:
+                continue
+            path = self._trash_dir / name
+            try:
+                if older_than_s is not None and now - path.stat().st_mtime < older_than_s:
+                    continue
+                path.unlink()
+            except OSError:
+                continue
+            shutil.rmtree(self._trash_dir / f"{sid}.snapshots", ignore_errors=True)
+            gone.append(sid)
+        return gone
+
+    def _expire_trash(self) -> list[str]:
+        return self.empty_trash(older_than_s=self.settings.trash_days * 86400)
+
+    # -- doctor --------------------------------------------------------------------------------
+
+    def doctor(self, *, fix: bool = False) -> list[DoctorFinding]:
+        """Check the folder: damaged session files, orphaned journals, stale locks,
+        index drift, rescue files waiting. With ``fix`` (a writable store) repair
+        them: what a writable store folded or replayed when it opened is reported
+        as fixed too. Nothing is changed without ``fix``."""
+        if fix:
+            self._check_open()
+        findings = [
+            DoctorFinding(kind="recovered", subject=str(self.data_dir), detail=line, fixed=True)
+            for line in self.recovery_report
+        ]
+        findings += self._doctor_files(fix)
+        findings += self._doctor_journals()
+        findings += self._doctor_locks(fix)
+        findings += self._doctor_index(fix)
+        for rescue in find_rescues(self.data_dir, extra_dirs=self.settings.rescue_dirs):
+            findings.append(
+                DoctorFinding(
+                    kind="rescue-file",
+                    subject=str(rescue.path),
+                    detail=f"{len(rescue.entries)} record(s) written when the disk refused "
+                    "them, not replayed yet (a session in use, or the disk still refuses)",
+                )
+            )
+        return findings
+
+    def _doctor_files(self, fix: bool) -> list[DoctorFinding]:
+        found: list[DoctorFinding] = []
+        try:
+            names = sorted(os.listdir(self.data_dir))
+        except OSError:
+            return found
+        for name in names:
+            path = self.data_dir / name
+            if CORRUPT_MARK in name and name.split(CORRUPT_MARK)[0].endswith(".json"):
+                found.append(
+                    DoctorFinding(
+                        kind="quarantined",
+                        subject=name,
+                        detail="a damaged file moved aside earlier; kept for inspection "
+                        "(delete it when you no longer need it)",
+                    )
+                )
+                continue
+            sid = session_id_of_file(name)
+            if sid is None:
+                continue
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                finding = DoctorFinding(
+                    kind="not-a-file",
+                    subject=name,
+                    detail="named like a session but not a regular file",
+                )
+                if fix:
+                    finding.fixed = self._move_aside(sid, path, "not a regular file") is not None
+                found.append(finding)
+                continue
+            problem = None
+            try:
+                doc = SessionDocument.decode(path.read_bytes(), sid)
+                doc.to_session()
+            except DocumentError as exc:
+                problem = str(exc)
+            except ValidationError as exc:
+                problem = _problem(exc)
+            except OSError as exc:
+                problem = f"cannot be read: {_reason(exc)}"
+            if problem is None:
+                continue
+            finding = DoctorFinding(kind="corrupt", subject=name, detail=problem)
+            if fix and sid not in self._open and lock_holder(self._lock_path(sid)) is None:
+                try:
+                    rebuilt = self._handle_corrupt(sid, path, problem)
+                    write_atomic(path, rebuilt.encode())
+                    finding.detail += (
+                        f"; moved aside and rebuilt from the journal ({len(rebuilt.messages)} "
+                        "messages)"
+                    )
+                except SessionCorruptError:
+                    finding.detail += "; moved aside (the journal does not hold it)"
+                except OSError as exc:
+                    finding.detail += f"; could not rebuild it: {_reason(exc)}"
+                finding.fixed = True
+            found.append(finding)
+        return found
+
+    def _doctor_journals(self) -> list[DoctorFinding]:
+        found: list[DoctorFinding] = []
+        for path in log_files(self._journal_dir):
+            if self._journal.owns(path):
+                continue
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a live writer's journal
+            finally:
+                os.close(fd)
+            scan = read_log(path)
+            damage = describe_damage(path.name, scan)
+            found.append(
+                DoctorFinding(
+                    kind="orphaned-journal",
+                    subject=path.name,
+                    detail=f"the journal of a process that stopped: {len(scan.entries)} "
+                    "record(s) not folded into their sessions yet"
+                    + ("; " + "; ".join(damage) if damage else ""),
+                )
+            )
+        return found
+
+    def _doctor_locks(self, fix: bool) -> list[DoctorFinding]:
+        found: list[DoctorFinding] = []
+        try:
+            names = sorted(os.listdir(self._locks_dir))
+        except OSError:
+            return found
+        for name in names:
+            path = self._locks_dir / name
+            if not name.endswith(".lock") or lock_holder(path) is not None:
+                continue
+            finding = DoctorFinding(
+                kind="stale-lock", subject=name, detail="a lock file no process holds"
+            )
+            if fix:
+                try:
+                    path.unlink()
+                    finding.fixed = True
+                except OSError as exc:
+                    finding.detail += f"; cannot delete it: {_reason(exc)}"
+            found.append(finding)
+        return found
+
+    def _doctor_index(self, fix: bool) -> list[DoctorFinding]:
+        changed, removed = self._index.drift()
+        if not changed and not removed:
+            return []
+        finding = DoctorFinding(
+            kind="index-drift",
+            subject=str(self.data_dir / ".index"),
+            detail=f"{len(changed)} session file(s) new or changed since indexed, "
+            f"{len(removed)} indexed session(s) whose file is gone",
+        )
+        if fix:
+            self._index.rebuild()
+            finding.fixed = True
+        return [finding]
 
     # -- importing -----------------------------------------------------------------------------
 
@@ -1014,8 +1568,19 @@ class ChatRecordingService:
     def _handle_corrupt(self, sid: str, path: Path, problem: str) -> SessionDocument:
         """Move a damaged file aside and rebuild the session from the journal if it can.
 
-        Raises :class:`SessionCorruptError` when the journal does not hold it all.
+        A read-only store moves nothing: it rebuilds from the journal in memory
+        or names the damaged file. Raises :class:`SessionCorruptError` when the
+        journal does not hold it all.
         """
+        if self.read_only:
+            doc = _rebuild_from_journal(sid, entries_for(self._journal_dir, sid))
+            if doc is None:
+                raise SessionCorruptError(
+                    f"session {sid} cannot be read: its file {path.name} is damaged ({problem})",
+                    hint="`ollm sessions doctor --fix` moves it aside and rebuilds what the "
+                    "journal holds; nothing was changed",
+                )
+            return doc
         aside = self._move_aside(sid, path, problem)
         doc = _rebuild_from_journal(sid, entries_for(self._journal_dir, sid))
         where = f"it was moved to {aside.name}" if aside else "it was left in place"
@@ -1047,6 +1612,15 @@ class ChatRecordingService:
 
     def _on_corrupt_file(self, sid: str, path: Path, problem: str) -> None:
         """The index met a file that does not parse: handle it without breaking the listing."""
+        if self.read_only:
+            message = (
+                f"session file {path.name} is damaged ({problem}); left as it is "
+                "(`ollm sessions doctor --fix` repairs it)"
+            )
+            logger.warning(message)
+            if message not in self.notices:
+                self.notices.append(message)
+            return
         state = self._open.get(sid)
         if state is not None:
             self._move_aside(sid, path, problem)
@@ -1069,11 +1643,7 @@ class ChatRecordingService:
             return
         for dead in claim_dead_logs(self._journal_dir):
             try:
-                if dead.scan.torn_bytes:
-                    message = (
-                        f"journal {dead.path.name}: dropped {dead.scan.torn_bytes} bytes of an "
-                        "incomplete record at its end (written when its process stopped)"
-                    )
+                for message in describe_damage(dead.path.name, dead.scan):
                     logger.warning(message)
                     self.recovery_report.append(message)
                 done = True
@@ -1144,6 +1714,10 @@ class ChatRecordingService:
             raise SessionError(
                 "this session store is closed", hint="create a new ChatRecordingService"
             )
+        if self.read_only:
+            raise SessionError(
+                "this session store was opened read-only", hint="open it without read_only"
+            )
 
 
 def _replay(doc: SessionDocument, entries: list[JournalEntry]) -> None:
@@ -1180,6 +1754,35 @@ def _rebuild_from_journal(sid: str, entries: list[JournalEntry]) -> SessionDocum
     doc.epoch, doc.seq = epoch, 0
     _replay(doc, entries)
     return doc
+
+
+MAX_TAG_LENGTH = 64
+
+
+def check_tags(tags: list[str]) -> list[str]:
+    """Tags typed by a user, each checked: not empty, no comma (tags are given one
+    by one), printable, at most :data:`MAX_TAG_LENGTH` characters. Raises
+    :class:`SessionError` naming the first bad tag; returns them cleaned, once each."""
+    for tag in tags:
+        cleaned = " ".join(str(tag).split())
+        shown = repr(str(tag)[:40])
+        if not cleaned:
+            raise SessionError("a tag cannot be empty", hint="give a word, such as `work`")
+        if "," in cleaned:
+            raise SessionError(
+                f"the tag {shown} holds a comma",
+                hint="give several tags as separate words: `ollm sessions tag ID work ci`",
+            )
+        if not cleaned.isprintable():
+            raise SessionError(
+                f"the tag {shown} holds control characters", hint="use printable text"
+            )
+        if len(cleaned) > MAX_TAG_LENGTH:
+            raise SessionError(
+                f"the tag {shown}... is {len(cleaned)} characters long",
+                hint=f"a tag holds at most {MAX_TAG_LENGTH} characters",
+            )
+    return _clean_tags(tags)
 
 
 def _clean_tags(tags: list[str]) -> list[str]:

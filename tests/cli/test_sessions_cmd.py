@@ -694,7 +694,7 @@ def test_every_command_has_help_with_an_example() -> None:
     group = typer.main.get_group(sessions_cmd.app)
     assert set(group.commands) == {
         "list", "view", "export", "search", "delete", "clear", "cleanup",
-        "title", "tag", "pin", "unpin", "import", "reindex",
+        "title", "tag", "pin", "unpin", "import", "reindex", "doctor", "trash",
     }  # fmt: skip
     for name, command in group.commands.items():
         assert command.help and "Example: `ollm sessions " + name in command.help, name

@@ -13,6 +13,9 @@ from ollm_cli.config.settings import DEFAULT_ALLOW_LIST, DEFAULT_DENY_PATTERNS, 
 from ollm_cli.pipeline.environment._redaction import find_secrets
 from ollm_cli.pipeline.environment._sanitizer import (
     EXECUTION_VARIABLES,
+    KNOWN_SECRET_NAMES,
+    SECRET_INFIXES,
+    SECRET_WORDS,
     EnvDecision,
     EnvironmentSanitizationService,
     compile_name_pattern,
@@ -324,8 +327,16 @@ def test_removed_names_are_logged_at_debug_without_values(
 
 # -- properties ---------------------------------------------------------------------
 
-SEGMENT = st.text(alphabet=string.ascii_uppercase + string.digits, min_size=1, max_size=6)
-NAME = st.lists(SEGMENT, min_size=1, max_size=4).map("_".join)
+# segments that are no credential word: a name holding one (``0_PWD``) is removed whatever
+# the patterns say, which is the secret-name rule's business, not these properties'
+SEGMENT = st.text(alphabet=string.ascii_uppercase + string.digits, min_size=1, max_size=6).filter(
+    lambda s: s.lower() not in SECRET_WORDS and not any(i in s.lower() for i in SECRET_INFIXES)
+)
+NAME = (
+    st.lists(SEGMENT, min_size=1, max_size=4)
+    .map("_".join)
+    .filter(lambda n: n not in KNOWN_SECRET_NAMES)
+)
 #: Values that cannot look like a credential: lower-case words, digits and paths.
 SAFE_VALUE = st.text(alphabet=string.ascii_lowercase + string.digits + "/.: -", max_size=30)
 

@@ -389,3 +389,51 @@ def test_failures_are_described_by_type_and_never_show_a_secret() -> None:
     described = _describe(ValueError(f"bad token {secret}"))
     assert described.startswith("ValueError: bad token")
     assert secret not in described
+
+
+def test_soak_with_clients_killed_and_the_disk_filled_loses_nothing(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The faults beside --kill-actor-every: a client process killed with SIGKILL in the
+    middle of its answer (what it showed is in its session) and the sessions disk (a real
+    tmpfs) filling up and freeing again (every record waited and was written)."""
+    from ollm_cli.cli.load_cmd import write_client_settings
+    from tests.recording.conftest import mounted_tmpfs
+
+    with mounted_tmpfs(tmp_path / "small", "64m") as disk:
+        settings = simulated_settings(latency_ms=20)
+        settings.services.session.data_dir = disk / "sessions"
+        settings.snapshots.data_dir = tmp_path / "snapshots"
+        settings.services.session.max_sessions = 0  # the clients too
+        options = HarnessOptions(
+            duration_s=10.0,
+            concurrency=2,
+            turns=3,
+            sample_interval_s=1.0,
+            kill_client_every_s=0.5,
+            fill_disk_every_s=4.0,
+            fill_disk_hold_s=1.0,
+        )
+        options.client_settings_file = write_client_settings(settings, tmp_path / "run")
+        _run, report, _ = asyncio.run(_load(settings, workspace, options))
+        assert report.client_kills, report.errors
+        assert report.disk_fills, report.errors
+        for kill in report.client_kills:  # one that could not start on a full disk showed nothing
+            assert kill.session_id or kill.shown_chars == 0
+            assert kill.lost_chars == 0 and not kill.mismatch, kill
+        killed_mid_answer = [k for k in report.client_kills if not k.completed]
+        assert killed_mid_answer and any(k.required_chars for k in killed_mid_answer)
+        assert any(f.max_pending_records > 0 for f in report.disk_fills)  # the disk refused
+        assert all(f.recovered_s is not None for f in report.disk_fills)
+        assert report.pending_records == 0
+        assert report.verified and report.failed_turns == 0, (report.problems, report.errors)
+        assert report.ok, report.problems
+        assert not (disk / "sessions" / ".soak-filler").exists()
+
+
+def test_filling_a_large_disk_is_refused(workspace: Path, tmp_path: Path) -> None:
+    settings = simulated_settings(latency_ms=1)
+    settings.services.session.data_dir = tmp_path / "sessions"
+    options = HarnessOptions(duration_s=1.0, fill_disk_every_s=0.5)
+    with pytest.raises(OllmError, match="would fill the filesystem"):
+        asyncio.run(_load(settings, workspace, options))

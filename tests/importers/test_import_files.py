@@ -5,6 +5,7 @@ file is named with its line."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import orjson
@@ -213,3 +214,17 @@ def test_secrets_in_imported_sessions_are_redacted(tmp_path: Path, ollm_home: Pa
     stored = [p for p in ollm_home.rglob("*") if p.is_file()]
     assert stored
     assert all(secret.encode() not in p.read_bytes() for p in stored)
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_a_fifo_is_refused_at_once_never_opened(tmp_path: Path, named: bool) -> None:
+    """Opening a FIFO waits for a writer: neither recognising nor reading may open one."""
+    fifo = tmp_path / "rollout-x.jsonl"
+    os.mkfifo(fifo)
+    assert detect_source(fifo) is None
+    with pytest.raises(ImportFormatError, match="not a regular file"):
+        read_sessions(fifo, "codex")
+    outcome = invoke("import", *(["--from", "codex"] if named else []), str(fifo))
+    assert outcome.exit_code == 4, outcome
+    shown = outcome.stderr + outcome.stdout + str(outcome.exception or "")
+    assert "FIFO" in shown or "not a regular file" in shown

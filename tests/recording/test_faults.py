@@ -12,6 +12,7 @@ import errno
 import logging
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import orjson
@@ -390,3 +391,26 @@ def test_an_unknown_id_says_how_to_find_the_right_one(store: ChatRecordingServic
         store.record_message("00000000-0000-4000-8000-000000000000", SessionMessage.user("x"))
     with pytest.raises(SessionNotFoundError):
         store.save_session("00000000-0000-4000-8000-000000000000")
+
+
+def test_a_session_whose_close_failed_on_a_full_disk_closes_once_space_returns(
+    tmp_path: Path,
+) -> None:
+    with mounted_tmpfs(tmp_path / "small", "256k") as disk:
+        folder = disk / "sessions"
+        store = ChatRecordingService(make_settings(folder))
+        sid = store.create_session("m", "p")
+        filler = disk / "filler"
+        _fill(filler)
+        store.record_message(sid, SessionMessage.user("x" * 5000))
+        store.close_session(sid)
+        assert store.is_open(sid)  # kept, with its records, while the disk refuses
+        filler.unlink()
+        for _ in range(200):  # the retry runs every CLOSE_RETRY_S on the save thread
+            if not store.is_open(sid):
+                break
+            threading.Event().wait(0.05)
+        assert not store.is_open(sid) and store.health().ok
+        store.close()
+        with ChatRecordingService(make_settings(folder)) as after:
+            assert _texts(after.get_session(sid)) == ["x" * 5000]

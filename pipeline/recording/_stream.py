@@ -1,0 +1,170 @@
+"""Reading a large session file in bounded memory, message by message.
+
+``ollm sessions view`` and ``export`` of a session file of hundreds of
+megabytes must not build the whole session (a 200 MB file became 1.7 GB of
+objects). A file larger than :data:`STREAM_BYTES` is read instead with an
+incremental JSON parser (ijson, its C backend), in three passes that each hold
+one item at a time:
+
+1. the outline: the top-level fields, the ids of tool calls and of tool
+   results, and how many messages and tool calls there are;
+2. the metadata and the recorded tool calls, kept small (a recorded result is
+   kept only for a call whose result no message holds);
+3. the messages, one at a time, for :func:`ollm_cli.pipeline.recording._export.iter_transcript`.
+
+A file whose journal holds records newer than it (a live writer) is read whole
+instead, as are small files.
+
+Example::
+
+    streamed = open_streamed(path)
+    for message in streamed.messages():
+        ...
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ijson
+
+from ollm_cli.pipeline.recording._document import PARTIAL_KEY, REVISION_KEY
+from ollm_cli.pipeline.records import Session, SessionMessage, SessionMetadata, SessionToolCall
+
+STREAM_BYTES = 32 * 1024 * 1024
+"""Session files at least this large are viewed and exported as a stream."""
+
+_SCALARS = ("sessionId", "startTime", "lastActivity", "model", "provider")
+
+
+@dataclass
+class StreamedSession:
+    """The outline of a session file, and its messages on demand."""
+
+    path: Path
+    header: Session
+    """The session without its messages and tool calls (metadata included)."""
+    message_count: int
+    tool_call_count: int
+    called_ids: set[str] = field(default_factory=set)
+    result_ids: set[str] = field(default_factory=set)
+    recorded: dict[str, SessionToolCall] = field(default_factory=dict)
+    orphans: list[SessionToolCall] = field(default_factory=list)
+    """Recorded tool calls no message mentions, by time."""
+    revision: tuple[int, int] | None = None
+    partial: SessionMessage | None = None
+
+    def messages(self) -> Iterator[SessionMessage]:
+        """Every message in order (then the part of an answer left by a crash)."""
+        with open(self.path, "rb") as handle:
+            for item in ijson.items(handle, "messages.item", use_float=True):
+                yield SessionMessage.model_validate(item)
+        if self.partial is not None:
+            yield self.partial
+
+    def raw_messages(self) -> Iterator[dict[str, Any]]:
+        """Every message as the file holds it (for a JSON export)."""
+        with open(self.path, "rb") as handle:
+            yield from ijson.items(handle, "messages.item", use_float=True)
+
+    def raw_tool_calls(self) -> Iterator[dict[str, Any]]:
+        """Every recorded tool call as the file holds it (for a JSON export)."""
+        with open(self.path, "rb") as handle:
+            yield from ijson.items(handle, "toolCalls.item", use_float=True)
+
+
+@contextmanager
+def gc_relaxed() -> Iterator[None]:
+    """Collect cycles less often while a session streams: each message makes many
+    short-lived objects, and the default thresholds ran the collector so often that
+    it doubled the time of a 100 MB view. Memory stays bounded (what is made is
+    freed by reference counting; cycles still get collected, only later)."""
+    before = gc.get_threshold()
+    gc.set_threshold(100_000, before[1], before[2])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
+def open_streamed(path: Path) -> StreamedSession:
+    """Read the outline of the session file at ``path`` (passes 1 and 2).
+
+    Raises ``ValueError`` (ijson's errors are ``ValueError``\\ s) when the file is
+    not a session file; callers fall back to reading it whole, which reports it.
+    """
+    scalars: dict[str, Any] = {}
+    called: set[str] = set()
+    results: set[str] = set()
+    messages = calls = 0
+    part_type = None
+    builders = {key: ijson.ObjectBuilder() for key in ("metadata", REVISION_KEY, PARTIAL_KEY)}
+    with open(path, "rb") as handle:
+        for prefix, event, value in ijson.parse(handle, use_float=True):
+            top = prefix.partition(".")[0]
+            builder = builders.get(top)
+            if builder is not None:
+                builder.event(event, value)
+                continue
+            if event == "start_map":
+                if prefix == "messages.item":
+                    messages += 1
+                elif prefix == "toolCalls.item":
+                    calls += 1
+                continue
+            if prefix == "messages.item.parts.item.type":
+                part_type = value
+            elif prefix == "messages.item.parts.item.id" and part_type == "tool_call":
+                called.add(str(value))
+            elif prefix == "messages.item.parts.item.toolCallId":
+                results.add(str(value))
+            elif prefix in _SCALARS and event == "string":
+                scalars[prefix] = value
+    built = {key: getattr(b, "value", None) for key, b in builders.items()}
+    metadata = built["metadata"] if isinstance(built["metadata"], dict) else {}
+    revision: tuple[int, int] | None = None
+    stored = built[REVISION_KEY]
+    if isinstance(stored, dict):
+        revision = (int(stored.get("epoch", 0)), int(stored.get("seq", 0)))
+    partial: SessionMessage | None = None
+    if isinstance(built[PARTIAL_KEY], dict):
+        partial = SessionMessage.model_validate(built[PARTIAL_KEY])
+    recorded: dict[str, SessionToolCall] = {}
+    orphans: list[SessionToolCall] = []
+    with open(path, "rb") as handle:
+        for item in ijson.items(handle, "toolCalls.item", use_float=True):
+            call = SessionToolCall.model_validate(item)
+            if call.id in recorded:
+                continue
+            if call.id in results:  # the message holding its result shows it
+                call = call.model_copy(
+                    update={"result": call.result.model_copy(update={"llm_content": ""})}
+                )
+            recorded[call.id] = call
+            if call.id not in called and call.id not in results:
+                orphans.append(call)
+    header = Session.model_validate(
+        {
+            **scalars,
+            "messages": [],
+            "toolCalls": [],
+            "metadata": SessionMetadata.model_validate(metadata).to_dict(),
+        }
+    )
+    return StreamedSession(
+        path=path,
+        header=header,
+        message_count=messages + (1 if partial is not None else 0),
+        tool_call_count=calls,
+        called_ids=called,
+        result_ids=results,
+        recorded=recorded,
+        orphans=orphans,
+        revision=revision,
+        partial=partial,
+    )
