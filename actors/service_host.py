@@ -101,6 +101,7 @@ class PipelineHost:
         """Clients that run their own coordinator on this host's shells (batch, load)."""
         self.started_at = time.time()
         self.last_active = time.time()
+        _log_to_service_log()
         self._start: asyncio.Task[None] | None = None
         self._watch: asyncio.Task[None] | None = None
         self._calls = 0
@@ -434,6 +435,21 @@ class PipelineHost:
         import psutil
 
         return int(psutil.Process(os.getpid()).memory_info().rss)
+
+
+def _log_to_service_log() -> None:
+    """This host's log records go to the service's log (``ollm service logs``)."""
+    from pipeline.redaction import configure_logging
+    from pipeline.service_state import ServicePaths
+
+    handler = logging.FileHandler(ServicePaths.for_home().log)
+    handler.setFormatter(
+        logging.Formatter(f"%(asctime)s host[{os.getpid()}] %(levelname)s %(name)s %(message)s")
+    )
+    handler.setLevel(logging.INFO)
+    logging.getLogger().addHandler(handler)
+    with contextlib.suppress(Exception):
+        configure_logging(logging.INFO)  # redacts on every handler, ours included
 
 
 def host_name(key: str) -> str:
