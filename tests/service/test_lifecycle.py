@@ -1,0 +1,131 @@
+"""Starting and stopping the service: auto-start, idle stop, another home, another
+version, a client without the token."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pipeline.service import idle_for
+from pipeline.service_state import ServicePaths, ray_environment, write_state
+from tests.fake_ollama import FakeOllama
+from tests.service.conftest import (
+    REPO,
+    ollm,
+    service_env,
+    service_processes,
+    state_of,
+    wait_for,
+)
+
+activity = st.fixed_dictionaries(
+    {
+        "clients": st.integers(0, 3),
+        "background": st.integers(0, 3),
+        "last_active": st.floats(0, 1000),
+    }
+)
+
+
+@given(activities=st.lists(activity, max_size=4), now=st.floats(0, 2000), since=st.floats(0, 1000))
+def test_idle_only_without_clients_and_background_work(
+    activities: list[dict[str, Any]], now: float, since: float
+) -> None:
+    idle = idle_for(activities, now, since)
+    busy = any(a["clients"] or a["background"] for a in activities)
+    if busy:
+        assert idle == 0.0
+    else:
+        last = max([since, *(a["last_active"] for a in activities)])
+        assert idle == max(0.0, now - last)
+
+
+def test_auto_started_service_stops_itself_when_idle(server: FakeOllama, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = service_env(home, server, OLLM_RUNTIME__SERVICE__IDLE_TIMEOUT="2")
+    assert state_of(home) is None
+    done = ollm("run", "-p", "start it for me", env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    state = state_of(home)
+    assert state is not None  # started by the first command that needed it
+    # no client, no background work: it stops by itself, leaving no process behind
+    wait_for(lambda: not state.alive(), what="the idle service to stop")
+    assert state_of(home) is None
+    wait_for(lambda: service_processes(state) == [], what="no Ray process left")
+
+
+def test_two_homes_get_two_services_that_cannot_reach_each_other(
+    server: FakeOllama, tmp_path: Path
+) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    env_a, env_b = service_env(first, server), service_env(second, server)
+    try:
+        for env in (env_a, env_b):
+            started = ollm("service", "start", env=env, cwd=tmp_path)
+            assert started.returncode == 0, started.stderr
+        state_a, state_b = state_of(first), state_of(second)
+        assert state_a is not None and state_b is not None
+        assert state_a.address != state_b.address and state_a.namespace != state_b.namespace
+        # b's token does not open a's service, and no token opens none
+        env_wrong = {**env_b, **ray_environment(ServicePaths.for_home(second))}
+        assert not _can_connect(state_a.address, env_wrong)
+        no_token = {k: v for k, v in env_b.items() if not k.startswith("RAY_AUTH")}
+        no_token["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+        assert not _can_connect(state_a.address, no_token)
+        # while a's own token does
+        env_right = {**env_a, **ray_environment(ServicePaths.for_home(first))}
+        assert _can_connect(state_a.address, env_right)
+    finally:
+        for env in (env_a, env_b):
+            ollm("service", "stop", env=env, cwd=tmp_path)
+
+
+CONNECT = """
+import sys, ray
+try:
+    ray.init(address=sys.argv[1], log_to_driver=False, configure_logging=False)
+    ray.util.list_named_actors(all_namespaces=True)
+except Exception as error:
+    print(type(error).__name__)
+    sys.exit(3)
+print("connected")
+"""
+
+
+def _can_connect(address: str, env: dict[str, str]) -> bool:
+    done = subprocess.run(
+        [sys.executable, "-c", CONNECT, address],
+        env={**env, "PYTHONPATH": str(REPO), "RAY_gcs_rpc_server_connect_timeout_s": "5"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return done.returncode == 0 and "connected" in done.stdout
+
+
+def test_a_client_of_another_version_restarts_an_idle_service(
+    server: FakeOllama, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    env = service_env(home, server)
+    try:
+        assert ollm("service", "start", env=env, cwd=tmp_path).returncode == 0
+        old = state_of(home)
+        assert old is not None
+        # the running service says it is another version of OLLM
+        write_state(ServicePaths.for_home(home), old.model_copy(update={"version": "0.0.1+old"}))
+        status = orjson.loads(ollm("service", "status", "--json", env=env, cwd=tmp_path).stdout)
+        assert status["version"] == "0.0.1+old" != status["client_version"]
+        done = ollm("run", "-p", "new version here", env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        new = state_of(home)
+        assert new is not None and new.pid != old.pid and new.version == status["client_version"]
+        assert not old.alive()
+    finally:
+        ollm("service", "stop", env=env, cwd=tmp_path)
