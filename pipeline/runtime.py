@@ -446,9 +446,13 @@ class ServiceRuntime(Runtime):
         await self.host.hello.remote(self._client_id, os.getpid(), started)
 
     async def shutdown(self) -> None:
+        from pipeline.service import disconnect
+
         if self.host is not None:
             with contextlib.suppress(Exception):
                 await self.host.bye.remote(self._client_id)
+            self.host = None
+            await asyncio.get_running_loop().run_in_executor(None, disconnect)
 
 
 def create_runtime(

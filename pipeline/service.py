@@ -273,7 +273,10 @@ def connect(settings: OllmSettings, *, start: bool | None = None) -> Connection:
 
 
 def _ray_connect(paths: ServicePaths, state: ServiceState) -> None:
+    already_imported = "ray" in sys.modules
     os.environ.update(ray_environment(paths))
+    if already_imported:
+        _reread_ray_environment()
     _quiet_ray_loggers(paths)
     with output_to_log(paths):
         import ray
@@ -294,6 +297,19 @@ def _ray_connect(paths: ServicePaths, state: ServiceState) -> None:
                 f"({type(error).__name__})",
                 hint="`ollm service stop` and try again; see `ollm service logs`",
             ) from None
+
+
+def _reread_ray_environment() -> None:
+    """Ray read some of :func:`ray_environment` when it was imported: make it see
+    them now (the node is alone on loopback; this home's token)."""
+    from ray._private import ray_constants
+
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    with contextlib.suppress(Exception):
+        from ray._raylet import AuthenticationTokenLoader, Config
+
+        Config.initialize("")
+        AuthenticationTokenLoader.instance().reset_cache()
 
 
 def disconnect() -> None:
