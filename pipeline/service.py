@@ -199,14 +199,15 @@ def _spawn(settings: OllmSettings, paths: ServicePaths) -> ServiceState:
     service = settings.runtime.service
     env = {**os.environ, **ray_environment(paths), "OLLM_HOME": str(paths.home)}
     env.pop("RAY_ADDRESS", None)
-    root = str(Path(__file__).resolve().parent.parent)
+    # the folder holding our top-level package, whatever the package is named
+    root = str(Path(__file__).resolve().parents[len(__name__.split(".")) - 1])
     env["PYTHONPATH"] = os.pathsep.join(
         [root, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != root]]
     )
     command = [
         sys.executable,
         "-m",
-        "pipeline.service",
+        __name__ if __name__ != "__main__" else "pipeline.service",
         "serve",
         "--idle-timeout",
         str(service.idle_timeout),
@@ -306,7 +307,7 @@ def _reread_ray_environment() -> None:
 
     ray_constants.ENABLE_RAY_CLUSTER = False
     with contextlib.suppress(Exception):
-        from ray._raylet import AuthenticationTokenLoader, Config
+        from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]
 
         Config.initialize("")
         AuthenticationTokenLoader.instance().reset_cache()

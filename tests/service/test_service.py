@@ -10,6 +10,7 @@ import os
 import signal
 import stat
 from pathlib import Path
+from typing import Any
 
 import orjson
 import psutil
@@ -71,7 +72,7 @@ def test_started_service_is_private_reused_and_quiet(
     assert report["hosts"] and all(h["memory_rss"] > 0 for h in report["hosts"])
 
 
-def _connections(process: psutil.Process) -> list[object]:
+def _connections(process: psutil.Process) -> list[Any]:
     try:
         return list(process.net_connections(kind="inet"))
     except psutil.Error:
