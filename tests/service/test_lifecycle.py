@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -17,10 +18,13 @@ from pipeline.service_state import ServicePaths, ray_environment, write_state
 from tests.fake_ollama import FakeOllama
 from tests.service.conftest import (
     REPO,
+    Router,
     ollm,
     service_env,
     service_processes,
+    spawn,
     state_of,
+    store_of,
     wait_for,
 )
 
@@ -129,3 +133,37 @@ def test_a_client_of_another_version_restarts_an_idle_service(
         assert not old.alive()
     finally:
         ollm("service", "stop", env=env, cwd=tmp_path)
+
+
+def test_stop_lets_background_work_finish_and_releases_every_session(
+    server: FakeOllama, router: Router, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    env = service_env(home, server)
+    first = ollm("run", "-p", "[long] facts please", env=env, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    state = state_of(home)
+    assert state is not None
+    router.summary_gate = gate = router.gate("stop-summary")
+    summaries = router.summaries
+    try:
+        done = ollm("run", "--continue", "-p", "[long] more", env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        wait_for(lambda: router.summaries > summaries, what="the compression at the model")
+        stopping = spawn("service", "stop", "--json", env=env, cwd=tmp_path)
+        log = ServicePaths.for_home(home).log
+        wait_for(lambda: "stopping" in log.read_text(errors="replace"), what="the stop to begin")
+        assert stopping.poll() is None  # it waits for the compression in flight
+    finally:
+        gate.set()
+        router.summary_gate = None
+    out, err = stopping.communicate(timeout=180)
+    assert stopping.returncode == 0, err
+    assert orjson.loads(out)["was_running"]
+    store = store_of(home, monkeypatch)
+    (summary,) = store.list_sessions(limit=10)
+    sid = summary.session_id
+    assert store.get_session(sid).metadata.compression_count >= 1
+    assert not list(home.rglob(f"{sid}.lock"))  # the session's lock is released
+    assert state_of(home) is None
+    assert service_processes(state) == []
