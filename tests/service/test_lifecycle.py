@@ -90,6 +90,11 @@ def test_two_homes_get_two_services_that_cannot_reach_each_other(
             ollm("service", "stop", env=env, cwd=tmp_path)
 
 
+def _busy(env: dict[str, str], cwd: Path) -> bool:
+    status = orjson.loads(ollm("service", "status", "--json", env=env, cwd=cwd).stdout)
+    return bool(status["sessions"] or status["background"] or status["clients"])
+
+
 CONNECT = """
 import sys, ray
 try:
@@ -113,17 +118,36 @@ def _can_connect(address: str, env: dict[str, str]) -> bool:
     return done.returncode == 0 and "connected" in done.stdout
 
 
-def test_a_client_of_another_version_restarts_an_idle_service(
-    server: FakeOllama, tmp_path: Path
+def test_a_client_of_another_version_says_what_to_do_when_busy_and_restarts_it_when_idle(
+    server: FakeOllama, router: Router, tmp_path: Path
 ) -> None:
     home = tmp_path / "home"
     env = service_env(home, server)
+    busy = spawn("run", "-p", "[gate:busy] hold on", env=env, cwd=tmp_path)
     try:
-        assert ollm("service", "start", env=env, cwd=tmp_path).returncode == 0
-        old = state_of(home)
-        assert old is not None
+        old = wait_for(lambda: state_of(home), what="the service started")
+        wait_for(
+            lambda: any(
+                "[gate:busy]" in str(r["messages"][-1].get("content", ""))
+                for r in server.chat_requests
+            ),
+            what="the turn at the model",
+        )
         # the running service says it is another version of OLLM
         write_state(ServicePaths.for_home(home), old.model_copy(update={"version": "0.0.1+old"}))
+        refused = ollm("run", "-p", "new version here", env=env, cwd=tmp_path)
+        assert refused.returncode == 8, refused.stderr
+        assert "is busy" in refused.stderr and "ollm service stop" in refused.stderr
+    finally:
+        router.gate("busy").set()
+    _, err = busy.communicate(timeout=120)
+    assert busy.returncode == 0, err
+    try:
+        # idle now: wait until the busy session is closed, then a new client restarts it
+        wait_for(
+            lambda: not list(home.rglob("sessions/*.lock")) and not _busy(env, tmp_path),
+            what="the service idle",
+        )
         status = orjson.loads(ollm("service", "status", "--json", env=env, cwd=tmp_path).stdout)
         assert status["version"] == "0.0.1+old" != status["client_version"]
         done = ollm("run", "-p", "new version here", env=env, cwd=tmp_path)
