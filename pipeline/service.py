@@ -400,14 +400,18 @@ def _hosts(namespace: str) -> list[Any]:
 
 
 def _activities(namespace: str, timeout_s: float = 10.0) -> list[dict[str, Any]]:
+    return [activity for _, activity in _host_activities(namespace, timeout_s)]
+
+
+def _host_activities(namespace: str, timeout_s: float = 10.0) -> list[tuple[Any, dict[str, Any]]]:
     import ray
 
     handles = _hosts(namespace)
     refs = [h.activity.remote() for h in handles]
-    done: list[dict[str, Any]] = []
-    for ref in refs:
+    done: list[tuple[Any, dict[str, Any]]] = []
+    for handle, ref in zip(handles, refs, strict=True):
         with contextlib.suppress(Exception):
-            done.append(ray.get(ref, timeout=timeout_s))
+            done.append((handle, ray.get(ref, timeout=timeout_s)))
     return done
 
 
@@ -560,13 +564,20 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
     check_s = min(5.0, max(idle_timeout / 4, 0.2))
     while not stopping.wait(check_s):
         try:
-            idle = idle_for(_activities(namespace), time.time(), started)
+            hosts = _host_activities(namespace)
         except Exception as error:  # Ray itself is gone: nothing to serve
             logger.warning("the service's Ray does not answer (%s): stopping", error)
             break
+        now = time.time()
+        idle = idle_for([activity for _, activity in hosts], now, started)
         if idle >= idle_timeout:
             logger.info("idle for %.0f s: stopping", idle)
             break
+        for handle, activity in hosts:
+            # a pipeline unused that long goes (its model and memory with it)
+            if idle_for([activity], now, started) >= idle_timeout:
+                logger.info("retiring the idle pipeline of %s", activity.get("workspace"))
+                _retire(handle, stop_timeout)
     _drain(namespace, stop_timeout)
     remove_state(paths, os.getpid())
     children = me.children(recursive=True)
@@ -578,6 +589,17 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
             process.kill()
     logger.info("stopped")
     return 0
+
+
+def _retire(handle: Any, stop_timeout: float) -> None:
+    import ray
+
+    try:
+        ray.get(handle.shutdown.remote(stop_timeout), timeout=stop_timeout + 10)
+    except Exception as error:
+        logger.warning("a pipeline host did not stop cleanly: %s", error)
+    with contextlib.suppress(Exception):
+        ray.kill(handle, no_restart=True)
 
 
 def _drain(namespace: str, stop_timeout: float) -> None:
