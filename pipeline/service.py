@@ -560,7 +560,13 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
             home=str(paths.home),
         ),
     )
-    logger.info("OLLM service %s ready at %s (namespace %s)", code_version(), address, namespace)
+    logger.info(
+        "OLLM service %s ready at %s (namespace %s, pid %d)",
+        code_version(),
+        address,
+        namespace,
+        os.getpid(),
+    )
     check_s = min(5.0, max(idle_timeout / 4, 0.2))
     while not stopping.wait(check_s):
         try:

@@ -3,6 +3,7 @@ version, a client without the token."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pipeline.service import idle_for
-from pipeline.service_state import ServicePaths, ray_environment, write_state
+from pipeline.service_state import ServicePaths, ServiceState, ray_environment, write_state
 from tests.fake_ollama import FakeOllama
 from tests.service.conftest import (
     REPO,
@@ -56,12 +57,26 @@ def test_auto_started_service_stops_itself_when_idle(server: FakeOllama, tmp_pat
     assert state_of(home) is None
     done = ollm("run", "-p", "start it for me", env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    state = state_of(home)
-    assert state is not None  # started by the first command that needed it
+    # started by the first command that needed it (it may be idle and gone already)
+    log = ServicePaths.for_home(home).log
+    ready = re.search(r"ready at (\S+) \(namespace (\S+), pid (\d+)\)", log.read_text())
+    assert ready is not None
+    address, namespace, pid = ready.group(1), ready.group(2), int(ready.group(3))
     # no client, no background work: it stops by itself, leaving no process behind
-    wait_for(lambda: not state.alive(), what="the idle service to stop")
+    wait_for(lambda: "service INFO stopped" in log.read_text(), what="the idle service to stop")
+    assert "idle for" in log.read_text()
     assert state_of(home) is None
-    wait_for(lambda: service_processes(state) == [], what="no Ray process left")
+    gone = ServiceState(
+        address=address,
+        namespace=namespace,
+        pid=pid,
+        pgid=pid,
+        pid_started=0.0,
+        version="",
+        started_at=0.0,
+        home=str(home),
+    )
+    wait_for(lambda: service_processes(gone) == [], what="no Ray process left")
 
 
 def test_two_homes_get_two_services_that_cannot_reach_each_other(
