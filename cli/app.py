@@ -20,6 +20,7 @@ from ollm_cli.cli import (
     files_cmd,
     load_cmd,
     run_cmd,
+    service_cmd,
     sessions_cmd,
     snapshots_cmd,
 )
@@ -48,6 +49,7 @@ app.add_typer(config_cmd.app, name="config")
 app.add_typer(env_cmd.app, name="env")
 app.add_typer(files_cmd.app, name="files")
 app.add_typer(extensions_cmd.app, name="extensions")
+app.add_typer(service_cmd.app, name="service")
 
 
 def main() -> None:

@@ -8,6 +8,9 @@ actor with ``await service.call("method", ...)``:
   (``max_restarts``); the default of ``ollm run`` and ``ollm batch``.
 - :class:`InProcessRuntime`: the same shell classes as plain objects, their
   blocking methods run on a thread pool; for fast tests and tiny runs.
+- :class:`ServiceRuntime`: the shells of the long-lived local service's
+  pipeline host (a named detached actor, see :mod:`ollm_cli.pipeline.service`), shared
+  with every other command of this home; the default.
 
 Back-pressure: each service admits at most ``max_inflight`` calls at once;
 further callers wait (``inflight`` and ``waiting`` are the inbox depths the
@@ -45,7 +48,7 @@ from ollm_cli.pipeline.errors import ActorFailedError, OllmError
 
 logger = logging.getLogger(__name__)
 
-RuntimeKind = Literal["ray", "inprocess"]
+RuntimeKind = Literal["service", "ray", "inprocess"]
 
 
 class Service(ABC):
@@ -368,6 +371,90 @@ class RayRuntime(Runtime):
             ray.shutdown()
 
 
+class HostService(Service):
+    """One shell of a pipeline host in the local service, called through the host."""
+
+    def __init__(self, name: str, host: Any, max_inflight: int) -> None:
+        super().__init__(name, max_inflight)
+        self.host = host
+
+    async def _call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        from ray.exceptions import RayActorError, RayTaskError
+
+        try:
+            return await self.host.call.remote(self.name, method, args, kwargs)
+        except RayTaskError as exc:
+            raise _unwrap(exc) from None
+        except RayActorError as exc:
+            raise service_lost(exc) from None
+
+    async def kill(self) -> None:
+        raise OllmError(f"the {self.name} service lives in the OLLM service; stop that instead")
+
+    async def memory_rss(self) -> int:
+        return int(await self.host.memory_rss.remote())
+
+
+def service_lost(error: BaseException | None = None) -> OllmError:
+    """The error a client raises when the local service died under it (exit code 8)."""
+    from ollm_cli.pipeline.errors import ServiceLostError
+
+    detail = f" ({type(error).__name__})" if error is not None else ""
+    return ServiceLostError(
+        f"the OLLM service stopped while serving this command{detail}",
+        hint="everything acknowledged before this point is saved; run the command again "
+        "(it starts a new service), and see `ollm service logs`",
+    )
+
+
+class ServiceRuntime(Runtime):
+    """The shells of this configuration's pipeline host in the local service.
+
+    Starting connects to the service (starting it when needed) and gets or
+    creates the host; shutting down only says goodbye: the shells, the loaded
+    model and its caches stay for the next command.
+    """
+
+    kind: RuntimeKind = "service"
+
+    def __init__(self, settings: OllmSettings, workspace: Path) -> None:
+        super().__init__(settings, workspace)
+        self.host: Any = None
+        self._client_id = os.urandom(8).hex()
+
+    async def start(self) -> None:
+        import psutil
+
+        from ollm_cli.pipeline.service import pipeline_host
+
+        loop = asyncio.get_running_loop()
+        self.host = await loop.run_in_executor(None, pipeline_host, self.settings, self.workspace)
+        limit = self.settings.runtime.max_inflight
+        rt = self.settings.runtime
+        self.recording = HostService("recording", self.host, limit)
+        self.context = HostService("context", self.host, limit)
+        self.loop_detection = HostService("loop_detection", self.host, limit)
+        self.sanitizer = HostService("sanitizer", self.host, limit)
+        self.provider = HostService("provider", self.host, limit)
+        self.compression = [
+            HostService(f"compression-{i}", self.host, limit) for i in range(rt.compression_actors)
+        ]
+        self.tool_workers = [
+            HostService(f"tool-worker-{i}", self.host, limit) for i in range(rt.tool_workers)
+        ]
+        started = psutil.Process(os.getpid()).create_time()
+        await self.host.hello.remote(self._client_id, os.getpid(), started)
+
+    async def shutdown(self) -> None:
+        from ollm_cli.pipeline.service import disconnect
+
+        if self.host is not None:
+            with contextlib.suppress(Exception):
+                await self.host.bye.remote(self._client_id)
+            self.host = None
+            await asyncio.get_running_loop().run_in_executor(None, disconnect)
+
+
 def create_runtime(
     settings: OllmSettings,
     workspace: Path,
@@ -379,4 +466,6 @@ def create_runtime(
     chosen = kind or settings.runtime.kind
     if chosen == "inprocess":
         return InProcessRuntime(settings, workspace)
+    if chosen == "service" and not (ray_address or settings.runtime.ray_address):
+        return ServiceRuntime(settings, workspace)
     return RayRuntime(settings, workspace, ray_address=ray_address)

@@ -26,8 +26,8 @@ from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.harness._load import LoadFailedError
 from ollm_cli.pipeline.recording._store import ChatRecordingService
 from ollm_cli.pipeline.runtime import create_runtime
-from tests.batch.conftest import OLLM_MAIN, REPO, expected_answer, ollm
 from tests.fake_ollama import FakeOllama
+from tests.harness.conftest import OLLM_MAIN, REPO, expected_answer, ollm
 
 SCRIPT = """\
 name: cli-batch

@@ -28,7 +28,7 @@ import pytest
 
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.recording._store import ChatRecordingService
-from tests.batch.conftest import REPO, expected_answer, ollm
+from tests.harness.conftest import REPO, expected_answer, ollm
 
 CONFIG = """\
 provider:

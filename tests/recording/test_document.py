@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ollm_cli.pipeline.recording._document import DocumentError, SessionDocument, gc_paused
 from ollm_cli.pipeline.records import Session, SessionMessage, SessionToolCall, now_iso
-from tests.store.strategies import messages, tool_calls
+from tests.recording.strategies import messages, tool_calls
 
 
 def _data(**fields: object) -> dict[str, object]:

@@ -27,7 +27,7 @@ from ollm_cli.pipeline.records import (
     ToolResult,
     now_iso,
 )
-from tests.store.conftest import make_settings
+from tests.recording.conftest import make_settings
 
 
 def _file(store: ChatRecordingService, sid: str) -> dict:

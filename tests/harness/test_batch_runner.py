@@ -32,8 +32,8 @@ from ollm_cli.pipeline.records import (
     ToolResultPart,
 )
 from ollm_cli.pipeline.runtime import create_runtime
-from tests.batch.conftest import expected_answer, run_batch, simulated_settings, stop_after
 from tests.fake_ollama import FakeOllama
+from tests.harness.conftest import expected_answer, run_batch, simulated_settings, stop_after
 
 FIFTY = """\
 name: fifty

@@ -27,7 +27,7 @@ from ollm_cli.pipeline.errors import (
 from ollm_cli.pipeline.recording._journal import encode_frame, log_files
 from ollm_cli.pipeline.recording._store import ChatRecordingService
 from ollm_cli.pipeline.records import Session, SessionMessage
-from tests.store.conftest import make_settings, mounted_tmpfs, read_only
+from tests.recording.conftest import make_settings, mounted_tmpfs, read_only
 
 
 def _texts(session: Session) -> list[str]:

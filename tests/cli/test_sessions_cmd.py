@@ -40,8 +40,8 @@ from ollm_cli.pipeline.records import (
     ToolResult,
     ToolResultPart,
 )
-from tests.cli_sessions.conftest import invoke
-from tests.cli_sessions.session_strategies import iso, make_session, sessions
+from tests.cli.conftest import invoke
+from tests.cli.session_strategies import iso, make_session, sessions
 
 Seed = Callable[..., list[str]]
 ID_A = "aaaa1111-0000-4000-8000-000000000001"

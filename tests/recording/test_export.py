@@ -35,7 +35,7 @@ from ollm_cli.pipeline.records import (
     ToolResultPart,
     UnknownPart,
 )
-from tests.cli_sessions.session_strategies import iso, make_session, sessions
+from tests.cli.session_strategies import iso, make_session, sessions
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "examples" / "session.json"
 ALLOWED_TAGS = {

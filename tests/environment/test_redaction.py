@@ -23,7 +23,7 @@ from ollm_cli.pipeline.environment._redaction import (
     redact,
 )
 from ollm_cli.pipeline.errors import ConfigError, OllmError, ToolError
-from tests.safety.secret_strategies import filler, text_with_secret
+from tests.environment.secret_strategies import filler, text_with_secret
 
 GITHUB = "ghp_" + "a1B2" * 9
 EXAMPLES = {

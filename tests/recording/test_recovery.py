@@ -17,7 +17,7 @@ import pytest
 from ollm_cli.pipeline.recording._journal import JournalEntry, encode_frame, log_files
 from ollm_cli.pipeline.recording._store import ChatRecordingService
 from ollm_cli.pipeline.records import Session, SessionMessage
-from tests.store.conftest import make_settings
+from tests.recording.conftest import make_settings
 
 
 def _crash_copy(store: ChatRecordingService, where: Path) -> Path:

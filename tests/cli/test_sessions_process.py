@@ -12,8 +12,8 @@ import orjson
 import pexpect
 
 from ollm_cli.pipeline.records import Session
-from tests.cli_sessions.conftest import OLLM_SCRIPT, REPO, run_ollm
-from tests.cli_sessions.session_strategies import make_session
+from tests.cli.conftest import OLLM_SCRIPT, REPO, run_ollm
+from tests.cli.session_strategies import make_session
 
 Seed = Callable[..., list[str]]
 SESSION_ID = "3f1c2a9e-7b4d-4e8a-9c1f-2d5e6a7b8c90"

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from ollm_cli.pipeline.recording._store import ChatRecordingService
 from ollm_cli.pipeline.records import Session, SessionMessage, SessionToolCall, parse_iso
-from tests.store.conftest import FAST_TMP, make_settings
-from tests.store.strategies import MODELS, PROVIDERS, messages, records, tool_calls
+from tests.recording.conftest import FAST_TMP, make_settings
+from tests.recording.strategies import MODELS, PROVIDERS, messages, records, tool_calls
 
 REQUIRED_SESSION_FIELDS = {
     "sessionId",

@@ -27,8 +27,8 @@ import pytest
 from ollm_cli.pipeline.errors import SessionLockedError
 from ollm_cli.pipeline.recording._store import ChatRecordingService
 from ollm_cli.pipeline.records import Session, SessionMessage
-from tests.store import crash_child
-from tests.store.conftest import make_settings
+from tests.recording import crash_child
+from tests.recording.conftest import make_settings
 
 KILLS = 20
 _ACK = re.compile(r"([ab]) (tool )?(\d+)")
@@ -38,7 +38,7 @@ _ACK = re.compile(r"([ab]) (tool )?(\d+)")
 def forkserver() -> Iterator[ForkServerContext]:
     """Children forked from a clean server that already imported the store."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["tests.store.crash_child"])
+    context.set_forkserver_preload(["tests.recording.crash_child"])
     yield context
 
 

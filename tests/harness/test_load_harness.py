@@ -41,7 +41,7 @@ from ollm_cli.pipeline.harness._load import (
 )
 from ollm_cli.pipeline.records import Session
 from ollm_cli.pipeline.runtime import RuntimeKind, create_runtime
-from tests.batch.conftest import expected_answer, simulated_settings
+from tests.harness.conftest import expected_answer, simulated_settings
 
 FINITE = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
 
