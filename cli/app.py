@@ -77,6 +77,11 @@ COMMANDS: dict[str, CommandSpec] = {
     ),
     "env": CommandSpec("env_cmd", "Check which environment variables tools receive.", group=True),
     "files": CommandSpec("files_cmd", "List the files the model would see under PATH.", group=True),
+    "service": CommandSpec(
+        "service_cmd",
+        "The local OLLM service that keeps the pipeline and models loaded between commands.",
+        group=True,
+    ),
     "extensions": CommandSpec(
         "extensions_cmd", "List installed extensions and what they add.", group=True
     ),

@@ -46,7 +46,8 @@ from ollm_cli.pipeline.harness import (
     batch_failure,
     load_batch_script,
 )
-from ollm_cli.pipeline.runtime import Runtime, create_runtime
+from ollm_cli.pipeline.runtime import Runtime
+from ollm_cli.pipeline.service import open_runtime
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +164,7 @@ async def _run(
     quiet: bool,
 ) -> BatchReport:
     workspace = Path.cwd()
-    runtime = create_runtime(settings, workspace)
+    runtime = open_runtime(settings, workspace)
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -61,7 +61,7 @@ from ollm_cli.pipeline.harness import (
     verify,
     write_samples_csv,
 )
-from ollm_cli.pipeline.runtime import create_runtime
+from ollm_cli.pipeline.service import open_runtime
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -159,7 +159,7 @@ async def run_harness(
 ) -> LoadReport:
     """Start the pipeline, run the harness, verify the sessions, stop the pipeline."""
     workspace = Path.cwd()
-    runtime = create_runtime(settings, workspace)
+    runtime = open_runtime(settings, workspace)
     soak = options.duration_s is not None
     progress = Progress(
         TextColumn("{task.description}"),

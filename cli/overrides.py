@@ -20,13 +20,18 @@ class ProviderChoice(StrEnum):
 
 
 class RuntimeChoice(StrEnum):
+    service = "service"
     ray = "ray"
     inprocess = "inprocess"
 
 
 RuntimeOption = Annotated[
     RuntimeChoice | None,
-    typer.Option("--runtime", help="Where the services run (default from config: ray)."),
+    typer.Option(
+        "--runtime",
+        help="Where the services run: the long-lived local service, a Ray pipeline for "
+        "this command alone, or this process (default from config: service).",
+    ),
 ]
 RayAddressOption = Annotated[
     str | None,

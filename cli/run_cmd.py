@@ -1,15 +1,20 @@
 """``ollm run``: the interactive chat, and ``-p`` for one scripted turn.
 
-The pipeline runs on Ray by default (a local instance started and stopped with
-the command, or the cluster at ``--ray-address``); ``--runtime inprocess``
-keeps every service in this process. Every message is recorded as it happens.
+By default the conversation runs in the long-lived local OLLM service
+(started on first use, see ``ollm service``): this command is a thin client
+that sends the message and renders what comes back, and the conversation's
+background work finishes in the service after the command ends.
+``--runtime ray`` builds a Ray pipeline for this command alone (or uses the
+cluster at ``--ray-address``); ``--runtime inprocess`` keeps every service in
+this process. Every message is recorded as it happens.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -28,11 +33,15 @@ from ollm_cli.cli.overrides import (
 )
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.cli.trust_cmd import TrustWorkspaceOption, settle_workspace_trust
+from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.coordinator import Coordinator, raise_if_stopped
 from ollm_cli.pipeline.errors import OllmError, SessionNotFoundError, StorageError, UsageError
 from ollm_cli.pipeline.events import EventBus, LoopDetectedEvent, PipelineEvent
 from ollm_cli.pipeline.recording import CloseReport
-from ollm_cli.pipeline.runtime import create_runtime
+from ollm_cli.pipeline.service import ServiceRuntime, open_runtime
+
+if TYPE_CHECKING:
+    from ollm_cli.pipeline.service import RemoteCoordinator
 
 
 def run(
@@ -96,9 +105,12 @@ def run(
         no_loop_detection=no_loop_detection,
     )
     workspace = Path.cwd()
+    if settings.runtime.kind == "service" and not settings.runtime.ray_address:
+        _run_in_service(settings, workspace, prompt, session, resume, continue_latest, json_output)
+        return
     loop = LoopThread()
     events = EventBus()
-    pipeline_runtime = create_runtime(settings, workspace)
+    pipeline_runtime = open_runtime(settings, workspace)
     interactive = prompt is None
     repl = ChatRepl(loop, console, err_console)
     coordinator = Coordinator(
@@ -145,9 +157,60 @@ def run(
 run.__doc__ = (run.__doc__ or "") + "\n\n" + EXIT_CODES_HELP
 
 
+def _run_in_service(
+    settings: OllmSettings,
+    workspace: Path,
+    prompt: str | None,
+    session: str | None,
+    resume: bool,
+    continue_latest: bool,
+    json_output: bool,
+) -> None:
+    """The chat or ``-p`` turn as a thin client of the local service."""
+    from ollm_cli.pipeline.service import RemoteCoordinator, connect, disconnect, find_service
+
+    if find_service() is None and settings.runtime.service.auto_start:
+        err_console.print(
+            "[dim]starting the OLLM service (it stays for the next commands; "
+            "`ollm service stop` stops it)…[/]"
+        )
+    connect(settings)
+    loop = LoopThread()
+    events = EventBus()
+    service_runtime = ServiceRuntime(settings, workspace)
+    interactive = prompt is None
+    repl = ChatRepl(loop, console, err_console)
+    client = RemoteCoordinator(
+        service_runtime,
+        events=events,
+        ask=repl.ask_approval if interactive and sys.stdin.isatty() else None,
+    )
+    repl.coordinator = client  # type: ignore[assignment]  # the same interface, remote
+    try:
+        loop.run(service_runtime.start())
+        session_id = _open_session(loop, client, repl, session, resume, continue_latest)
+        if interactive:
+            events.subscribe(repl.render_event)
+            repl.chat(session_id)
+        else:
+            assert prompt is not None
+            events.subscribe(_warn_on_loop, {"loop:detected"})
+            _one_turn(loop, client, session_id, prompt, json_output)
+    finally:
+        try:
+            for sid in list(client.conversations):
+                with contextlib.suppress(OllmError):
+                    loop.run(client.end_session(sid))
+            with contextlib.suppress(OllmError):
+                loop.run(service_runtime.shutdown())
+        finally:
+            loop.close()
+            disconnect()
+
+
 def _open_session(
     loop: LoopThread,
-    coordinator: Coordinator,
+    coordinator: Coordinator | RemoteCoordinator,
     repl: ChatRepl,
     session: str | None,
     resume: bool,
@@ -222,7 +285,11 @@ def _warn_on_loop(event: PipelineEvent) -> None:
 
 
 def _one_turn(
-    loop: LoopThread, coordinator: Coordinator, session_id: str, prompt: str, json_output: bool
+    loop: LoopThread,
+    coordinator: Coordinator | RemoteCoordinator,
+    session_id: str,
+    prompt: str,
+    json_output: bool,
 ) -> None:
     result = loop.run(coordinator.run_turn(session_id, prompt))
     if json_output:

@@ -417,10 +417,33 @@ class HookSettings(ConfigModel):
     priority: Annotated[int, Field(ge=-1000, le=1000)] = 50
 
 
-class RuntimeSettings(ConfigModel):
-    """``runtime``: where the actors run and how many of them."""
+class RuntimeServiceSettings(ConfigModel):
+    """``runtime.service``: the long-lived local service (``ollm service``).
 
-    kind: Literal["ray", "inprocess"] = "ray"
+    Times are in seconds.
+    """
+
+    auto_start: bool = True
+    """The first command that needs the service starts it (else: `ollm service start`)."""
+    idle_timeout: Annotated[float, Field(gt=0, le=604_800)] = 1800.0
+    """The service stops itself after this long with no client and no background work."""
+    background_timeout: Annotated[float, Field(gt=0, le=604_800)] = 300.0
+    """How long a conversation's background work may run after its client left."""
+    stop_timeout: Annotated[float, Field(gt=0, le=604_800)] = 30.0
+    """`ollm service stop` waits this long for background work before cutting it short."""
+    start_timeout: Annotated[float, Field(gt=0, le=604_800)] = 90.0
+    """How long a command waits for a starting service to answer."""
+
+
+class RuntimeSettings(ConfigModel):
+    """``runtime``: where the actors run and how many of them.
+
+    ``kind``: ``service`` (the default) runs conversations in the long-lived local
+    service; ``ray`` starts a Ray pipeline for the command alone (or uses the
+    cluster at ``rayAddress``); ``inprocess`` keeps everything in the command.
+    """
+
+    kind: Literal["service", "ray", "inprocess"] = "service"
     ray_address: str | None = None
     tool_workers: Annotated[int, Field(ge=1, le=1024)] = 2
     compression_actors: Annotated[int, Field(ge=1, le=1024)] = 1
@@ -428,6 +451,7 @@ class RuntimeSettings(ConfigModel):
     compression_cpus: Annotated[float, Field(ge=0, le=1024)] = 0.25
     max_inflight: Annotated[int, Field(ge=1, le=1_000_000)] = 256
     max_restarts: Annotated[int, Field(ge=0, le=10_000)] = 5
+    service: RuntimeServiceSettings = Field(default_factory=RuntimeServiceSettings)
 
 
 class TelemetrySettings(ConfigModel):

@@ -104,3 +104,13 @@ class ActorFailedError(OllmError):
 
 class InvalidContextError(OllmError):
     """A context entry cannot be added (empty key, unknown source, bad TTL)."""
+
+
+class ServiceError(OllmError):
+    """The local OLLM service could not be started, reached or stopped."""
+
+    exit_code = 8
+
+
+class ServiceLostError(ActorFailedError):
+    """The local OLLM service stopped while this command was talking to it."""

@@ -9,6 +9,9 @@ reader can follow it to the shell (``await service.call(Shell.method, ...)``):
   (``max_restarts``); the default of ``ollm run`` and ``ollm batch``.
 - :class:`InProcessRuntime`: the same shell classes as plain objects, their
   blocking methods run on a thread pool; for fast tests and tiny runs.
+- :class:`ServiceRuntime`: the shells of the long-lived local service's
+  pipeline host (a named detached actor, see :mod:`ollm_cli.pipeline.service._daemon`), shared
+  with every other command of this home; the default.
 
 Back-pressure: each service admits at most ``max_inflight`` calls at once;
 further callers wait (``inflight`` and ``waiting`` are the inbox depths the
@@ -44,12 +47,12 @@ from ollm_cli.actors.sanitizer import SanitizerShell
 from ollm_cli.actors.shell import ShellBase
 from ollm_cli.actors.tool_worker import ToolWorkerShell
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.errors import ActorFailedError, OllmError
+from ollm_cli.pipeline.errors import ActorFailedError, OllmError, UsageError
 from ollm_cli.pipeline.telemetry import trace_carrier
 
 logger = logging.getLogger(__name__)
 
-RuntimeKind = Literal["ray", "inprocess"]
+RuntimeKind = Literal["service", "ray", "inprocess"]
 ShellT = TypeVar("ShellT", bound=ShellBase)
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -86,6 +89,12 @@ class Service(ABC, Generic[ShellT]):
         """Call ``method`` on the actor and wait for its result."""
         result: R = await self._enter(method.__name__, args, kwargs)
         return result
+
+    async def call_by_name(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Call the shell method named ``method``: for a relay that passes on calls it
+        received by name (the local service's pipeline host); code that knows the
+        shell uses :meth:`call`, which mypy checks."""
+        return await self._enter(method, args, kwargs)
 
     async def _enter(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         self.waiting += 1
@@ -403,8 +412,16 @@ def create_runtime(
     kind: RuntimeKind | None = None,
     ray_address: str | None = None,
 ) -> Runtime:
-    """The runtime named by ``kind`` (default: ``settings.runtime.kind``)."""
+    """The runtime named by ``kind`` (default: ``settings.runtime.kind``): Ray actors
+    of this command (or of the cluster at ``ray_address``), or plain objects.
+    The long-lived local service's runtime lives above the coordinator, in
+    :func:`ollm_cli.pipeline.service.open_runtime`."""
     chosen = kind or settings.runtime.kind
     if chosen == "inprocess":
         return InProcessRuntime(settings, workspace)
+    if chosen == "service" and not (ray_address or settings.runtime.ray_address):
+        raise UsageError(
+            "the service runtime is opened by ollm_cli.pipeline.service.open_runtime",
+            hint="call open_runtime, which knows the local service",
+        )
     return RayRuntime(settings, workspace, ray_address=ray_address)

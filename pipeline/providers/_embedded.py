@@ -316,7 +316,11 @@ def _load_server(path: Path, settings: EmbeddedSettings, n_ctx: int) -> Any:
         params = xllamacpp.CommonParams()
         params.model.path = str(path)
         params.n_ctx = n_ctx
-        params.n_parallel = 1
+        # Two slots over one unified KV cache, each with the whole window: a side
+        # request (a title, a summary) takes the other slot, so the conversation's
+        # prompt (system prompt, tool descriptions) stays cached for the next turn.
+        params.n_parallel = 2
+        params.kv_unified = True
         params.cpuparams.n_threads = settings.threads
         params.cpuparams_batch.n_threads = settings.threads
         # No busy-waiting between graph steps: the machine is shared with Ray

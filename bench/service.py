@@ -1,0 +1,147 @@
+"""The local service, measured as a user meets it: whole ``ollm`` processes.
+
+In one run, against a fake Ollama on 127.0.0.1 that answers at once (the fast
+model server) and a fresh ``OLLM_HOME``:
+
+- cold: ``ollm run -p`` with no service running (it starts one);
+- warm: ``ollm run -p`` against the running service, and the same command with
+  ``--runtime inprocess`` (the baseline, measured in the same run);
+- two clients at once against one warm run;
+- the embedded SmolLM2: the second ``ollm run -p "What is 2+2?"`` in the
+  service against the model's own generation time for that answer, measured
+  directly on llama.cpp in this process (``--embedded`` to include it).
+
+Targets (issue 12): warm at most 1.25x in-process; cold at most 6 s on 2 cores;
+the pair within 1.5x one warm run; embedded at most 2x the model's own time.
+
+Run: ``python -m bench.service [--runs N] [--embedded]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+OLLM = [sys.executable, "-c", "from ollm_cli.cli.app import main; main()"]
+QUESTION = "What is 2+2?"
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    values = {k: v for k, v in os.environ.items() if not k.startswith(("OLLM_", "RAY_"))}
+    values.update({"OLLM_HOME": str(home), "PYTHONPATH": str(REPO), "NO_COLOR": "1", **extra})
+    return values
+
+
+def _run(args: list[str], env: dict[str, str], cwd: Path) -> float:
+    started = time.perf_counter()
+    done = subprocess.run([*OLLM, *args], env=env, cwd=cwd, capture_output=True, text=True)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"`ollm {' '.join(args)}` failed ({done.returncode}): {done.stderr}")
+    return elapsed
+
+
+def _pair(args: list[str], env: dict[str, str], cwd: Path) -> float:
+    started = time.perf_counter()
+    processes = [
+        subprocess.Popen(
+            [*OLLM, *args], env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
+    for process in processes:
+        _, err = process.communicate()
+        if process.returncode != 0:
+            raise SystemExit(f"a concurrent client failed: {err.decode(errors='replace')}")
+    return time.perf_counter() - started
+
+
+def ollama_figures(runs: int, root: Path) -> dict[str, float]:
+    from tests.fake_ollama import FakeOllama
+
+    home = root / "home"
+    with FakeOllama() as server:
+        env = _env(
+            home,
+            OLLM_PROVIDER="ollama",
+            OLLM_OLLAMA_HOST=server.url,
+            OLLM_MODEL="llama3.2:latest",
+        )
+        try:
+            cold = _run(["run", "-p", "hello"], env, root)
+            warm = [_run(["run", "-p", "hello"], env, root) for _ in range(runs)]
+            inprocess = [
+                _run(["run", "-p", "hello", "--runtime", "inprocess"], env, root)
+                for _ in range(runs)
+            ]
+            pairs = [_pair(["run", "-p", "hello"], env, root) for _ in range(max(1, runs // 2))]
+        finally:
+            subprocess.run([*OLLM, "service", "stop"], env=env, cwd=root, capture_output=True)
+    return {
+        "cold_s": cold,
+        "warm_s": statistics.median(warm),
+        "inprocess_s": statistics.median(inprocess),
+        "pair_s": statistics.median(pairs),
+    }
+
+
+def embedded_figures(root: Path) -> dict[str, float]:
+    from ollm_cli.config.settings import EmbeddedSettings
+    from ollm_cli.pipeline.providers import ChatRequest, EmbeddedProvider
+    from ollm_cli.pipeline.records import SessionMessage
+
+    home = root / "embedded-home"
+    env = _env(home, OLLM_PROVIDER="embedded")
+    try:
+        first = _run(["run", "-p", QUESTION], env, root)
+        second = _run(["run", "-p", QUESTION], env, root)
+    finally:
+        subprocess.run([*OLLM, "service", "stop"], env=env, cwd=root, capture_output=True)
+    provider = EmbeddedProvider(EmbeddedSettings())
+    request = ChatRequest(model="", messages=[SessionMessage.user(QUESTION)])
+    generation = []
+    for _ in range(2):  # the second: model loaded, prompt cached: its generation alone
+        started = time.perf_counter()
+        for _chunk in provider.chat(request):
+            pass
+        generation.append(time.perf_counter() - started)
+    return {"embedded_first_s": first, "embedded_second_s": second, "generation_s": generation[-1]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--embedded", action="store_true", help="also measure SmolLM2")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ollm-bench-service-") as folder:
+        root = Path(folder)
+        figures = ollama_figures(args.runs, root)
+        print(f"cold ollm run -p (no service):       {figures['cold_s']:.2f} s  (target <= 6 s)")
+        print(
+            f"warm ollm run -p:                    {figures['warm_s']:.2f} s  vs --runtime "
+            f"inprocess {figures['inprocess_s']:.2f} s = "
+            f"{figures['warm_s'] / figures['inprocess_s']:.2f}x  (target <= 1.25x)"
+        )
+        print(
+            f"two clients at once:                 {figures['pair_s']:.2f} s  = "
+            f"{figures['pair_s'] / figures['warm_s']:.2f}x one warm run  (target <= 1.5x)"
+        )
+        if args.embedded:
+            embedded = embedded_figures(root)
+            print(
+                f"embedded SmolLM2 `{QUESTION}`: first {embedded['embedded_first_s']:.2f} s, "
+                f"second {embedded['embedded_second_s']:.2f} s vs the model's own generation "
+                f"{embedded['generation_s']:.2f} s = "
+                f"{embedded['embedded_second_s'] / embedded['generation_s']:.2f}x  (target <= 2x)"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,203 @@
+"""The thin client of a conversation that runs in the local service.
+
+:class:`RemoteCoordinator` offers what ``ollm run`` and its chat use of a
+:class:`~ollm_cli.pipeline.coordinator.Coordinator` (start, resume and end a session,
+run a turn, the slash commands), while the conversation itself (its active
+context, the turn in flight, its background work) lives in the service's
+:class:`~ollm_cli.pipeline.service._host.PipelineHost`. A turn's events come back by long
+polling and are published on this process's :class:`~ollm_cli.pipeline.events.EventBus`,
+so the chat renders them as before; a tool-approval question comes back the
+same way and the answer goes to the host.
+
+If the service dies under a call, the call raises
+:class:`~ollm_cli.pipeline.errors.ServiceLostError` (exit code 8).
+
+Example::
+
+    runtime = ServiceRuntime(settings, Path.cwd())
+    await runtime.start()
+    client = RemoteCoordinator(runtime, events=EventBus())
+    sid = await client.start_session()
+    result = await client.run_turn(sid, "Hello")
+    await client.end_session(sid)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from ollm_cli.actors.recording import RecordingShell
+from ollm_cli.pipeline.coordinator import AskCallback, TurnResult
+from ollm_cli.pipeline.errors import OllmError
+from ollm_cli.pipeline.events import EventBus
+from ollm_cli.pipeline.records import Session, SessionSummary
+from ollm_cli.pipeline.runtime import _unwrap
+from ollm_cli.pipeline.service._runtime import ServiceRuntime, service_lost
+
+POLL_S = 5.0
+WATCH_S = 0.5
+"""How often a waiting client checks that the service's daemon still runs."""
+
+
+@dataclass
+class RemoteConversation:
+    """What the client knows of a conversation held by the service."""
+
+    session_id: str
+    model: str
+
+
+class RemoteContext:
+    """``/context``: the conversation's context entries, through its coordinator."""
+
+    def __init__(self, client: RemoteCoordinator) -> None:
+        self._client = client
+
+    async def entries(self, session_id: str) -> Any:
+        return await self._client.session_call(session_id, "context.entries", session_id)
+
+    async def add(self, session_id: str, key: str, text: str) -> Any:
+        return await self._client.session_call(session_id, "context.add", session_id, key, text)
+
+    async def remove(self, session_id: str, key: str) -> Any:
+        return await self._client.session_call(session_id, "context.remove", session_id, key)
+
+
+class RemoteCoordinator:
+    """A coordinator's interface, served by the local service (see the module)."""
+
+    def __init__(
+        self,
+        runtime: ServiceRuntime,
+        *,
+        events: EventBus | None = None,
+        ask: AskCallback | None = None,
+        environment: dict[str, str] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.events = events or EventBus()
+        self.ask = ask
+        self.environment = dict(os.environ if environment is None else environment)
+        self.conversations: dict[str, RemoteConversation] = {}
+        self.context = RemoteContext(self)
+        self._pid = os.getpid()
+        self._started: float | None = None
+
+    @property
+    def host(self) -> Any:
+        return self.runtime.host
+
+    async def _remote(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Call the host; if the service's daemon dies meanwhile, stop waiting at once
+        (Ray itself would take a minute to give up on its head)."""
+        from ray.exceptions import RayActorError, RayTaskError
+
+        from ollm_cli.pipeline.service._daemon import connected
+
+        call = asyncio.ensure_future(
+            self._await(getattr(self.host, method).remote(*args, **kwargs))
+        )
+        connection = connected()
+        try:
+            while True:
+                done, _ = await asyncio.wait([call], timeout=WATCH_S)
+                if done:
+                    return call.result()
+                if connection is not None and not connection.state.alive():
+                    call.cancel()
+                    raise service_lost()
+        except RayTaskError as error:
+            raise _unwrap(error) from None
+        except RayActorError as error:
+            raise service_lost(error) from None
+        finally:
+            if not call.done():
+                call.cancel()
+
+    @staticmethod
+    async def _await(ref: Any) -> Any:
+        return await ref
+
+    async def start_session(
+        self,
+        *,
+        resume: str | None = None,
+        continue_latest: bool = False,
+        model: str | None = None,
+    ) -> str:
+        """Attach to a new conversation, or to ``resume`` (as the service holds it)."""
+        if self._started is None:
+            import psutil
+
+            self._started = psutil.Process(self._pid).create_time()
+        sid, model_name = await self._remote(
+            "open_session",
+            self._pid,
+            self._started,
+            resume=resume,
+            continue_latest=continue_latest,
+            environment=self.environment,
+            interactive=self.ask is not None,
+            model=model,
+        )
+        self.conversations[sid] = RemoteConversation(sid, model_name)
+        return str(sid)
+
+    async def end_session(self, session_id: str) -> None:
+        """Leave the conversation: the service finishes its background work and closes it."""
+        self.conversations.pop(session_id, None)
+        await self._remote("detach", session_id, self._pid)
+
+    async def run_turn(self, session_id: str, text: str) -> TurnResult:
+        """Run one turn in the service, publishing its events here as they come."""
+        cursor = await self._remote("start_turn", session_id, self._pid, text)
+        try:
+            while True:
+                items, cursor = await self._remote(
+                    "next_events", session_id, self._pid, cursor, POLL_S
+                )
+                for kind, value in items:
+                    if kind == "event":
+                        self.events.publish(value)
+                    elif kind == "approval":
+                        approved = bool(await self.ask(value)) if self.ask else False
+                        await self._remote("answer", session_id, self._pid, value.id, approved)
+                    elif kind == "result":
+                        result: TurnResult = value
+                        return result
+                    elif kind == "error":
+                        raise value
+                    elif kind == "cancelled":
+                        raise asyncio.CancelledError
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await self._remote("cancel_turn", session_id, self._pid)
+            raise
+
+    async def session_call(self, session_id: str, method: str, *args: Any) -> Any:
+        return await self._remote("session_call", session_id, self._pid, method, *args)
+
+    async def recent_sessions(self, limit: int) -> list[SessionSummary]:
+        """The ``limit`` most recent sessions (for ``/sessions`` and the resume picker)."""
+        return await self.runtime.recording.call(RecordingShell.list_sessions, limit=limit)
+
+    async def get_session(self, session_id: str) -> Session:
+        """The session as recorded so far."""
+        return await self.runtime.recording.call(RecordingShell.get_session, session_id)
+
+    async def set_title(self, session_id: str, title: str) -> None:
+        """Give the session a title (``/title``)."""
+        await self.runtime.recording.call(RecordingShell.set_title, session_id, title)
+
+    async def compress_now(self, session_id: str, focus: str | None = None) -> Any:
+        return await self.session_call(session_id, "compress_now", session_id, focus)
+
+    async def snapshot_now(self, session_id: str) -> Any:
+        return await self.session_call(session_id, "snapshot_now", session_id)
+
+
+__all__ = ["OllmError", "RemoteContext", "RemoteConversation", "RemoteCoordinator"]

@@ -1,0 +1,640 @@
+"""The long-lived local OLLM service: find it, start it, stop it, ask how it is.
+
+The service is a Ray head of its own for this user and this ``OLLM_HOME``,
+owned by a small daemon process (``python -m ollm_cli.pipeline.service._daemon serve``). The
+daemon starts Ray on 127.0.0.1 only, with token authentication (the token in
+``OLLM_HOME/service/token``, mode 0600) and no dashboard, writes
+``OLLM_HOME/service/state.json`` once Ray answers, and then watches: after
+``runtime.service.idleTimeout`` seconds with no client and no background work
+it stops, as it does on SIGTERM (``ollm service stop``): every pipeline host
+finishes its background work within ``runtime.service.stopTimeout``, closes
+its sessions (their locks are released), and Ray is shut down; whatever is
+left of the daemon's process group is killed.
+
+Commands connect to it (:func:`connect`, about 0.3 s): the first one that
+needs it starts it when ``runtime.service.autoStart`` is on. A service whose
+daemon died, or whose Ray does not answer, is *stale*: its processes are
+killed and its files replaced. A service of another OLLM version is restarted
+when idle; when busy the command says what to do.
+
+The pipelines live in the service as named detached actors
+(:class:`~ollm_cli.pipeline.service._host.PipelineHost`, one per configuration and
+workspace) in the home's own namespace.
+
+Example::
+
+    connection = connect(settings)            # starts the service if needed
+    host = pipeline_host(settings, Path.cwd())
+    print(service_status().model_dump())
+    stop_service()
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import BaseModel
+
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.errors import ServiceError
+from ollm_cli.pipeline.service._state import (
+    ServicePaths,
+    ServiceState,
+    code_version,
+    ensure_token,
+    ray_environment,
+    read_state,
+    remove_state,
+    start_lock,
+    write_state,
+)
+
+logger = logging.getLogger(__name__)
+
+HOST_PREFIX = "pipeline-"
+OBJECT_STORE_BYTES = 128 * 1024 * 1024
+
+
+# --------------------------------------------------------------------- quiet
+
+
+@contextlib.contextmanager
+def output_to_log(paths: ServicePaths) -> Iterator[None]:
+    """Send this process's stdout and stderr (file descriptors: Ray's C++ core
+    writes there too) to the service log for the duration."""
+    paths.ensure()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    log = os.open(paths.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, log):
+            os.close(fd)
+
+
+def _quiet_ray_loggers(paths: ServicePaths) -> None:
+    """Ray's Python loggers write to the service log, never to the terminal."""
+    handler = logging.FileHandler(paths.log)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    for name in ("ray", "ray._private", "ray.util"):
+        ray_logger = logging.getLogger(name)
+        ray_logger.handlers = [handler]
+        ray_logger.propagate = False
+
+
+# --------------------------------------------------------------- connection
+
+
+@dataclass
+class Connection:
+    """This process's connection to its home's service."""
+
+    paths: ServicePaths
+    state: ServiceState
+
+
+_connection: Connection | None = None
+_connection_lock = threading.Lock()
+
+
+def connected() -> Connection | None:
+    """The connection this process made, if any."""
+    return _connection
+
+
+def _reachable(address: str, timeout: float = 1.0) -> bool:
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def find_service(paths: ServicePaths | None = None) -> ServiceState | None:
+    """The running service of this home, or ``None``; a stale one is cleaned up."""
+    paths = paths or ServicePaths.for_home()
+    state = read_state(paths)
+    if state is None:
+        if paths.state.exists():
+            remove_state(paths)  # unreadable: a crash while writing it
+        return None
+    if state.alive() and _reachable(state.address):
+        return state
+    logger.warning("the OLLM service (pid %d) is gone or does not answer: replacing it", state.pid)
+    _kill_group(state)
+    remove_state(paths, state.pid)
+    return None
+
+
+def _members(state: ServiceState) -> list[Any]:
+    """The processes of a service: its daemon's process group (Ray's head processes)
+    and every process started for its Ray (workers are groups of their own, but name
+    the service's GCS address on their command line)."""
+    import psutil
+
+    marker = f"={state.address}"
+    members = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        if process.pid == os.getpid():
+            continue
+        with contextlib.suppress(psutil.Error, OSError):
+            cmdline = process.info.get("cmdline") or []
+            if os.getpgid(process.pid) == state.pgid or any(marker in a for a in cmdline):
+                members.append(process)
+    return members
+
+
+def _kill_group(state: ServiceState) -> None:
+    """Kill the daemon and every process left of its service."""
+    import psutil
+
+    if state.alive():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(state.pid, signal.SIGKILL)
+    members = _members(state)
+    for process in members:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    psutil.wait_procs(members, timeout=5)
+
+
+def start_service(settings: OllmSettings, paths: ServicePaths | None = None) -> ServiceState:
+    """Start the service of this home (or return the one running)."""
+    paths = paths or ServicePaths.for_home()
+    with start_lock(paths):
+        running = find_service(paths)
+        if running is not None:
+            return running
+        return _spawn(settings, paths)
+
+
+def _spawn(settings: OllmSettings, paths: ServicePaths) -> ServiceState:
+    ensure_token(paths)
+    service = settings.runtime.service
+    env = {**os.environ, **ray_environment(paths), "OLLM_HOME": str(paths.home)}
+    env.pop("RAY_ADDRESS", None)
+    # the folder holding our top-level package, whatever the package is named (not
+    # resolved: an editable install's link tree is that folder, not the repository)
+    root = str(Path(__file__).absolute().parents[len(__name__.split(".")) - 1])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [root, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != root]]
+    )
+    command = [
+        sys.executable,
+        "-m",
+        __name__ if __name__ != "__main__" else "ollm_cli.pipeline.service._daemon",
+        "serve",
+        "--idle-timeout",
+        str(service.idle_timeout),
+        "--stop-timeout",
+        str(service.stop_timeout),
+    ]
+    with open(paths.log, "ab") as log:
+        os.chmod(paths.log, 0o600)
+        log.write(f"--- starting the OLLM service {code_version()}\n".encode())
+        log.flush()
+        daemon = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            env=env,
+            cwd=str(paths.folder),
+            start_new_session=True,
+            close_fds=True,
+        )
+    deadline = time.monotonic() + service.start_timeout
+    while time.monotonic() < deadline:
+        state = read_state(paths)
+        if state is not None and state.pid == daemon.pid:
+            return state
+        if daemon.poll() is not None:
+            raise ServiceError(
+                f"the OLLM service could not start (exit code {daemon.returncode})",
+                hint=f"see its log: `ollm service logs` ({paths.log}); "
+                "or run with --runtime inprocess",
+            )
+        time.sleep(0.05)
+    daemon.kill()
+    raise ServiceError(
+        f"the OLLM service did not answer within {service.start_timeout:g} s",
+        hint="the machine may be very busy: try again, raise runtime.service.startTimeout, "
+        "or run with --runtime inprocess",
+    )
+
+
+def connect(settings: OllmSettings, *, start: bool | None = None) -> Connection:
+    """Connect this process to its home's service, starting it when needed (and
+    ``runtime.service.autoStart`` allows)."""
+    global _connection
+    with _connection_lock:
+        if _connection is not None:
+            return _connection
+        paths = ServicePaths.for_home()
+        auto = settings.runtime.service.auto_start if start is None else start
+        state = find_service(paths)
+        if state is not None and state.version != code_version():
+            state = _replace_other_version(settings, paths, state)
+        if state is None:
+            if not auto:
+                raise ServiceError(
+                    "the OLLM service is not running",
+                    hint="start it with `ollm service start` (or set runtime.service.autoStart "
+                    "to true), or run with --runtime inprocess",
+                )
+            state = start_service(settings, paths)
+        _ray_connect(paths, state)
+        _connection = Connection(paths, state)
+        return _connection
+
+
+def _ray_connect(paths: ServicePaths, state: ServiceState) -> None:
+    already_imported = "ray" in sys.modules
+    os.environ.update(ray_environment(paths))
+    if already_imported:
+        _reread_ray_environment()
+    _quiet_ray_loggers(paths)
+    with output_to_log(paths):
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+        try:
+            ray.init(
+                address=state.address,
+                namespace=state.namespace,
+                log_to_driver=False,
+                configure_logging=False,
+                logging_level=logging.ERROR,
+            )
+        except Exception as error:
+            raise ServiceError(
+                f"could not connect to the OLLM service at {state.address} "
+                f"({type(error).__name__})",
+                hint="`ollm service stop` and try again; see `ollm service logs`",
+            ) from None
+
+
+def _reread_ray_environment() -> None:
+    """Ray read some of :func:`ray_environment` when it was imported: make it see
+    them now (the node is alone on loopback; this home's token)."""
+    from ray._private import ray_constants
+
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    with contextlib.suppress(Exception):
+        from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]
+
+        Config.initialize("")
+        AuthenticationTokenLoader.instance().reset_cache()
+
+
+def disconnect() -> None:
+    """Leave the service (it keeps running)."""
+    global _connection
+    with _connection_lock:
+        if _connection is None:
+            return
+        paths = _connection.paths
+        _connection = None
+        import ray
+
+        with output_to_log(paths):
+            ray.shutdown()
+
+
+def _replace_other_version(
+    settings: OllmSettings, paths: ServicePaths, state: ServiceState
+) -> ServiceState | None:
+    status = service_status(paths)
+    busy = status.sessions + status.background + status.clients
+    if busy:
+        raise ServiceError(
+            f"the running OLLM service is version {state.version}, this command is "
+            f"{code_version()}, and it is busy ({status.sessions} sessions, "
+            f"{status.background} background tasks)",
+            hint="let them finish and run `ollm service stop` (the next command starts the "
+            "new version), or run this one with --runtime inprocess",
+        )
+    logger.info("restarting the idle OLLM service of version %s", state.version)
+    stop_service(paths, timeout_s=settings.runtime.service.stop_timeout)
+    return None
+
+
+# --------------------------------------------------------------------- hosts
+
+
+def settings_key(settings: OllmSettings, workspace: Path) -> str:
+    """Which pipeline host serves this configuration in this workspace."""
+    data = settings.model_dump(mode="json")
+    data["runtime"].pop("kind", None)
+    data["runtime"].pop("ray_address", None)
+    data["runtime"].pop("service", None)
+    blob = orjson.dumps([data, str(workspace.resolve())], option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def pipeline_host(settings: OllmSettings, workspace: Path) -> Any:
+    """The pipeline host for this configuration and workspace, created on first use
+    as a named detached actor of the service, and ready."""
+    import ray
+
+    from ollm_cli.pipeline.service._host import PipelineHost, host_name
+
+    connection = connect(settings)
+    name = host_name(settings_key(settings, workspace))
+    remote: Any = ray.remote(PipelineHost)
+    handle = remote.options(
+        name=name,
+        namespace=connection.state.namespace,
+        lifetime="detached",
+        get_if_exists=True,
+        num_cpus=0,
+        max_concurrency=1000,
+        max_restarts=0,
+    ).remote(settings, str(workspace.resolve()), code_version())
+    try:
+        ray.get(handle.ready.remote())
+    except Exception as error:
+        raise ServiceError(
+            f"the OLLM service could not start a pipeline ({type(error).__name__}: {error})",
+            hint="see `ollm service logs`; or run with --runtime inprocess",
+        ) from None
+    return handle
+
+
+def _hosts(namespace: str) -> list[Any]:
+    import ray
+
+    names = ray.util.list_named_actors(all_namespaces=True)
+    handles = []
+    for entry in names:
+        if entry.get("namespace") == namespace and entry.get("name", "").startswith(HOST_PREFIX):
+            with contextlib.suppress(ValueError):
+                handles.append(ray.get_actor(entry["name"], namespace=namespace))
+    return handles
+
+
+def _activities(namespace: str, timeout_s: float = 10.0) -> list[dict[str, Any]]:
+    return [activity for _, activity in _host_activities(namespace, timeout_s)]
+
+
+def _host_activities(namespace: str, timeout_s: float = 10.0) -> list[tuple[Any, dict[str, Any]]]:
+    import ray
+
+    handles = _hosts(namespace)
+    refs = [h.activity.remote() for h in handles]
+    done: list[tuple[Any, dict[str, Any]]] = []
+    for handle, ref in zip(handles, refs, strict=True):
+        with contextlib.suppress(Exception):
+            done.append((handle, ray.get(ref, timeout=timeout_s)))
+    return done
+
+
+# -------------------------------------------------------------------- status
+
+
+class HostStatus(BaseModel):
+    workspace: str
+    pid: int
+    sessions: int
+    clients: int
+    background: int
+    memory_rss: int
+
+
+class ServiceStatus(BaseModel):
+    """``ollm service status``."""
+
+    running: bool
+    home: str
+    address: str | None = None
+    pid: int | None = None
+    uptime_s: float | None = None
+    version: str | None = None
+    client_version: str
+    sessions: int = 0
+    clients: int = 0
+    background: int = 0
+    hosts: list[HostStatus] = []
+    log: str
+
+
+def service_status(paths: ServicePaths | None = None) -> ServiceStatus:
+    """How the service is, without starting it."""
+    paths = paths or ServicePaths.for_home()
+    state = find_service(paths)
+    status = ServiceStatus(
+        running=state is not None,
+        home=str(paths.home),
+        client_version=code_version(),
+        log=str(paths.log),
+    )
+    if state is None:
+        return status
+    status.address = state.address
+    status.pid = state.pid
+    status.uptime_s = round(time.time() - state.started_at, 1)
+    status.version = state.version
+    if _connection is None or _connection.state.pid != state.pid:
+        _ray_connect(paths, state)
+    for activity in _activities(state.namespace):
+        status.hosts.append(HostStatus.model_validate(activity))
+        status.sessions += int(activity["sessions"])
+        status.clients += int(activity["clients"])
+        status.background += int(activity["background"])
+    return status
+
+
+# ---------------------------------------------------------------------- stop
+
+
+class StopReport(BaseModel):
+    was_running: bool
+    pid: int | None = None
+    graceful: bool = True
+    left_processes: int = 0
+
+
+def stop_service(paths: ServicePaths | None = None, *, timeout_s: float = 30.0) -> StopReport:
+    """Stop the service: SIGTERM to the daemon, which drains and stops Ray; whatever
+    is still alive after ``timeout_s`` (plus a margin) is killed."""
+    paths = paths or ServicePaths.for_home()
+    if _connection is not None:
+        disconnect()
+    state = read_state(paths)
+    if state is None:
+        return StopReport(was_running=False)
+    report = StopReport(was_running=True, pid=state.pid)
+    if state.alive():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(state.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s + 15.0
+        while state.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        report.graceful = not state.alive()
+    report.left_processes = len(_members(state))
+    _kill_group(state)
+    remove_state(paths, state.pid)
+    return report
+
+
+# -------------------------------------------------------------------- daemon
+
+
+def idle_for(activities: Sequence[dict[str, Any]], now: float, since: float) -> float:
+    """How long the service has been idle at ``now``: 0 while any host has a client or
+    background work, else the time since the last activity (or ``since``)."""
+    if any(a["clients"] or a["background"] for a in activities):
+        return 0.0
+    last = max([since, *(float(a["last_active"]) for a in activities)])
+    return max(0.0, now - last)
+
+
+def serve(idle_timeout: float, stop_timeout: float) -> int:
+    """The daemon: start Ray, publish the state, watch for idleness and SIGTERM."""
+    paths = ServicePaths.for_home()
+    ensure_token(paths)
+    os.environ.update(ray_environment(paths))
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s service %(levelname)s %(message)s", force=True
+    )
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        logger.info("signal %d: stopping", signum)
+        stopping.set()
+
+    import psutil
+    import ray
+
+    namespace = paths.namespace
+    started = time.time()
+    ray.init(
+        namespace=namespace,
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+        num_cpus=max(os.cpu_count() or 1, 2),
+        object_store_memory=OBJECT_STORE_BYTES,
+    )
+    # after ray.init: Ray installs its own handlers, which would end us undrained
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    address = ray.get_runtime_context().gcs_address
+    me = psutil.Process(os.getpid())
+    write_state(
+        paths,
+        ServiceState(
+            address=address,
+            namespace=namespace,
+            pid=os.getpid(),
+            pgid=os.getpgid(0),
+            pid_started=me.create_time(),
+            version=code_version(),
+            started_at=started,
+            home=str(paths.home),
+        ),
+    )
+    logger.info(
+        "OLLM service %s ready at %s (namespace %s, pid %d)",
+        code_version(),
+        address,
+        namespace,
+        os.getpid(),
+    )
+    check_s = min(5.0, max(idle_timeout / 4, 0.2))
+    while not stopping.wait(check_s):
+        try:
+            hosts = _host_activities(namespace)
+        except Exception as error:  # Ray itself is gone: nothing to serve
+            logger.warning("the service's Ray does not answer (%s): stopping", error)
+            break
+        now = time.time()
+        idle = idle_for([activity for _, activity in hosts], now, started)
+        if idle >= idle_timeout:
+            logger.info("idle for %.0f s: stopping", idle)
+            break
+        for handle, activity in hosts:
+            # a pipeline unused that long goes (its model and memory with it)
+            if idle_for([activity], now, started) >= idle_timeout:
+                logger.info("retiring the idle pipeline of %s", activity.get("workspace"))
+                _retire(handle, stop_timeout)
+    _drain(namespace, stop_timeout)
+    remove_state(paths, os.getpid())
+    children = me.children(recursive=True)
+    with contextlib.suppress(Exception):
+        ray.shutdown()
+    _, alive = psutil.wait_procs(children, timeout=5)
+    for process in alive:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    logger.info("stopped")
+    return 0
+
+
+def _retire(handle: Any, stop_timeout: float) -> None:
+    import ray
+
+    try:
+        ray.get(handle.shutdown.remote(stop_timeout), timeout=stop_timeout + 10)
+    except Exception as error:
+        logger.warning("a pipeline host did not stop cleanly: %s", error)
+    with contextlib.suppress(Exception):
+        ray.kill(handle, no_restart=True)
+
+
+def _drain(namespace: str, stop_timeout: float) -> None:
+    """Every host finishes its background work (bounded), closes its sessions, dies."""
+    import ray
+
+    handles = _hosts(namespace)
+    refs = [h.shutdown.remote(stop_timeout) for h in handles]
+    for handle, ref in zip(handles, refs, strict=True):
+        try:
+            report = ray.get(ref, timeout=stop_timeout + 10)
+            if report.get("unfinished"):
+                logger.warning("%d conversations were cut short", report["unfinished"])
+        except Exception as error:
+            logger.warning("a pipeline host did not stop cleanly: %s", error)
+        with contextlib.suppress(Exception):
+            ray.kill(handle, no_restart=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ollm_cli.pipeline.service._daemon")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve_parser = sub.add_parser("serve", help="run the service daemon (started by ollm)")
+    serve_parser.add_argument("--idle-timeout", type=float, default=1800.0)
+    serve_parser.add_argument("--stop-timeout", type=float, default=30.0)
+    args = parser.parse_args(argv)
+    return serve(args.idle_timeout, args.stop_timeout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

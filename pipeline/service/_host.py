@@ -1,0 +1,465 @@
+"""The pipeline host: the local service's actor that holds a whole pipeline and the
+conversations running on it.
+
+One host per configuration and workspace lives in the service as a named
+detached Ray actor. It holds the service shells (recording, context, loop
+detection, sanitizer, provider with its loaded model, compression, tool
+workers) in its own process, and a :class:`~ollm_cli.pipeline.coordinator.Coordinator`
+per attached conversation. The command line is a thin client:
+
+- :meth:`PipelineHost.open_session` attaches a client (its pid) to a new or
+  resumed conversation; a second live client on the same session is refused.
+- :meth:`~PipelineHost.start_turn` runs a turn as a task of the host, not of
+  the call: the client polls :meth:`~PipelineHost.next_events` for what the
+  turn publishes and its result. A client that dies does not stop the turn: it
+  is completed and recorded (or, if it is cancelled, recorded as cancelled).
+- :meth:`~PipelineHost.detach` (or the client's death, seen by the watchdog)
+  lets background work (title, compression, turn-end saves) finish within
+  ``runtime.service.backgroundTimeout`` and then closes the session, releasing
+  its lock. A client that reattaches before that finds the conversation as
+  the host holds it.
+- :meth:`~PipelineHost.call` serves a shell method to clients that run their own
+  coordinator (``ollm batch``, ``ollm load`` through
+  :class:`~ollm_cli.pipeline.runtime.ServiceRuntime`).
+- :meth:`~PipelineHost.activity` reports what the idle check and
+  ``ollm service status`` need.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ollm_cli.actors.recording import RecordingShell
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.coordinator import Coordinator, TurnResult
+from ollm_cli.pipeline.errors import OllmError, SessionLockedError, SessionNotFoundError
+from ollm_cli.pipeline.events import EventBus, PipelineEvent
+from ollm_cli.pipeline.records import ToolCallPart
+from ollm_cli.pipeline.runtime import InProcessRuntime, Service
+from ollm_cli.pipeline.service._state import process_alive
+
+logger = logging.getLogger(__name__)
+
+WATCH_S = 0.5
+"""How often the host looks for clients that died."""
+KEEP_EVENTS = 4096
+"""A conversation keeps at most this many events no client has read."""
+
+
+@dataclass
+class Client:
+    """The process attached to a conversation."""
+
+    pid: int
+    started: float | None
+
+    def alive(self) -> bool:
+        return process_alive(self.pid, self.started)
+
+
+@dataclass
+class Hosted:
+    """One conversation held by the host."""
+
+    session_id: str
+    coordinator: Coordinator
+    client: Client | None
+    items: list[tuple[str, Any]] = field(default_factory=list)
+    first: int = 0
+    """The index of ``items[0]`` among every item this conversation produced."""
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    turn: asyncio.Task[None] | None = None
+    approvals: dict[str, asyncio.Future[bool]] = field(default_factory=dict)
+    closing: asyncio.Task[None] | None = None
+
+    def push(self, kind: str, value: Any) -> None:
+        self.items.append((kind, value))
+        if len(self.items) > KEEP_EVENTS:  # nobody reads: keep the newest
+            drop = len(self.items) - KEEP_EVENTS
+            del self.items[:drop]
+            self.first += drop
+        self.wake.set()
+
+
+class PipelineHost:
+    """A pipeline and its conversations inside the local service (see the module)."""
+
+    def __init__(self, settings: OllmSettings, workspace: str, version: str) -> None:
+        self.settings = settings
+        self.workspace = Path(workspace)
+        self.version = version
+        self.runtime = InProcessRuntime(settings, self.workspace)
+        self.hosted: dict[str, Hosted] = {}
+        self.clients: dict[str, Client] = {}
+        """Clients that run their own coordinator on this host's shells (batch, load)."""
+        self.started_at = time.time()
+        self.last_active = time.time()
+        _log_to_service_log()
+        self._start: asyncio.Task[None] | None = None
+        self._watch: asyncio.Task[None] | None = None
+        self._calls = 0
+
+    # ----------------------------------------------------------------- basics
+
+    async def ready(self) -> str:
+        """Start the shells once; the version of OLLM this host runs."""
+        if self._start is None:
+            self._start = asyncio.ensure_future(self.runtime.start())
+            self._watch = asyncio.ensure_future(self._watchdog())
+        await asyncio.shield(self._start)
+        return self.version
+
+    def _touch(self) -> None:
+        self.last_active = time.time()
+
+    def _service(self, name: str) -> Service:
+        for service in self.runtime.services:
+            if service.name == name:
+                return service
+        raise OllmError(f"the service has no {name!r} actor")
+
+    async def call(self, service: str, method: str, args: tuple[Any, ...], kwargs: Any) -> Any:
+        """Call ``method`` on one of this host's shells (for client-side coordinators)."""
+        await self.ready()
+        self._touch()
+        self._calls += 1
+        try:
+            return await self._service(service).call_by_name(method, *args, **kwargs)
+        finally:
+            self._touch()
+
+    async def hello(self, client_id: str, pid: int, started: float | None) -> None:
+        """A client-side coordinator starts using this host."""
+        await self.ready()
+        self.clients[client_id] = Client(pid, started)
+        self._touch()
+
+    async def bye(self, client_id: str) -> None:
+        self.clients.pop(client_id, None)
+        self._touch()
+
+    # --------------------------------------------------------------- sessions
+
+    async def open_session(
+        self,
+        pid: int,
+        started: float | None,
+        *,
+        resume: str | None = None,
+        continue_latest: bool = False,
+        environment: dict[str, str] | None = None,
+        interactive: bool = False,
+        model: str | None = None,
+    ) -> tuple[str, str]:
+        """Attach the client ``pid`` to a new or resumed conversation: (session id, model)."""
+        await self.ready()
+        self._touch()
+        if continue_latest:
+            recent = await self.runtime.recording.call(RecordingShell.list_sessions, limit=1)
+            if not recent:
+                raise SessionNotFoundError(
+                    "there is no session to continue", hint="start one with `ollm run`"
+                )
+            resume = recent[0].session_id
+        if resume is not None:
+            resume = await self._resolve(resume)
+            held = self.hosted.get(resume)
+            if held is not None:
+                return self._reattach(held, Client(pid, started), interactive, model)
+        coordinator = self._coordinator(environment, interactive)
+        sid = await coordinator.start_session(resume=resume, model=model)
+        hosted = Hosted(sid, coordinator, Client(pid, started))
+        self._wire(hosted)
+        self.hosted[sid] = hosted
+        return sid, coordinator.conversations[sid].model
+
+    async def _resolve(self, session: str) -> str:
+        """A full session id for an id or unique prefix (as the recording resolves it)."""
+        for sid in self.hosted:
+            if sid == session:
+                return sid
+        opened = [sid for sid in self.hosted if sid.startswith(session)]
+        if len(opened) == 1:
+            return opened[0]
+        found = await self.runtime.recording.call(RecordingShell.get_session, session)
+        return str(found.session_id)
+
+    def _reattach(
+        self, held: Hosted, client: Client, interactive: bool, model: str | None
+    ) -> tuple[str, str]:
+        if held.client is not None and held.client.alive():
+            raise SessionLockedError(
+                f"session {held.session_id[:8]} is open in another terminal "
+                f"(process {held.client.pid})",
+                hint="close it there first, or start a new session",
+            )
+        held.client = client
+        held.coordinator.approval.interactive = interactive
+        held.coordinator.ask = self._asker(held) if interactive else None
+        conversation = held.coordinator.conversations[held.session_id]
+        if model:
+            conversation.model = model
+        return held.session_id, conversation.model
+
+    def _coordinator(self, environment: dict[str, str] | None, interactive: bool) -> Coordinator:
+        coordinator = Coordinator(
+            self.runtime,
+            self.settings,
+            workspace=self.workspace,
+            events=EventBus(),
+            environment=environment if environment is not None else dict(os.environ),
+        )
+        coordinator.approval.interactive = interactive
+        return coordinator
+
+    def _wire(self, hosted: Hosted) -> None:
+        def forward(event: PipelineEvent) -> None:
+            if event.session_id == hosted.session_id:
+                hosted.push("event", event)
+
+        hosted.coordinator.events.subscribe(forward)
+        if hosted.coordinator.approval.interactive:
+            hosted.coordinator.ask = self._asker(hosted)
+
+    def _asker(self, hosted: Hosted) -> Any:
+        async def ask(call: ToolCallPart) -> bool:
+            if hosted.client is None or not hosted.client.alive():
+                return False  # nobody to ask: a tool that needs approval is not run
+            future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+            hosted.approvals[call.id] = future
+            hosted.push("approval", call)
+            try:
+                return await future
+            finally:
+                hosted.approvals.pop(call.id, None)
+
+        return ask
+
+    def _held(self, session_id: str, pid: int) -> Hosted:
+        hosted = self.hosted.get(session_id)
+        if hosted is None or hosted.client is None or hosted.client.pid != pid:
+            raise SessionNotFoundError(
+                f"session {session_id[:8]} is not open for this command in the service",
+                hint="open it again with `ollm run --resume`",
+            )
+        return hosted
+
+    # ------------------------------------------------------------------ turns
+
+    async def start_turn(self, session_id: str, pid: int, text: str) -> int:
+        """Start a turn; the cursor from which :meth:`next_events` reports it."""
+        hosted = self._held(session_id, pid)
+        if hosted.turn is not None and not hosted.turn.done():
+            raise OllmError(
+                "a turn is already running in this session", hint="wait for it or cancel it"
+            )
+        self._touch()
+        cursor = hosted.first + len(hosted.items)
+        hosted.turn = asyncio.ensure_future(self._run_turn(hosted, text))
+        return cursor
+
+    async def _run_turn(self, hosted: Hosted, text: str) -> None:
+        try:
+            result = await hosted.coordinator.run_turn(hosted.session_id, text)
+        except asyncio.CancelledError:
+            hosted.push("cancelled", None)
+        except BaseException as error:  # the client re-raises it (OllmErrors pickle)
+            hosted.push("error", error if isinstance(error, OllmError) else OllmError(str(error)))
+        else:
+            hosted.push("result", result)
+        finally:
+            self._touch()
+
+    async def next_events(
+        self, session_id: str, pid: int, cursor: int, wait_s: float = 5.0
+    ) -> tuple[list[tuple[str, Any]], int]:
+        """The items after ``cursor`` (waiting up to ``wait_s`` for one) and the new cursor."""
+        hosted = self._held(session_id, pid)
+        if cursor >= hosted.first + len(hosted.items):
+            hosted.wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(hosted.wake.wait(), wait_s)
+        start = max(cursor - hosted.first, 0)
+        items = hosted.items[start:]
+        # what every reader has seen can go
+        end = hosted.first + len(hosted.items)
+        del hosted.items[:start]
+        hosted.first += start
+        return items, end
+
+    async def answer(self, session_id: str, pid: int, call_id: str, approved: bool) -> None:
+        """The user's answer to a tool-approval question."""
+        future = self._held(session_id, pid).approvals.get(call_id)
+        if future is not None and not future.done():
+            future.set_result(approved)
+
+    async def cancel_turn(self, session_id: str, pid: int) -> None:
+        """Ctrl-C: stop the turn in flight (it is recorded as cancelled)."""
+        hosted = self._held(session_id, pid)
+        if hosted.turn is not None and not hosted.turn.done():
+            hosted.turn.cancel()
+            await asyncio.gather(hosted.turn, return_exceptions=True)
+
+    async def session_call(self, session_id: str, pid: int, method: str, *args: Any) -> Any:
+        """A slash command on the conversation (``compress_now``, ``snapshot_now``,
+        ``context.entries``, ...), run by its coordinator."""
+        hosted = self._held(session_id, pid)
+        self._touch()
+        target: Any = hosted.coordinator
+        for part in method.split("."):
+            if part.startswith("_"):
+                raise OllmError(f"no such session operation {method!r}")
+            target = getattr(target, part)
+        return await target(*args)
+
+    async def detach(self, session_id: str, pid: int) -> None:
+        """The client is done with the conversation: finish its background work, then
+        close it (in the background: the client does not wait)."""
+        hosted = self.hosted.get(session_id)
+        if hosted is None or hosted.client is None or hosted.client.pid != pid:
+            return
+        self._release(hosted)
+
+    def _release(self, hosted: Hosted) -> None:
+        hosted.client = None
+        for future in hosted.approvals.values():
+            if not future.done():
+                future.set_result(False)
+        if hosted.closing is None or hosted.closing.done():
+            hosted.closing = asyncio.ensure_future(self._close(hosted))
+
+    async def _close(self, hosted: Hosted) -> None:
+        sid = hosted.session_id
+        limit = self.settings.runtime.service.background_timeout
+        try:
+            if hosted.turn is not None:
+                await asyncio.gather(hosted.turn, return_exceptions=True)
+            conversation = hosted.coordinator.conversations.get(sid)
+            if conversation is not None:
+                work = [
+                    t
+                    for t in (
+                        conversation.title,
+                        conversation.compression,
+                        *conversation.background,
+                    )
+                    if t is not None
+                ]
+                if work:
+                    await asyncio.wait(work, timeout=limit)
+            if hosted.client is not None:  # a client reattached meanwhile
+                return
+            await hosted.coordinator.end_session(sid)
+        except Exception as error:
+            logger.warning("closing session %s failed: %s", sid, error)
+        finally:
+            if hosted.client is None and self.hosted.get(sid) is hosted:
+                del self.hosted[sid]
+            self._touch()
+
+    async def _watchdog(self) -> None:
+        while True:
+            await asyncio.sleep(WATCH_S)
+            for hosted in list(self.hosted.values()):
+                if hosted.client is not None and not hosted.client.alive():
+                    logger.info("the client of session %s went away", hosted.session_id[:8])
+                    self._release(hosted)
+            for key, client in list(self.clients.items()):
+                if not client.alive():
+                    del self.clients[key]
+
+    # ----------------------------------------------------------------- status
+
+    async def activity(self) -> dict[str, Any]:
+        """What ``ollm service status`` and the idle check need."""
+        turns = sum(1 for h in self.hosted.values() if h.turn is not None and not h.turn.done())
+        background = 0
+        for hosted in self.hosted.values():
+            if hosted.closing is not None and not hosted.closing.done():
+                background += 1
+                continue
+            for conversation in hosted.coordinator.conversations.values():
+                pending = [conversation.title, conversation.compression, *conversation.background]
+                background += sum(1 for t in pending if t is not None and not t.done())
+        attached = sum(1 for h in self.hosted.values() if h.client is not None)
+        rss = 0
+        with contextlib.suppress(Exception):
+            import psutil
+
+            rss = int(psutil.Process(os.getpid()).memory_info().rss)
+        return {
+            "workspace": str(self.workspace),
+            "version": self.version,
+            "pid": os.getpid(),
+            "sessions": attached,
+            "clients": attached + len(self.clients),
+            "turns": turns,
+            "background": background + turns,
+            "last_active": self.last_active,
+            "memory_rss": rss,
+            "calls": self._calls,
+        }
+
+    async def shutdown(self, timeout_s: float) -> dict[str, int]:
+        """Stop: finish turns and background work within ``timeout_s``, close every
+        session (releasing its lock) and the shells."""
+        for hosted in list(self.hosted.values()):
+            self._release(hosted)
+        closing = [h.closing for h in self.hosted.values() if h.closing is not None]
+        unfinished = 0
+        if closing:
+            _, pending = await asyncio.wait(closing, timeout=timeout_s)
+            unfinished = len(pending)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        for hosted in list(self.hosted.values()):  # cut short: close what is left
+            with contextlib.suppress(Exception):
+                await hosted.coordinator.end_session(hosted.session_id)
+        self.hosted.clear()
+        if self._watch is not None:
+            self._watch.cancel()
+        if self._start is not None:
+            with contextlib.suppress(Exception):
+                await self.runtime.shutdown()
+        return {"unfinished": unfinished}
+
+    def memory_rss(self) -> int:
+        import psutil
+
+        return int(psutil.Process(os.getpid()).memory_info().rss)
+
+
+def _log_to_service_log() -> None:
+    """This host's log records go to the service's log (``ollm service logs``)."""
+    from ollm_cli.pipeline.environment import configure_logging
+    from ollm_cli.pipeline.service._state import ServicePaths
+
+    handler = logging.FileHandler(ServicePaths.for_home().log)
+    handler.setFormatter(
+        logging.Formatter(f"%(asctime)s host[{os.getpid()}] %(levelname)s %(name)s %(message)s")
+    )
+    handler.setLevel(logging.INFO)
+    logging.getLogger().addHandler(handler)
+    with contextlib.suppress(Exception):
+        configure_logging(logging.INFO)  # redacts on every handler, ours included
+
+
+def host_name(key: str) -> str:
+    """The Ray actor name of the host for one configuration and workspace."""
+    return f"pipeline-{key}"
+
+
+def new_client_id() -> str:
+    return uuid.uuid4().hex
+
+
+__all__ = ["Client", "Hosted", "PipelineHost", "TurnResult", "host_name", "new_client_id"]

@@ -1,0 +1,207 @@
+"""The local service on a real Ray, driven by the ``ollm`` command as a user runs it.
+
+One service (``shared_home``) serves the tests that can share it; the tests that
+start, stop or kill a service have homes of their own.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psutil
+import pytest
+
+from ollm_cli.pipeline.service._state import ServicePaths, code_version
+from tests.fake_ollama import FakeOllama
+from tests.service.conftest import (
+    Router,
+    ollm,
+    service_env,
+    service_processes,
+    spawn,
+    state_of,
+    store_of,
+    wait_for,
+)
+
+RAY_NOISE = ("token authentication", "sigterm handler", "ray cluster", "raylet", "(raylet", "ray.")
+
+
+def _loopback(address: str) -> bool:
+    return address in {"127.0.0.1", "::ffff:127.0.0.1", "::1"}
+
+
+def _session_ids(home: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    store = store_of(home, monkeypatch)
+    return [s.session_id for s in store.list_sessions(limit=100)]
+
+
+def test_started_service_is_private_reused_and_quiet(
+    shared_home: Path, server: FakeOllama, tmp_path: Path
+) -> None:
+    state = state_of(shared_home)
+    assert state is not None and state.alive()
+    assert state.address.startswith("127.0.0.1:")
+    token = ServicePaths.for_home(shared_home).token
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600
+    # every socket the service listens on is on loopback
+    listening = [
+        c.laddr.ip
+        for p in service_processes(state)
+        for c in _connections(p)
+        if c.status == psutil.CONN_LISTEN
+    ]
+    assert listening and all(_loopback(ip) for ip in listening), listening
+    env = service_env(shared_home, server)
+    for turn in range(2):
+        done = ollm("run", "-p", f"hello {turn}", env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert f"echo: hello {turn}" in done.stdout
+        assert not any(noise in done.stderr.lower() for noise in RAY_NOISE), done.stderr
+    again = state_of(shared_home)
+    assert again is not None and again.pid == state.pid  # the same service, reused
+    status = ollm("service", "status", "--json", env=env, cwd=tmp_path)
+    report = orjson.loads(status.stdout)
+    assert report["running"] and report["version"] == code_version()
+    assert report["address"] == state.address
+    assert report["hosts"] and all(h["memory_rss"] > 0 for h in report["hosts"])
+
+
+def _connections(process: psutil.Process) -> list[Any]:
+    try:
+        return list(process.net_connections(kind="inet"))
+    except psutil.Error:
+        return []
+
+
+def test_two_clients_share_the_service_at_once(
+    shared_home: Path, server: FakeOllama, router: Router, tmp_path: Path
+) -> None:
+    env = service_env(shared_home, server)
+    first = spawn("run", "-p", "[gate:one] first", env=env, cwd=tmp_path)
+    second = spawn("run", "-p", "[gate:two] second", env=env, cwd=tmp_path)
+    try:
+        # both turns reach the model before either is answered: they run side by side
+        wait_for(lambda: {"one", "two"} <= _asked(server), what="both turns at the model at once")
+    finally:
+        router.gate("one").set()
+        router.gate("two").set()
+    out_one, err_one = first.communicate(timeout=120)
+    out_two, err_two = second.communicate(timeout=120)
+    assert first.returncode == 0, err_one
+    assert second.returncode == 0, err_two
+    assert "answer to one done" in out_one and "answer to two done" in out_two
+
+
+def _asked(server: FakeOllama) -> set[str]:
+    names = set()
+    for request in server.chat_requests:
+        text = str(request["messages"][-1].get("content", ""))
+        for name in ("one", "two", "kill", "lost"):
+            if f"[gate:{name}]" in text:
+                names.add(name)
+    return names
+
+
+def test_killed_client_turn_is_completed_and_recorded_and_the_session_is_released(
+    shared_home: Path,
+    server: FakeOllama,
+    router: Router,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    env = service_env(shared_home, server)
+    before = set(_session_ids(shared_home, monkeypatch))
+    client = spawn("run", "-p", "[gate:kill] will you finish?", env=env, cwd=tmp_path)
+    wait_for(lambda: "kill" in _asked(server), what="the turn at the model")
+    sid = wait_for(lambda: set(_session_ids(shared_home, monkeypatch)) - before).pop()
+    # a second client on the same session is refused while the first one holds it
+    refused = ollm("run", "--resume", sid[:8], "-p", "me too", env=env, cwd=tmp_path)
+    assert refused.returncode == 4, refused.stderr
+    assert "open in another terminal" in refused.stderr
+    children = psutil.Process(client.pid).children(recursive=True)
+    client.send_signal(signal.SIGKILL)
+    client.wait(timeout=30)
+    router.gate("kill").set()
+    store = store_of(shared_home, monkeypatch)
+    # the turn in flight is completed and recorded although its client is gone
+    wait_for(
+        lambda: any("answer to kill done" in m.text for m in store.get_session(sid).messages),
+        what="the answer recorded",
+    )
+    # the session is closed (its lock released) and it can be resumed
+    wait_for(lambda: not _locked(shared_home, sid), what="the session lock released")
+    resumed = ollm("run", "--resume", sid[:8], "-p", "are you there", env=env, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    # the killed client left nothing behind
+    assert all(not p.is_running() or p.status() == psutil.STATUS_ZOMBIE for p in children)
+
+
+def _locked(home: Path, sid: str) -> bool:
+    return any(home.rglob(f"{sid}.lock"))
+
+
+def test_background_compression_finishes_after_the_client_exited(
+    shared_home: Path,
+    server: FakeOllama,
+    router: Router,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    env = service_env(shared_home, server)
+    before = set(_session_ids(shared_home, monkeypatch))
+    first = ollm("run", "-p", "[long] tell me facts", env=env, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    router.summary_gate = gate = router.gate("summary")
+    summaries = router.summaries
+    try:
+        # scripted `--continue -p`: the second long answer makes compression due
+        done = ollm("run", "--continue", "-p", "[long] more facts", env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        # the client is gone; the compression it started is still at the model
+        wait_for(lambda: router.summaries > summaries, what="the compression at the model")
+        (sid,) = set(_session_ids(shared_home, monkeypatch)) - before
+        store = store_of(shared_home, monkeypatch)
+        assert store.get_session(sid).metadata.compression_count == 0
+    finally:
+        gate.set()
+        router.summary_gate = None
+    wait_for(
+        lambda: store.get_session(sid).metadata.compression_count >= 1,
+        what="the compression recorded in the session file",
+    )
+
+
+def test_service_killed_mid_turn_exits_8_and_the_next_command_replaces_it(
+    server: FakeOllama, router: Router, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    env = service_env(home, server)
+    client = spawn("run", "-p", "[gate:lost] still there?", env=env, cwd=tmp_path)
+    try:
+        wait_for(lambda: "lost" in _asked(server), what="the turn at the model")
+        state = state_of(home)
+        assert state is not None  # started by the command itself (autoStart)
+        os.kill(state.pid, signal.SIGKILL)  # the service dies mid-turn
+        _, err = client.communicate(timeout=120)
+        assert client.returncode == 8, err
+        assert "OLLM service stopped" in err
+    finally:
+        router.gate("lost").set()
+        if client.poll() is None:
+            client.kill()
+    # the next command finds the stale service, replaces it and works
+    done = ollm("run", "-p", "hello again", env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    fresh = state_of(home)
+    assert fresh is not None and fresh.pid != state.pid
+    assert not any(p.is_running() for p in service_processes(state) if p.status() != "zombie")
+    stopped = ollm("service", "stop", "--json", env=env, cwd=tmp_path)
+    assert orjson.loads(stopped.stdout)["was_running"]
+    assert state_of(home) is None
+    assert service_processes(fresh) == []  # no Ray process left
