@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ollm_cli.cli.output import console, err_console, print_json
-from ollm_cli.pipeline.environment import default_redactor
 from ollm_cli.pipeline.errors import SessionError
-from ollm_cli.pipeline.importers import ImportSource, default_location, detect_source, read_sessions
-from ollm_cli.pipeline.recording import ChatRecordingService, redact_record
-from ollm_cli.pipeline.records import Session
+
+if TYPE_CHECKING:  # the readers are imported when an import runs, not by every command
+    from ollm_cli.pipeline.importers import ImportSource
+    from ollm_cli.pipeline.recording import ChatRecordingService
+    from ollm_cli.pipeline.records import Session
 
 
 class ImportFrom(StrEnum):
@@ -32,6 +34,8 @@ class ImportFrom(StrEnum):
 
 def is_foreign(paths: list[Path]) -> bool:
     """Whether ``paths`` hold other tools' sessions (a folder, or a file not OLLM's)."""
+    from ollm_cli.pipeline.importers import detect_source
+
     return any(p.is_dir() or detect_source(p) not in (None, "ollm") for p in paths)
 
 
@@ -44,6 +48,10 @@ def import_from_tools(
     json_output: bool,
 ) -> None:
     """Import every session under ``paths`` (the tool's default location when none)."""
+    from ollm_cli.pipeline.environment import default_redactor
+    from ollm_cli.pipeline.importers import default_location, read_sessions
+    from ollm_cli.pipeline.recording import redact_record
+
     kind: ImportSource | None = source.value if source is not None else None
     if not paths:
         if kind is None:
