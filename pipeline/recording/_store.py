@@ -604,6 +604,10 @@ class ChatRecordingService:
         if sid in self._open:
             self._delayed.schedule(sid, max(0.0, delay_s))
 
+    def save_pending(self, session_id: str) -> bool:
+        """Whether a delayed save (:meth:`save_session_soon`) of the session waits."""
+        return self._delayed.is_pending(session_id)
+
     def _save_if_open(self, sid: str) -> None:
         state = self._open.get(sid)
         if state is None:
@@ -968,10 +972,6 @@ class ChatRecordingService:
         """Check the folder (damaged files, orphaned journals, stale locks, index drift,
         rescue files); with ``fix``, repair them."""
         return self._recovery.doctor(fix=fix)
-
-    def save_pending(self, session_id: str) -> bool:
-        """Whether a delayed save (:meth:`save_session_soon`) of the session waits."""
-        return self._delayed.is_pending(session_id)
 
     # -- health --------------------------------------------------------------------------------
 
