@@ -384,6 +384,11 @@ class _Watcher:
             self._callbacks.pop(token, None)
             return not self._callbacks
 
+    @property
+    def running(self) -> bool:
+        """Whether its thread still runs: once it has ended no callback can be called."""
+        return self._thread.is_alive()
+
     def stop(self) -> None:
         self._stop.set()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:

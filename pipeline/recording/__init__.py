@@ -35,8 +35,9 @@ if TYPE_CHECKING:
     )
     from ollm_cli.pipeline.recording._ids import canonical_id, checked_id, is_session_id
     from ollm_cli.pipeline.recording._index import MARK_END, MARK_START, SearchHit
-    from ollm_cli.pipeline.recording._redaction import redact_record
-    from ollm_cli.pipeline.recording._store import ChatRecordingService, CloseReport, StoreHealth
+    from ollm_cli.pipeline.recording._recorder import SessionRecorder, redact_record
+    from ollm_cli.pipeline.recording._recovery import CloseReport
+    from ollm_cli.pipeline.recording._store import ChatRecordingService, StoreHealth
     from ollm_cli.pipeline.recording._stream import StreamedSession, gc_relaxed
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "NoteBlock",
     "ResumePoint",
     "SearchHit",
+    "SessionRecorder",
     "StoreHealth",
     "StreamedSession",
     "TextBlock",
@@ -113,10 +115,13 @@ __getattr__ = lazy_exports(
             "MARK_START",
             "SearchHit",
         ),
-        "_redaction": ("redact_record",),
+        "_recorder": (
+            "SessionRecorder",
+            "redact_record",
+        ),
+        "_recovery": ("CloseReport",),
         "_store": (
             "ChatRecordingService",
-            "CloseReport",
             "StoreHealth",
         ),
         "_stream": (

@@ -21,6 +21,13 @@ recording actor wraps it). Its parts:
 - ``{dataDir}/.index/``: the SQLite/FTS5 index behind listing and search,
   derived from the files (:mod:`ollm_cli.pipeline.recording._index`).
 
+This class is the facade; its jobs beyond recording, reading and saving live
+in their own modules and it delegates to them: deleting, the trash,
+``maxSessions`` and import in :mod:`._retention`; damaged files, dead
+journals, rescue files and the doctor in :mod:`._recovery`; turn-end saves
+that wait ``saveDelayMs`` in :mod:`._delayed_saves`. Redaction and turn ends
+are :class:`~ollm_cli.pipeline.recording._recorder.SessionRecorder`'s.
+
 Faults: a file that does not parse is moved aside (``*.corrupt-<timestamp>``),
 reported, rebuilt from the journal when the journal holds the whole session,
 and never breaks a listing. A failed write (disk full, read-only, permission)
@@ -43,15 +50,9 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import fcntl
 import logging
 import os
-import shutil
-import stat
 import threading
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,12 +63,10 @@ from pydantic import Field, ValidationError
 
 from ollm_cli.config.paths import ensure_private_dir
 from ollm_cli.config.settings import SessionSettings, SnapshotSettings
-from ollm_cli.pipeline.atomic_file import fsync_dir, write_atomic
+from ollm_cli.pipeline.atomic_file import write_atomic
 from ollm_cli.pipeline.errors import (
     AmbiguousSessionIdError,
-    SessionCorruptError,
     SessionError,
-    SessionLockedError,
     SessionNotFoundError,
     StorageError,
 )
@@ -78,6 +77,7 @@ from ollm_cli.pipeline.recording._checkpoints import (
     messages_digest,
     resume_point,
 )
+from ollm_cli.pipeline.recording._delayed_saves import DelayedSaves
 from ollm_cli.pipeline.recording._document import PARTIAL_KEY, DocumentError, SessionDocument
 from ollm_cli.pipeline.recording._ids import (
     canonical_id,
@@ -91,14 +91,18 @@ from ollm_cli.pipeline.recording._index import SearchHit, SessionIndex, SessionV
 from ollm_cli.pipeline.recording._journal import (
     JournalEntry,
     SessionJournal,
-    claim_dead_logs,
-    describe_damage,
     entries_for,
-    log_files,
-    read_log,
 )
-from ollm_cli.pipeline.recording._lock import SessionLock, lock_holder
-from ollm_cli.pipeline.recording._rescue import find_rescues, write_rescue
+from ollm_cli.pipeline.recording._lock import SessionLock
+from ollm_cli.pipeline.recording._recovery import (
+    CloseReport,
+    DoctorFinding,
+    Recovery,
+    invalid_reason,
+    os_reason,
+    replay,
+)
+from ollm_cli.pipeline.recording._retention import Retention, TrashEntry
 from ollm_cli.pipeline.recording._stream import StreamedSession
 from ollm_cli.pipeline.recording._title import clean_title, title_from_text
 from ollm_cli.pipeline.records import (
@@ -119,8 +123,6 @@ logger = logging.getLogger(__name__)
 
 JOURNAL_DIR = ".journal"
 LOCKS_DIR = ".locks"
-TRASH_DIR = ".trash"
-CORRUPT_MARK = ".corrupt-"
 _READ_ATTEMPTS = 5
 CLOSE_RETRY_S = 1.0
 """How often a session whose close could not save its file (a full disk) tries again."""
@@ -138,41 +140,6 @@ class StoreHealth(Record):
     last_error: str | None = None
 
 
-class CloseReport(Record):
-    """What :meth:`ChatRecordingService.close` could not make durable in the sessions folder.
-
-    ``unsaved_records`` counts the records the disk refused to the end;
-    ``rescue_file`` is where they were kept instead (None: nowhere was writable,
-    they are lost); ``sessions`` names the sessions they belong to.
-    """
-
-    ok: bool
-    unsaved_records: int = 0
-    sessions: list[str] = Field(default_factory=list)
-    rescue_file: str | None = None
-    error: str | None = None
-
-
-class TrashEntry(Record):
-    """A session removed by ``maxSessions``, kept in the trash folder for a while."""
-
-    session_id: str
-    title: str | None = None
-    last_activity: str | None = None
-    trashed_at: str
-    expires_at: str
-    size: int
-
-
-class DoctorFinding(Record):
-    """One problem ``ollm sessions doctor`` found: its kind, what it is, whether fixed."""
-
-    kind: str
-    subject: str
-    detail: str
-    fixed: bool = False
-
-
 class _OpenSession:
     """A session this store writes: its document, its locks and what is saved."""
 
@@ -188,64 +155,6 @@ class _OpenSession:
     @property
     def dirty(self) -> bool:
         return self.doc.seq != self.saved_seq
-
-
-class _DelayedSaves:
-    """Turn-end saves that wait a moment, so turns in quick succession (a batch,
-    a tool loop) share one rewrite of the file; a thread runs those due."""
-
-    def __init__(self, save: Callable[[str], object]) -> None:
-        self._save = save
-        self._due: dict[str, float] = {}
-        self._wake = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._closed = False
-
-    def schedule(self, session_id: str, delay_s: float) -> None:
-        """Save ``session_id`` in ``delay_s`` (or with the save already waiting)."""
-        with self._wake:
-            if self._closed or session_id in self._due:
-                return
-            self._due[session_id] = time.monotonic() + delay_s
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="ollm-session-saves", daemon=True
-                )
-                self._thread.start()
-            self._wake.notify()
-
-    def cancel(self, session_id: str) -> None:
-        with self._wake:
-            self._due.pop(session_id, None)
-
-    def close(self) -> None:
-        """Stop; saves still waiting are left to whoever closes the sessions."""
-        with self._wake:
-            self._closed = True
-            self._due.clear()
-            self._wake.notify()
-            thread = self._thread
-        if thread is not None:
-            thread.join()
-
-    def _run(self) -> None:
-        while True:
-            with self._wake:
-                while True:
-                    if self._closed:
-                        return
-                    now = time.monotonic()
-                    ready = [sid for sid, due in self._due.items() if due <= now]
-                    if ready:
-                        break
-                    self._wake.wait(min(self._due.values()) - now if self._due else None)
-                for sid in ready:
-                    del self._due[sid]
-            for sid in ready:
-                try:
-                    self._save(sid)
-                except Exception:  # a save never stops the others; the journal holds it
-                    logger.exception("saving session %s failed", sid)
 
 
 class ChatRecordingService:
@@ -266,7 +175,6 @@ class ChatRecordingService:
         rewritten (only the derived index under ``.index/`` follows the files)."""
         self._journal_dir = self.data_dir / JOURNAL_DIR
         self._locks_dir = self.data_dir / LOCKS_DIR
-        self._trash_dir = self.data_dir / TRASH_DIR
         self.notices: list[str] = []
         """Lines the user should see once (retention, replayed rescue files)."""
         self.close_report: CloseReport | None = None
@@ -285,11 +193,13 @@ class ChatRecordingService:
         self._closed = False
         self.recovery_report: list[str] = []
         self._journal = SessionJournal(self._journal_dir, group_commit_ms=settings.group_commit_ms)
-        self._index = SessionIndex(self.data_dir, on_corrupt=self._on_corrupt_file)
-        self._delayed = _DelayedSaves(self._save_if_open)
+        self._recovery = Recovery(self)
+        self._retention = Retention(self)
+        self._index = SessionIndex(self.data_dir, on_corrupt=self._recovery.on_corrupt_file)
+        self._delayed = DelayedSaves(self._save_if_open)
         if not read_only:
-            self._recover_dead_logs()
-            self._replay_rescues()
+            self._recovery.recover_dead_logs()
+            self._recovery.replay_rescues()
 
     # -- creating, opening, closing ------------------------------------------------------
 
@@ -336,7 +246,7 @@ class ChatRecordingService:
         self._index.update(sid, SessionView(doc), file_sig(self._path(sid)))
         if self.settings.max_sessions > 0:
             try:
-                self.apply_retention()
+                self._retention.apply_retention()
             except (SessionError, OSError) as exc:
                 logger.warning("could not apply maxSessions after creating a session: %s", exc)
         logger.info("created session %s (%s/%s)", sid, provider, model)
@@ -391,7 +301,7 @@ class ChatRecordingService:
             try:
                 session = doc.to_session() if build else None
             except ValidationError as exc:
-                doc = self._handle_corrupt(sid, self._path(sid), _problem(exc))
+                doc = self._recovery.handle_corrupt(sid, self._path(sid), invalid_reason(exc))
                 file_seq = -1
                 session = doc.to_session()
         except BaseException:
@@ -439,7 +349,7 @@ class ChatRecordingService:
         """Close every open session and stop the journal's flusher.
 
         Records the disk refused to the end are written to a rescue file on
-        another filesystem (see :mod:`ollm_cli.pipeline.recording._rescue`); the report says
+        another filesystem (see :mod:`ollm_cli.pipeline.recording._recovery`); the report says
         how many there were and where they went. Closing twice returns the
         first report.
         """
@@ -468,79 +378,8 @@ class ChatRecordingService:
                 )
             state.file_lock.release()
         self._index.close()
-        self.close_report = self._rescue_unsaved()
+        self.close_report = self._recovery.rescue_unsaved()
         return self.close_report
-
-    def _rescue_unsaved(self) -> CloseReport:
-        unsaved = self._journal.unsaved()
-        if not unsaved:
-            return CloseReport(ok=True)
-        error = self._journal.last_error or next(iter(self._save_errors.values()), None)
-        path = write_rescue(self.data_dir, unsaved, extra_dirs=self.settings.rescue_dirs)
-        if path is None:
-            logger.error(
-                "%d record(s) could not be written anywhere and are lost: %s", len(unsaved), error
-            )
-        return CloseReport(
-            ok=False,
-            unsaved_records=len(unsaved),
-            sessions=sorted({entry.session_id for entry in unsaved}),
-            rescue_file=str(path) if path else None,
-            error=error,
-        )
-
-    def _replay_rescues(self) -> None:
-        """Bring the records of rescue files (written when this folder's disk was full)
-        into their sessions; a rescue file is deleted once all of it is in."""
-        try:
-            rescues = find_rescues(self.data_dir, extra_dirs=self.settings.rescue_dirs)
-        except OSError:  # pragma: no cover - listing the rescue folders failed
-            return
-        for rescue in rescues:
-            done = True
-            sessions = sorted({e.session_id for e in rescue.entries})
-            for sid in sessions:
-                done = self._replay_rescued(sid, rescue.entries) and done
-            if done:
-                rescue.discard()
-                message = (
-                    f"replayed {len(rescue.entries)} record(s) of {len(sessions)} session(s) "
-                    f"from the rescue file {rescue.path}"
-                )
-                logger.warning(message)
-                self.notices.append(message)
-                self.recovery_report.append(message)
-
-    def _replay_rescued(self, sid: str, entries: list[JournalEntry]) -> bool:
-        mine = [e for e in entries if e.session_id == sid]
-        if not self._path(sid).exists():
-            doc = _rebuild_from_journal(sid, [*entries_for(self._journal_dir, sid), *mine])
-            if doc is None:
-                return True  # deleted meanwhile, or never created: nothing to bring back
-            try:
-                write_atomic(self._path(sid), doc.encode())
-            except OSError:
-                return False
-            return True
-        try:
-            self._ensure_dirs()
-            lock = SessionLock.acquire(self._lock_path(sid), sid)
-        except SessionError:
-            return False  # in use: the next command replays it
-        try:
-            doc, file_seq = self._load(sid)
-            before = doc.seq
-            _replay(doc, mine)
-            if doc.seq != file_seq:
-                write_atomic(self._path(sid), doc.encode())
-                self._index.update(sid, SessionView(doc), file_sig(self._path(sid)))
-                logger.info("session %s: %d rescued record(s) replayed", sid, doc.seq - before)
-            return True
-        except (SessionError, OSError) as exc:
-            logger.warning("could not replay rescued records into session %s: %s", sid, exc)
-            return False
-        finally:
-            lock.release()
 
     def take_notices(self) -> list[str]:
         """The lines the user should see once (and forget them here)."""
@@ -765,6 +604,10 @@ class ChatRecordingService:
         if sid in self._open:
             self._delayed.schedule(sid, max(0.0, delay_s))
 
+    def save_pending(self, session_id: str) -> bool:
+        """Whether a delayed save (:meth:`save_session_soon`) of the session waits."""
+        return self._delayed.is_pending(session_id)
+
     def _save_if_open(self, sid: str) -> None:
         state = self._open.get(sid)
         if state is None:
@@ -787,7 +630,7 @@ class ChatRecordingService:
             try:
                 write_atomic(path, raw)
             except OSError as exc:
-                reason = _reason(exc)
+                reason = os_reason(exc)
                 self._save_errors[sid] = f"cannot save session {sid} in {self.data_dir}: {reason}"
                 logger.error(
                     "cannot save session %s (%s); its records are kept and saved at the next "
@@ -808,7 +651,7 @@ class ChatRecordingService:
         try:
             write_atomic(path, raw)
         except OSError as exc:
-            reason = _reason(exc)
+            reason = os_reason(exc)
             logger.error("cannot write session %s: %s", sid, reason)
             raise StorageError(
                 f"cannot write session {sid} in {self.data_dir}: {reason}",
@@ -832,7 +675,9 @@ class ChatRecordingService:
         try:
             return doc.to_session()
         except ValidationError as exc:
-            return self._handle_corrupt(sid, self._path(sid), _problem(exc)).to_session()
+            return self._recovery.handle_corrupt(
+                sid, self._path(sid), invalid_reason(exc)
+            ).to_session()
 
     def streamed(self, session_id_or_prefix: str) -> StreamedSession | None:
         """The session as a stream (see :mod:`ollm_cli.pipeline.recording._stream`) when its file is
@@ -876,20 +721,20 @@ class ChatRecordingService:
                 ) from None
             except OSError as exc:
                 raise SessionError(
-                    f"cannot read session {sid}: {_reason(exc)}",
+                    f"cannot read session {sid}: {os_reason(exc)}",
                     hint="check the file's permissions; you can start a new session meanwhile",
                 ) from None
             try:
                 doc = SessionDocument.decode(raw, sid)
             except DocumentError as exc:
-                return self._handle_corrupt(sid, path, str(exc)), -1
+                return self._recovery.handle_corrupt(sid, path, str(exc)), -1
             entries = entries_for(self._journal_dir, sid)
             after = file_sig(path)
             if after == (before.st_size, before.st_mtime_ns, before.st_ino):
                 break
         assert doc is not None
         file_seq = doc.seq
-        _replay(doc, entries)
+        replay(doc, entries)
         return doc, file_seq
 
     def resolve_id(self, session_id_or_prefix: str) -> str:
@@ -1015,7 +860,7 @@ class ChatRecordingService:
                 checked = SessionMetadata.model_validate(merged).to_dict()
             except ValidationError as exc:
                 raise SessionError(
-                    f"invalid session metadata: {_problem(exc)}",
+                    f"invalid session metadata: {invalid_reason(exc)}",
                     hint="check the value's type",
                 ) from None
             return {"md": {aliases[k]: checked[aliases[k]] for k in fields}}
@@ -1085,455 +930,48 @@ class ChatRecordingService:
         finally:
             lock.release()
 
-    # -- deleting ----------------------------------------------------------------------------
+    # -- deleting, retention, the trash, importing (see _retention) ------------------------
 
     def delete_session(self, session_id: str) -> None:
-        """Delete a session: its file, its journal records, its index row, its snapshots.
-
-        Refuses (:class:`SessionLockedError`) a session another process is writing.
-        """
-        sid = self.resolve_id(session_id)
-        self._check_open()
-        with self._opening:
-            with self._registry:
-                state = self._open.pop(sid, None)
-            lock = state.file_lock if state else SessionLock.acquire(self._lock_path(sid), sid)
-            try:
-                self._delete_files(sid)
-            finally:
-                lock.release()
-        self._journal.forget(sid)
-        self._save_errors.pop(sid, None)
-        self._index.remove(sid)
-        logger.info("deleted session %s", sid)
+        """Delete a session: its file, its journal records, its index row, its snapshots."""
+        self._retention.delete_session(session_id)
 
     def trash_session(self, session_id: str) -> None:
-        """Move a session to the trash folder (``ollm sessions trash restore`` brings it back).
-
-        Refuses (:class:`SessionLockedError`) a session another process is writing.
-        """
-        sid = self.resolve_id(session_id)
-        self._check_open()
-        if sid in self._open:
-            raise SessionLockedError(
-                f"session {sid} is open here", hint="close it before moving it to the trash"
-            )
-        with self._opening:
-            lock = SessionLock.acquire(self._lock_path(sid), sid)
-            try:
-                doc, file_seq = self._load(sid)
-                if doc.seq != file_seq:  # journaled records go to the trash with it
-                    write_atomic(self._path(sid), doc.encode())
-                self._move_to_trash(sid)
-            except OSError as exc:
-                raise StorageError(
-                    f"cannot move session {sid} to the trash: {_reason(exc)}",
-                    hint="check the sessions folder's permissions",
-                ) from None
-            finally:
-                lock.release()
-        self._journal.forget(sid)
-        self._index.remove(sid)
-        logger.info("moved session %s to the trash", sid)
-
-    def _delete_files(self, sid: str) -> None:
-        path = self._path(sid)
-        try:
-            path.unlink(missing_ok=True)
-            for name in os.listdir(self.data_dir):
-                if name.startswith(f"{sid}.json{CORRUPT_MARK}"):
-                    (self.data_dir / name).unlink(missing_ok=True)
-            fsync_dir(self.data_dir)
-        except OSError as exc:
-            raise StorageError(
-                f"cannot delete session {sid}: {_reason(exc)}",
-                hint="check the sessions folder's permissions",
-            ) from None
-        snapshots = self.snapshots_dir / sid
-        if snapshots.is_dir():
-            shutil.rmtree(snapshots, ignore_errors=True)
+        """Move a session to the trash folder (``ollm sessions trash restore`` brings it back)."""
+        self._retention.trash_session(session_id)
 
     def delete_oldest_sessions(
         self, keep: int, *, dry_run: bool = False, trash: bool = False
     ) -> list[str]:
-        """Delete the least recently active sessions until ``keep`` remain.
-
-        Never the sessions open in this store, pinned ones, or ones another
-        process is writing. Returns the ids deleted (or, with ``dry_run``, the
-        ids that would be).
-        """
-        if keep < 0:
-            raise SessionError(
-                f"cannot keep {keep} sessions", hint="give 0 or more sessions to keep"
-            )
-        self._index.refresh()
-        sessions = self._index.oldest_first()
-        excess = len(sessions) - keep
-        chosen: list[str] = []
-        for sid, pinned in sessions:
-            if excess <= 0:
-                break
-            if pinned or sid in self._open:
-                continue
-            if dry_run:
-                if lock_holder(self._lock_path(sid)) is not None:
-                    continue
-            else:
-                try:
-                    if trash:
-                        self.trash_session(sid)
-                    else:
-                        self.delete_session(sid)
-                except SessionLockedError:
-                    continue
-                except SessionNotFoundError:
-                    excess -= 1
-                    continue
-            chosen.append(sid)
-            excess -= 1
-        return chosen
-
-    # -- retention and the trash ---------------------------------------------------------------
+        """Delete the least recently active sessions until ``keep`` remain."""
+        return self._retention.delete_oldest_sessions(keep, dry_run=dry_run, trash=trash)
 
     def apply_retention(self) -> list[str]:
-        """Keep at most ``maxSessions``: the least recently active sessions beyond it go
-        to the trash folder (never a pinned one, one open here or one another process
-        writes), and trash older than ``trashDays`` is emptied. Says what it did in
-        one line (:attr:`notices`); returns the ids moved to the trash."""
-        expired = self._expire_trash()
-        moved = self.delete_oldest_sessions(self.settings.max_sessions, trash=True)
-        if moved:
-            shown = ", ".join(sid[:8] for sid in moved[:5]) + (", ..." if len(moved) > 5 else "")
-            days = self.settings.trash_days
-            message = (
-                f"maxSessions ({self.settings.max_sessions}) moved {len(moved)} older "
-                f"session(s) to the trash for {days} day(s): {shown}; "
-                "`ollm sessions trash restore ID` brings one back"
-            )
-            if expired:
-                message += f" ({len(expired)} expired from the trash)"
-            logger.warning(message)
-            self.notices.append(message)
-        elif expired:
-            message = (
-                f"emptied {len(expired)} session(s) older than "
-                f"{self.settings.trash_days} day(s) from the trash"
-            )
-            logger.warning(message)
-            self.notices.append(message)
-        return moved
-
-    def _trash_file(self, sid: str) -> Path:
-        return self._trash_dir / f"{sid}.json"
-
-    def _move_to_trash(self, sid: str) -> None:
-        """Move one session (file, snapshots) to the trash; its writer lock is held."""
-        ensure_private_dir(self._trash_dir)
-        target = self._trash_file(sid)
-        os.replace(self._path(sid), target)
-        os.utime(target)  # its time in the trash counts from now
-        fsync_dir(self.data_dir)
-        fsync_dir(self._trash_dir)
-        snapshots = self.snapshots_dir / sid
-        if snapshots.is_dir():
-            with contextlib.suppress(OSError):
-                os.replace(snapshots, self._trash_dir / f"{sid}.snapshots")
+        """Keep at most ``maxSessions`` (the rest to the trash); empty expired trash."""
+        return self._retention.apply_retention()
 
     def list_trash(self) -> list[TrashEntry]:
         """The sessions in the trash, most recently trashed first."""
-        entries: list[TrashEntry] = []
-        try:
-            names = os.listdir(self._trash_dir)
-        except FileNotFoundError:
-            return []
-        keep_s = self.settings.trash_days * 86400
-        for name in names:
-            sid = session_id_of_file(name)
-            if sid is None:
-                continue
-            path = self._trash_dir / name
-            try:
-                st = path.stat()
-            except OSError:
-                continue
-            title = last = None
-            try:
-                doc = SessionDocument.decode(path.read_bytes(), sid)
-                title = doc.metadata.get("title")
-                last = str(doc.data["lastActivity"])
-            except (OSError, DocumentError):
-                pass
-            trashed = datetime.fromtimestamp(st.st_mtime, UTC)
-            entries.append(
-                TrashEntry(
-                    session_id=sid,
-                    title=title,
-                    last_activity=last,
-                    trashed_at=trashed.isoformat(timespec="seconds").replace("+00:00", "Z"),
-                    expires_at=datetime.fromtimestamp(st.st_mtime + keep_s, UTC)
-                    .isoformat(timespec="seconds")
-                    .replace("+00:00", "Z"),
-                    size=st.st_size,
-                )
-            )
-        entries.sort(key=lambda e: e.trashed_at, reverse=True)
-        return entries
-
-    def _trash_id(self, session_id_or_prefix: str) -> str:
-        text = check_prefix(session_id_or_prefix)
-        found = [e.session_id for e in self.list_trash() if matches_prefix(e.session_id, text)]
-        if not found:
-            raise SessionNotFoundError(
-                f"no session in the trash starts with {text!r}",
-                hint="`ollm sessions trash list` shows what the trash holds",
-            )
-        if len(found) > 1:
-            raise AmbiguousSessionIdError(
-                f"{text!r} matches {len(found)} sessions in the trash",
-                hint="type more characters of the id",
-            )
-        return found[0]
+        return self._retention.list_trash()
 
     def restore_from_trash(self, session_id_or_prefix: str) -> str:
         """Bring a session back from the trash; returns its id."""
-        self._check_open()
-        sid = self._trash_id(session_id_or_prefix)
-        if self._path(sid).exists():
-            raise SessionError(
-                f"session {sid} exists already; the copy in the trash was left there",
-                hint="delete the existing one first if the trashed copy should replace it",
-            )
-        try:
-            os.replace(self._trash_file(sid), self._path(sid))
-            fsync_dir(self.data_dir)
-            snapshots = self._trash_dir / f"{sid}.snapshots"
-            if snapshots.is_dir():
-                ensure_private_dir(self.snapshots_dir)
-                with contextlib.suppress(OSError):
-                    os.replace(snapshots, self.snapshots_dir / sid)
-        except OSError as exc:
-            raise StorageError(
-                f"cannot restore session {sid}: {_reason(exc)}",
-                hint="check the sessions folder's permissions and free space",
-            ) from None
-        self._index.refresh(force=True)
-        logger.info("restored session %s from the trash", sid)
-        return sid
+        return self._retention.restore_from_trash(session_id_or_prefix)
 
     def empty_trash(self, *, older_than_s: float | None = None) -> list[str]:
-        """Delete what the trash holds (only what is older than ``older_than_s``
-        when given); returns the ids deleted for good."""
-        self._check_open()
-        gone: list[str] = []
-        now = time.time()
-        try:
-            names = os.listdir(self._trash_dir)
-        except FileNotFoundError:
-            return []
-        for name in names:
-            sid = session_id_of_file(name)
-            if sid is None:
-                continue
-            path = self._trash_dir / name
-            try:
-                if older_than_s is not None and now - path.stat().st_mtime < older_than_s:
-                    continue
-                path.unlink()
-            except OSError:
-                continue
-            shutil.rmtree(self._trash_dir / f"{sid}.snapshots", ignore_errors=True)
-            gone.append(sid)
-        return gone
-
-    def _expire_trash(self) -> list[str]:
-        return self.empty_trash(older_than_s=self.settings.trash_days * 86400)
-
-    # -- doctor --------------------------------------------------------------------------------
-
-    def doctor(self, *, fix: bool = False) -> list[DoctorFinding]:
-        """Check the folder: damaged session files, orphaned journals, stale locks,
-        index drift, rescue files waiting. With ``fix`` (a writable store) repair
-        them: what a writable store folded or replayed when it opened is reported
-        as fixed too. Nothing is changed without ``fix``."""
-        if fix:
-            self._check_open()
-        findings = [
-            DoctorFinding(kind="recovered", subject=str(self.data_dir), detail=line, fixed=True)
-            for line in self.recovery_report
-        ]
-        findings += self._doctor_files(fix)
-        findings += self._doctor_journals()
-        findings += self._doctor_locks(fix)
-        findings += self._doctor_index(fix)
-        for rescue in find_rescues(self.data_dir, extra_dirs=self.settings.rescue_dirs):
-            findings.append(
-                DoctorFinding(
-                    kind="rescue-file",
-                    subject=str(rescue.path),
-                    detail=f"{len(rescue.entries)} record(s) written when the disk refused "
-                    "them, not replayed yet (a session in use, or the disk still refuses)",
-                )
-            )
-        return findings
-
-    def _doctor_files(self, fix: bool) -> list[DoctorFinding]:
-        found: list[DoctorFinding] = []
-        try:
-            names = sorted(os.listdir(self.data_dir))
-        except OSError:
-            return found
-        for name in names:
-            path = self.data_dir / name
-            if CORRUPT_MARK in name and name.split(CORRUPT_MARK)[0].endswith(".json"):
-                found.append(
-                    DoctorFinding(
-                        kind="quarantined",
-                        subject=name,
-                        detail="a damaged file moved aside earlier; kept for inspection "
-                        "(delete it when you no longer need it)",
-                    )
-                )
-                continue
-            sid = session_id_of_file(name)
-            if sid is None:
-                continue
-            try:
-                st = os.stat(path)
-            except OSError:
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                finding = DoctorFinding(
-                    kind="not-a-file",
-                    subject=name,
-                    detail="named like a session but not a regular file",
-                )
-                if fix:
-                    finding.fixed = self._move_aside(sid, path, "not a regular file") is not None
-                found.append(finding)
-                continue
-            problem = None
-            try:
-                doc = SessionDocument.decode(path.read_bytes(), sid)
-                doc.to_session()
-            except DocumentError as exc:
-                problem = str(exc)
-            except ValidationError as exc:
-                problem = _problem(exc)
-            except OSError as exc:
-                problem = f"cannot be read: {_reason(exc)}"
-            if problem is None:
-                continue
-            finding = DoctorFinding(kind="corrupt", subject=name, detail=problem)
-            if fix and sid not in self._open and lock_holder(self._lock_path(sid)) is None:
-                try:
-                    rebuilt = self._handle_corrupt(sid, path, problem)
-                    write_atomic(path, rebuilt.encode())
-                    finding.detail += (
-                        f"; moved aside and rebuilt from the journal ({len(rebuilt.messages)} "
-                        "messages)"
-                    )
-                except SessionCorruptError:
-                    finding.detail += "; moved aside (the journal does not hold it)"
-                except OSError as exc:
-                    finding.detail += f"; could not rebuild it: {_reason(exc)}"
-                finding.fixed = True
-            found.append(finding)
-        return found
-
-    def _doctor_journals(self) -> list[DoctorFinding]:
-        found: list[DoctorFinding] = []
-        for path in log_files(self._journal_dir):
-            if self._journal.owns(path):
-                continue
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue  # a live writer's journal
-            finally:
-                os.close(fd)
-            scan = read_log(path)
-            damage = describe_damage(path.name, scan)
-            found.append(
-                DoctorFinding(
-                    kind="orphaned-journal",
-                    subject=path.name,
-                    detail=f"the journal of a process that stopped: {len(scan.entries)} "
-                    "record(s) not folded into their sessions yet"
-                    + ("; " + "; ".join(damage) if damage else ""),
-                )
-            )
-        return found
-
-    def _doctor_locks(self, fix: bool) -> list[DoctorFinding]:
-        found: list[DoctorFinding] = []
-        try:
-            names = sorted(os.listdir(self._locks_dir))
-        except OSError:
-            return found
-        for name in names:
-            path = self._locks_dir / name
-            if not name.endswith(".lock") or lock_holder(path) is not None:
-                continue
-            finding = DoctorFinding(
-                kind="stale-lock", subject=name, detail="a lock file no process holds"
-            )
-            if fix:
-                try:
-                    path.unlink()
-                    finding.fixed = True
-                except OSError as exc:
-                    finding.detail += f"; cannot delete it: {_reason(exc)}"
-            found.append(finding)
-        return found
-
-    def _doctor_index(self, fix: bool) -> list[DoctorFinding]:
-        changed, removed = self._index.drift()
-        if not changed and not removed:
-            return []
-        finding = DoctorFinding(
-            kind="index-drift",
-            subject=str(self.data_dir / ".index"),
-            detail=f"{len(changed)} session file(s) new or changed since indexed, "
-            f"{len(removed)} indexed session(s) whose file is gone",
-        )
-        if fix:
-            self._index.rebuild()
-            finding.fixed = True
-        return [finding]
-
-    # -- importing -----------------------------------------------------------------------------
+        """Delete what the trash holds (older than ``older_than_s`` when given)."""
+        return self._retention.empty_trash(older_than_s=older_than_s)
 
     def import_session(self, session: Session, *, new_id: bool = False) -> str:
-        """Store a session from elsewhere (validated in full); returns its id.
+        """Store a session from elsewhere (validated in full); returns its id."""
+        return self._retention.import_session(session, new_id=new_id)
 
-        An id that exists already is refused unless ``new_id`` gives it a fresh one.
-        """
-        self._check_open()
-        try:
-            checked = Session.model_validate(session.to_dict())
-        except ValidationError as exc:
-            raise SessionError(
-                f"the session to import is invalid: {_problem(exc)}",
-                hint="fix the file, or export it again from OLLM",
-            ) from None
-        sid = new_session_id() if new_id else canonical_id(checked.session_id)
-        checked = checked.model_copy(update={"session_id": sid})
-        if self._path(sid).exists() or sid in self._open:
-            raise SessionError(
-                f"a session with id {sid} already exists",
-                hint="import it with a new id (--new-id), or delete the existing one first",
-            )
-        state = self._create_file(SessionDocument.from_session(checked))
-        with self._registry:
-            self._open.pop(sid, None)
-        state.file_lock.release()
-        self._index.update(sid, SessionView(state.doc), file_sig(self._path(sid)))
-        logger.info("imported session %s", sid)
-        return sid
+    # -- doctor (see _recovery) ----------------------------------------------------------------
+
+    def doctor(self, *, fix: bool = False) -> list[DoctorFinding]:
+        """Check the folder (damaged files, orphaned journals, stale locks, index drift,
+        rescue files); with ``fix``, repair them."""
+        return self._recovery.doctor(fix=fix)
 
     # -- health --------------------------------------------------------------------------------
 
@@ -1563,134 +1001,6 @@ class ChatRecordingService:
         """Whether this store holds ``session_id`` open (exact id, no prefix)."""
         return session_id in self._open
 
-    # -- faults and recovery ---------------------------------------------------------------
-
-    def _handle_corrupt(self, sid: str, path: Path, problem: str) -> SessionDocument:
-        """Move a damaged file aside and rebuild the session from the journal if it can.
-
-        A read-only store moves nothing: it rebuilds from the journal in memory
-        or names the damaged file. Raises :class:`SessionCorruptError` when the
-        journal does not hold it all.
-        """
-        if self.read_only:
-            doc = _rebuild_from_journal(sid, entries_for(self._journal_dir, sid))
-            if doc is None:
-                raise SessionCorruptError(
-                    f"session {sid} cannot be read: its file {path.name} is damaged ({problem})",
-                    hint="`ollm sessions doctor --fix` moves it aside and rebuilds what the "
-                    "journal holds; nothing was changed",
-                )
-            return doc
-        aside = self._move_aside(sid, path, problem)
-        doc = _rebuild_from_journal(sid, entries_for(self._journal_dir, sid))
-        where = f"it was moved to {aside.name}" if aside else "it was left in place"
-        if doc is None:
-            raise SessionCorruptError(
-                f"session {sid} cannot be read: its file is damaged ({problem}); {where}",
-                hint="start a new session; the damaged file is kept for inspection",
-            )
-        message = f"session {sid} was rebuilt from its journal ({len(doc.messages)} messages)"
-        logger.warning(message)
-        self.recovery_report.append(message)
-        return doc
-
-    def _move_aside(self, sid: str, path: Path, problem: str) -> Path | None:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        aside = path.with_name(f"{path.name}{CORRUPT_MARK}{stamp}")
-        try:
-            os.rename(path, aside)
-            fsync_dir(self.data_dir)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            logger.error("cannot move damaged session file %s aside: %s", path.name, _reason(exc))
-            return None
-        message = f"session {sid}: damaged file ({problem}) moved to {aside.name}"
-        logger.error(message)
-        self.recovery_report.append(message)
-        return aside
-
-    def _on_corrupt_file(self, sid: str, path: Path, problem: str) -> None:
-        """The index met a file that does not parse: handle it without breaking the listing."""
-        if self.read_only:
-            message = (
-                f"session file {path.name} is damaged ({problem}); left as it is "
-                "(`ollm sessions doctor --fix` repairs it)"
-            )
-            logger.warning(message)
-            if message not in self.notices:
-                self.notices.append(message)
-            return
-        state = self._open.get(sid)
-        if state is not None:
-            self._move_aside(sid, path, problem)
-            with state.lock:
-                state.saved_seq = -1
-            self._save(state)
-            return
-        try:
-            doc = self._handle_corrupt(sid, path, problem)
-        except SessionCorruptError as exc:
-            logger.warning("%s", exc.message)
-            return
-        if lock_holder(self._lock_path(sid)) is None:
-            with contextlib.suppress(OSError):
-                write_atomic(path, doc.encode())
-
-    def _recover_dead_logs(self) -> None:
-        """Fold the journals of stores that died into their sessions, then delete them."""
-        if not self._journal_dir.is_dir():
-            return
-        for dead in claim_dead_logs(self._journal_dir):
-            try:
-                for message in describe_damage(dead.path.name, dead.scan):
-                    logger.warning(message)
-                    self.recovery_report.append(message)
-                done = True
-                for sid in sorted({e.session_id for e in dead.scan.entries}):
-                    done = self._fold(sid) and done
-            except Exception:  # pragma: no cover - keep the store usable whatever happens
-                logger.exception("could not fold journal %s", dead.path.name)
-                done = False
-            if done:
-                dead.discard()
-            else:
-                dead.release()
-
-    def _fold(self, sid: str) -> bool:
-        """Bring ``sid``'s file up to date with the journals; False if it must wait."""
-        path = self._path(sid)
-        if not path.exists() and not self._has_corrupt_copy(sid):
-            return True  # deleted: nothing to bring back
-        try:
-            self._ensure_dirs()
-            lock = SessionLock.acquire(self._lock_path(sid), sid)
-        except SessionLockedError:
-            return False
-        except StorageError:
-            return False
-        try:
-            if not path.exists():
-                doc = _rebuild_from_journal(sid, entries_for(self._journal_dir, sid))
-                if doc is not None:
-                    write_atomic(path, doc.encode())
-                    self.recovery_report.append(f"session {sid} was rebuilt from its journal")
-                return True
-            doc, file_seq = self._load(sid)
-            if doc.seq != file_seq:
-                write_atomic(path, doc.encode())
-                logger.info("session %s: %d journaled record(s) folded in", sid, doc.seq - file_seq)
-            return True
-        except (SessionError, OSError) as exc:
-            logger.warning("could not fold the journal into session %s: %s", sid, exc)
-            return False
-        finally:
-            lock.release()
-
-    def _has_corrupt_copy(self, sid: str) -> bool:
-        prefix = f"{sid}.json{CORRUPT_MARK}"
-        return any(name.startswith(prefix) for name in os.listdir(self.data_dir))
-
     # -- paths ---------------------------------------------------------------------------------
 
     def _path(self, sid: str) -> Path:
@@ -1705,7 +1015,7 @@ class ChatRecordingService:
             ensure_private_dir(self._locks_dir)
         except OSError as exc:
             raise StorageError(
-                f"cannot use the sessions folder {self.data_dir}: {_reason(exc)}",
+                f"cannot use the sessions folder {self.data_dir}: {os_reason(exc)}",
                 hint="fix its permissions or set services.session.dataDir to a writable folder",
             ) from None
 
@@ -1718,42 +1028,6 @@ class ChatRecordingService:
             raise SessionError(
                 "this session store was opened read-only", hint="open it without read_only"
             )
-
-
-def _replay(doc: SessionDocument, entries: list[JournalEntry]) -> None:
-    """Apply the entries of ``doc``'s incarnation newer than it, in order, once each."""
-    newer = sorted(
-        {e.seq: e for e in entries if e.epoch == doc.epoch and e.seq > doc.seq}.values(),
-        key=lambda e: e.seq,
-    )
-    for entry in newer:
-        if entry.seq != doc.seq + 1:
-            logger.warning(
-                "session %s: journal record %d missing; later records are ignored",
-                doc.session_id,
-                doc.seq + 1,
-            )
-            return
-        doc.apply(orjson.loads(entry.payload))
-        doc.seq = entry.seq
-
-
-def _rebuild_from_journal(sid: str, entries: list[JournalEntry]) -> SessionDocument | None:
-    """The session rebuilt from its journal alone, if the journal holds it from creation."""
-    created = [e for e in entries if e.seq == 0]
-    if not created:
-        return None
-    epoch = created[-1].epoch
-    header = orjson.loads(created[-1].payload).get("n")
-    if not isinstance(header, dict):
-        return None
-    try:
-        doc = SessionDocument.from_data({**header, "messages": [], "toolCalls": []}, sid)
-    except DocumentError:
-        return None
-    doc.epoch, doc.seq = epoch, 0
-    _replay(doc, entries)
-    return doc
 
 
 MAX_TAG_LENGTH = 64
@@ -1792,17 +1066,3 @@ def _clean_tags(tags: list[str]) -> list[str]:
         if cleaned and cleaned not in out:
             out.append(cleaned)
     return out
-
-
-def _reason(exc: OSError) -> str:
-    name = errno.errorcode.get(exc.errno or 0, "")
-    text = exc.strerror or type(exc).__name__
-    return f"{text} ({name})" if name else text
-
-
-def _problem(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        return f"{where}: {err['msg']}" if where else str(err["msg"])
-    return str(exc)

@@ -64,7 +64,7 @@ def test_without_auto_save_the_file_catches_up_when_closed(tmp_path: Path, delay
     sid = shell.create_session("m", "p")
     shell.record_message(sid, SessionMessage.user("kept in the journal"))
     shell.end_turn(sid, 7)
-    time.sleep(0.2)
+    assert not shell.store.save_pending(sid)  # no save waits: the file stays behind until close
     assert _texts(tmp_path / "sessions", sid) == []
     assert [m.text for m in shell.get_session(sid).messages] == ["kept in the journal"]
     shell.close_session(sid)

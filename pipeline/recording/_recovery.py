@@ -1,0 +1,637 @@
+"""Recovery: what a store does about damage, dead processes and full disks.
+
+- A session file that does not parse is moved aside (``*.corrupt-<timestamp>``),
+  reported, and rebuilt from the journal when the journal holds the whole session.
+- The journal of a process that died is folded into its sessions by the next
+  store that opens the folder (:meth:`Recovery.recover_dead_logs`).
+- Rescue files: when a store closes with journal records its disk refused
+  (full, read-only), they would be gone with the process. They are written
+  instead, as journal frames, to a rescue file in the first writable folder of
+  a list, preferring one on another filesystem than the sessions folder (the
+  one that is full). The next store of that folder that can write replays them
+  into their sessions (in order, once: a record the session already holds is
+  skipped) and deletes the rescue file. A rescue file is one header line
+  (``OLLM-RESCUE 1 {json}``, naming the sessions folder) followed by the frames
+  of :mod:`ollm_cli.pipeline.recording._journal`.
+- ``ollm sessions doctor`` (:meth:`Recovery.doctor`) finds all of these and,
+  with ``--fix``, repairs them.
+
+Example::
+
+    path = write_rescue(data_dir, entries, extra_dirs=[])
+    for rescue in find_rescues(data_dir, extra_dirs=[]):
+        entries = rescue.entries
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import logging
+import os
+import stat
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import orjson
+from pydantic import Field, ValidationError
+
+from ollm_cli.pipeline.atomic_file import fsync_dir, write_atomic
+from ollm_cli.pipeline.errors import (
+    SessionCorruptError,
+    SessionError,
+    SessionLockedError,
+    StorageError,
+)
+from ollm_cli.pipeline.recording._document import DocumentError, SessionDocument
+from ollm_cli.pipeline.recording._ids import session_id_of_file
+from ollm_cli.pipeline.recording._index import SessionView, file_sig
+from ollm_cli.pipeline.recording._journal import (
+    JournalEntry,
+    claim_dead_logs,
+    describe_damage,
+    encode_frame,
+    entries_for,
+    log_files,
+    read_log,
+    scan_frames,
+)
+from ollm_cli.pipeline.recording._lock import SessionLock, lock_holder
+from ollm_cli.pipeline.records import Record
+
+if TYPE_CHECKING:
+    from ollm_cli.pipeline.recording._store import ChatRecordingService
+
+logger = logging.getLogger(__name__)
+
+CORRUPT_MARK = ".corrupt-"
+
+HEADER_PREFIX = b"OLLM-RESCUE 1 "
+SUFFIX = ".rescue"
+
+
+def _folder_key(data_dir: Path) -> str:
+    return hashlib.sha256(str(data_dir.resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def default_rescue_dirs() -> list[Path]:
+    """The folders tried after the configured ones, in order."""
+    uid = os.getuid()
+    found: list[Path] = []
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        found.append(Path(runtime) / "ollm-rescue")
+    found.append(Path("/dev/shm") / f"ollm-rescue-{uid}")
+    found.append(Path(tempfile.gettempdir()) / f"ollm-rescue-{uid}")
+    found.append(Path.home() / ".cache" / "ollm" / "rescue")
+    return found
+
+
+def _device(path: Path) -> int | None:
+    """The device of ``path``, or of its nearest existing parent."""
+    for candidate in (path, *path.parents):
+        try:
+            return candidate.stat().st_dev
+        except OSError:
+            continue
+    return None
+
+
+def candidate_dirs(data_dir: Path, extra_dirs: Iterable[Path]) -> list[Path]:
+    """Where a rescue file of ``data_dir`` may go: other filesystems first."""
+    here = _device(data_dir)
+    seen: list[Path] = []
+    for folder in (*extra_dirs, *default_rescue_dirs()):
+        folder = folder.expanduser()
+        if folder not in seen:
+            seen.append(folder)
+    other = [f for f in seen if _device(f) != here]
+    same = [f for f in seen if _device(f) == here]
+    return other + same
+
+
+def write_rescue(
+    data_dir: Path, entries: list[JournalEntry], *, extra_dirs: Iterable[Path] = ()
+) -> Path | None:
+    """Write ``entries`` to a new rescue file; its path, or None when no folder took it."""
+    if not entries:
+        return None
+    header = HEADER_PREFIX + orjson.dumps({"dataDir": str(data_dir.resolve())}) + b"\n"
+    data = header + b"".join(encode_frame(entry) for entry in entries)
+    name = f"{_folder_key(data_dir)}-{time.time_ns():020d}-{os.getpid()}{SUFFIX}"
+    for folder in candidate_dirs(data_dir, extra_dirs):
+        target = folder / name
+        temp = folder / f".{name}.tmp"
+        try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.rename(temp, target)
+            fsync_dir(folder)
+        except OSError as exc:
+            logger.warning("cannot write a rescue file in %s: %s", folder, exc.strerror)
+            with contextlib.suppress(OSError):
+                temp.unlink()
+            continue
+        logger.error("%d unsaved record(s) written to the rescue file %s", len(entries), target)
+        return target
+    return None
+
+
+@dataclass
+class RescueFile:
+    """A rescue file of one sessions folder, and the records it holds."""
+
+    path: Path
+    entries: list[JournalEntry]
+
+    def discard(self) -> None:
+        """Delete the file: its records are in their sessions now."""
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+def find_rescues(data_dir: Path, *, extra_dirs: Iterable[Path] = ()) -> list[RescueFile]:
+    """The rescue files written for ``data_dir``, oldest first."""
+    key = _folder_key(data_dir)
+    found: list[RescueFile] = []
+    for folder in candidate_dirs(data_dir, extra_dirs):
+        try:
+            names = sorted(
+                n for n in os.listdir(folder) if n.startswith(key) and n.endswith(SUFFIX)
+            )
+        except OSError:
+            continue
+        for name in names:
+            path = folder / name
+            try:
+                if not path.is_file():
+                    continue
+                raw = path.read_bytes()
+            except OSError:
+                continue
+            line_end = raw.find(b"\n")
+            if not raw.startswith(HEADER_PREFIX) or line_end < 0:
+                logger.warning("%s is not a rescue file; left alone", path)
+                continue
+            found.append(RescueFile(path, scan_frames(raw[line_end + 1 :]).entries))
+    found.sort(key=lambda rescue: rescue.path.name)
+    return found
+
+
+class CloseReport(Record):
+    """What :meth:`ChatRecordingService.close` could not make durable in the sessions folder.
+
+    ``unsaved_records`` counts the records the disk refused to the end;
+    ``rescue_file`` is where they were kept instead (None: nowhere was writable,
+    they are lost); ``sessions`` names the sessions they belong to.
+    """
+
+    ok: bool
+    unsaved_records: int = 0
+    sessions: list[str] = Field(default_factory=list)
+    rescue_file: str | None = None
+    error: str | None = None
+
+
+class DoctorFinding(Record):
+    """One problem ``ollm sessions doctor`` found: its kind, what it is, whether fixed."""
+
+    kind: str
+    subject: str
+    detail: str
+    fixed: bool = False
+
+
+class Recovery:
+    """The store's repairs: damaged files, dead journals, rescue files and the doctor.
+
+    It works on its :class:`~ollm_cli.pipeline.recording._store.ChatRecordingService`'s
+    folder, open sessions and locks; the store calls it and keeps its public methods.
+    """
+
+    def __init__(self, store: ChatRecordingService) -> None:
+        self.store = store
+
+    def rescue_unsaved(self) -> CloseReport:
+        unsaved = self.store._journal.unsaved()
+        if not unsaved:
+            return CloseReport(ok=True)
+        error = self.store._journal.last_error or next(iter(self.store._save_errors.values()), None)
+        path = write_rescue(
+            self.store.data_dir, unsaved, extra_dirs=self.store.settings.rescue_dirs
+        )
+        if path is None:
+            logger.error(
+                "%d record(s) could not be written anywhere and are lost: %s", len(unsaved), error
+            )
+        return CloseReport(
+            ok=False,
+            unsaved_records=len(unsaved),
+            sessions=sorted({entry.session_id for entry in unsaved}),
+            rescue_file=str(path) if path else None,
+            error=error,
+        )
+
+    def replay_rescues(self) -> None:
+        """Bring the records of rescue files (written when this folder's disk was full)
+        into their sessions; a rescue file is deleted once all of it is in."""
+        try:
+            rescues = find_rescues(self.store.data_dir, extra_dirs=self.store.settings.rescue_dirs)
+        except OSError:  # pragma: no cover - listing the rescue folders failed
+            return
+        for rescue in rescues:
+            done = True
+            sessions = sorted({e.session_id for e in rescue.entries})
+            for sid in sessions:
+                done = self._replay_rescued(sid, rescue.entries) and done
+            if done:
+                rescue.discard()
+                message = (
+                    f"replayed {len(rescue.entries)} record(s) of {len(sessions)} session(s) "
+                    f"from the rescue file {rescue.path}"
+                )
+                logger.warning(message)
+                self.store.notices.append(message)
+                self.store.recovery_report.append(message)
+
+    def _replay_rescued(self, sid: str, entries: list[JournalEntry]) -> bool:
+        mine = [e for e in entries if e.session_id == sid]
+        if not self.store._path(sid).exists():
+            doc = rebuild_from_journal(sid, [*entries_for(self.store._journal_dir, sid), *mine])
+            if doc is None:
+                return True  # deleted meanwhile, or never created: nothing to bring back
+            try:
+                write_atomic(self.store._path(sid), doc.encode())
+            except OSError:
+                return False
+            return True
+        try:
+            self.store._ensure_dirs()
+            lock = SessionLock.acquire(self.store._lock_path(sid), sid)
+        except SessionError:
+            return False  # in use: the next command replays it
+        try:
+            doc, file_seq = self.store._load(sid)
+            before = doc.seq
+            replay(doc, mine)
+            if doc.seq != file_seq:
+                write_atomic(self.store._path(sid), doc.encode())
+                self.store._index.update(sid, SessionView(doc), file_sig(self.store._path(sid)))
+                logger.info("session %s: %d rescued record(s) replayed", sid, doc.seq - before)
+            return True
+        except (SessionError, OSError) as exc:
+            logger.warning("could not replay rescued records into session %s: %s", sid, exc)
+            return False
+        finally:
+            lock.release()
+
+    def doctor(self, *, fix: bool = False) -> list[DoctorFinding]:
+        """Check the folder: damaged session files, orphaned journals, stale locks,
+        index drift, rescue files waiting. With ``fix`` (a writable store) repair
+        them: what a writable store folded or replayed when it opened is reported
+        as fixed too. Nothing is changed without ``fix``."""
+        if fix:
+            self.store._check_open()
+        findings = [
+            DoctorFinding(
+                kind="recovered", subject=str(self.store.data_dir), detail=line, fixed=True
+            )
+            for line in self.store.recovery_report
+        ]
+        findings += self._doctor_files(fix)
+        findings += self._doctor_journals()
+        findings += self._doctor_locks(fix)
+        findings += self._doctor_index(fix)
+        for rescue in find_rescues(self.store.data_dir, extra_dirs=self.store.settings.rescue_dirs):
+            findings.append(
+                DoctorFinding(
+                    kind="rescue-file",
+                    subject=str(rescue.path),
+                    detail=f"{len(rescue.entries)} record(s) written when the disk refused "
+                    "them, not replayed yet (a session in use, or the disk still refuses)",
+                )
+            )
+        return findings
+
+    def _doctor_files(self, fix: bool) -> list[DoctorFinding]:
+        found: list[DoctorFinding] = []
+        try:
+            names = sorted(os.listdir(self.store.data_dir))
+        except OSError:
+            return found
+        for name in names:
+            path = self.store.data_dir / name
+            if CORRUPT_MARK in name and name.split(CORRUPT_MARK)[0].endswith(".json"):
+                found.append(
+                    DoctorFinding(
+                        kind="quarantined",
+                        subject=name,
+                        detail="a damaged file moved aside earlier; kept for inspection "
+                        "(delete it when you no longer need it)",
+                    )
+                )
+                continue
+            sid = session_id_of_file(name)
+            if sid is None:
+                continue
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                finding = DoctorFinding(
+                    kind="not-a-file",
+                    subject=name,
+                    detail="named like a session but not a regular file",
+                )
+                if fix:
+                    finding.fixed = self.move_aside(sid, path, "not a regular file") is not None
+                found.append(finding)
+                continue
+            problem = None
+            try:
+                doc = SessionDocument.decode(path.read_bytes(), sid)
+                doc.to_session()
+            except DocumentError as exc:
+                problem = str(exc)
+            except ValidationError as exc:
+                problem = invalid_reason(exc)
+            except OSError as exc:
+                problem = f"cannot be read: {os_reason(exc)}"
+            if problem is None:
+                continue
+            finding = DoctorFinding(kind="corrupt", subject=name, detail=problem)
+            if (
+                fix
+                and sid not in self.store._open
+                and lock_holder(self.store._lock_path(sid)) is None
+            ):
+                try:
+                    rebuilt = self.handle_corrupt(sid, path, problem)
+                    write_atomic(path, rebuilt.encode())
+                    finding.detail += (
+                        f"; moved aside and rebuilt from the journal ({len(rebuilt.messages)} "
+                        "messages)"
+                    )
+                except SessionCorruptError:
+                    finding.detail += "; moved aside (the journal does not hold it)"
+                except OSError as exc:
+                    finding.detail += f"; could not rebuild it: {os_reason(exc)}"
+                finding.fixed = True
+            found.append(finding)
+        return found
+
+    def _doctor_journals(self) -> list[DoctorFinding]:
+        found: list[DoctorFinding] = []
+        for path in log_files(self.store._journal_dir):
+            if self.store._journal.owns(path):
+                continue
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a live writer's journal
+            finally:
+                os.close(fd)
+            scan = read_log(path)
+            damage = describe_damage(path.name, scan)
+            found.append(
+                DoctorFinding(
+                    kind="orphaned-journal",
+                    subject=path.name,
+                    detail=f"the journal of a process that stopped: {len(scan.entries)} "
+                    "record(s) not folded into their sessions yet"
+                    + ("; " + "; ".join(damage) if damage else ""),
+                )
+            )
+        return found
+
+    def _doctor_locks(self, fix: bool) -> list[DoctorFinding]:
+        found: list[DoctorFinding] = []
+        try:
+            names = sorted(os.listdir(self.store._locks_dir))
+        except OSError:
+            return found
+        for name in names:
+            path = self.store._locks_dir / name
+            if not name.endswith(".lock") or lock_holder(path) is not None:
+                continue
+            finding = DoctorFinding(
+                kind="stale-lock", subject=name, detail="a lock file no process holds"
+            )
+            if fix:
+                try:
+                    path.unlink()
+                    finding.fixed = True
+                except OSError as exc:
+                    finding.detail += f"; cannot delete it: {os_reason(exc)}"
+            found.append(finding)
+        return found
+
+    def _doctor_index(self, fix: bool) -> list[DoctorFinding]:
+        changed, removed = self.store._index.drift()
+        if not changed and not removed:
+            return []
+        finding = DoctorFinding(
+            kind="index-drift",
+            subject=str(self.store.data_dir / ".index"),
+            detail=f"{len(changed)} session file(s) new or changed since indexed, "
+            f"{len(removed)} indexed session(s) whose file is gone",
+        )
+        if fix:
+            self.store._index.rebuild()
+            finding.fixed = True
+        return [finding]
+
+    def handle_corrupt(self, sid: str, path: Path, problem: str) -> SessionDocument:
+        """Move a damaged file aside and rebuild the session from the journal if it can.
+
+        A read-only store moves nothing: it rebuilds from the journal in memory
+        or names the damaged file. Raises :class:`SessionCorruptError` when the
+        journal does not hold it all.
+        """
+        if self.store.read_only:
+            doc = rebuild_from_journal(sid, entries_for(self.store._journal_dir, sid))
+            if doc is None:
+                raise SessionCorruptError(
+                    f"session {sid} cannot be read: its file {path.name} is damaged ({problem})",
+                    hint="`ollm sessions doctor --fix` moves it aside and rebuilds what the "
+                    "journal holds; nothing was changed",
+                )
+            return doc
+        aside = self.move_aside(sid, path, problem)
+        doc = rebuild_from_journal(sid, entries_for(self.store._journal_dir, sid))
+        where = f"it was moved to {aside.name}" if aside else "it was left in place"
+        if doc is None:
+            raise SessionCorruptError(
+                f"session {sid} cannot be read: its file is damaged ({problem}); {where}",
+                hint="start a new session; the damaged file is kept for inspection",
+            )
+        message = f"session {sid} was rebuilt from its journal ({len(doc.messages)} messages)"
+        logger.warning(message)
+        self.store.recovery_report.append(message)
+        return doc
+
+    def move_aside(self, sid: str, path: Path, problem: str) -> Path | None:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        aside = path.with_name(f"{path.name}{CORRUPT_MARK}{stamp}")
+        try:
+            os.rename(path, aside)
+            fsync_dir(self.store.data_dir)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            logger.error("cannot move damaged session file %s aside: %s", path.name, os_reason(exc))
+            return None
+        message = f"session {sid}: damaged file ({problem}) moved to {aside.name}"
+        logger.error(message)
+        self.store.recovery_report.append(message)
+        return aside
+
+    def on_corrupt_file(self, sid: str, path: Path, problem: str) -> None:
+        """The index met a file that does not parse: handle it without breaking the listing."""
+        if self.store.read_only:
+            message = (
+                f"session file {path.name} is damaged ({problem}); left as it is "
+                "(`ollm sessions doctor --fix` repairs it)"
+            )
+            logger.warning(message)
+            if message not in self.store.notices:
+                self.store.notices.append(message)
+            return
+        state = self.store._open.get(sid)
+        if state is not None:
+            self.move_aside(sid, path, problem)
+            with state.lock:
+                state.saved_seq = -1
+            self.store._save(state)
+            return
+        try:
+            doc = self.handle_corrupt(sid, path, problem)
+        except SessionCorruptError as exc:
+            logger.warning("%s", exc.message)
+            return
+        if lock_holder(self.store._lock_path(sid)) is None:
+            with contextlib.suppress(OSError):
+                write_atomic(path, doc.encode())
+
+    def recover_dead_logs(self) -> None:
+        """Fold the journals of stores that died into their sessions, then delete them."""
+        if not self.store._journal_dir.is_dir():
+            return
+        for dead in claim_dead_logs(self.store._journal_dir):
+            try:
+                for message in describe_damage(dead.path.name, dead.scan):
+                    logger.warning(message)
+                    self.store.recovery_report.append(message)
+                done = True
+                for sid in sorted({e.session_id for e in dead.scan.entries}):
+                    done = self._fold(sid) and done
+            except Exception:  # pragma: no cover - keep the store usable whatever happens
+                logger.exception("could not fold journal %s", dead.path.name)
+                done = False
+            if done:
+                dead.discard()
+            else:
+                dead.release()
+
+    def _fold(self, sid: str) -> bool:
+        """Bring ``sid``'s file up to date with the journals; False if it must wait."""
+        path = self.store._path(sid)
+        if not path.exists() and not self._has_corrupt_copy(sid):
+            return True  # deleted: nothing to bring back
+        try:
+            self.store._ensure_dirs()
+            lock = SessionLock.acquire(self.store._lock_path(sid), sid)
+        except SessionLockedError:
+            return False
+        except StorageError:
+            return False
+        try:
+            if not path.exists():
+                doc = rebuild_from_journal(sid, entries_for(self.store._journal_dir, sid))
+                if doc is not None:
+                    write_atomic(path, doc.encode())
+                    self.store.recovery_report.append(f"session {sid} was rebuilt from its journal")
+                return True
+            doc, file_seq = self.store._load(sid)
+            if doc.seq != file_seq:
+                write_atomic(path, doc.encode())
+                logger.info("session %s: %d journaled record(s) folded in", sid, doc.seq - file_seq)
+            return True
+        except (SessionError, OSError) as exc:
+            logger.warning("could not fold the journal into session %s: %s", sid, exc)
+            return False
+        finally:
+            lock.release()
+
+    def _has_corrupt_copy(self, sid: str) -> bool:
+        prefix = f"{sid}.json{CORRUPT_MARK}"
+        return any(name.startswith(prefix) for name in os.listdir(self.store.data_dir))
+
+
+def replay(doc: SessionDocument, entries: list[JournalEntry]) -> None:
+    """Apply the entries of ``doc``'s incarnation newer than it, in order, once each."""
+    newer = sorted(
+        {e.seq: e for e in entries if e.epoch == doc.epoch and e.seq > doc.seq}.values(),
+        key=lambda e: e.seq,
+    )
+    for entry in newer:
+        if entry.seq != doc.seq + 1:
+            logger.warning(
+                "session %s: journal record %d missing; later records are ignored",
+                doc.session_id,
+                doc.seq + 1,
+            )
+            return
+        doc.apply(orjson.loads(entry.payload))
+        doc.seq = entry.seq
+
+
+def rebuild_from_journal(sid: str, entries: list[JournalEntry]) -> SessionDocument | None:
+    """The session rebuilt from its journal alone, if the journal holds it from creation."""
+    created = [e for e in entries if e.seq == 0]
+    if not created:
+        return None
+    epoch = created[-1].epoch
+    header = orjson.loads(created[-1].payload).get("n")
+    if not isinstance(header, dict):
+        return None
+    try:
+        doc = SessionDocument.from_data({**header, "messages": [], "toolCalls": []}, sid)
+    except DocumentError:
+        return None
+    doc.epoch, doc.seq = epoch, 0
+    replay(doc, entries)
+    return doc
+
+
+def os_reason(exc: OSError) -> str:
+    name = errno.errorcode.get(exc.errno or 0, "")
+    text = exc.strerror or type(exc).__name__
+    return f"{text} ({name})" if name else text
+
+
+def invalid_reason(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        return f"{where}: {err['msg']}" if where else str(err["msg"])
+    return str(exc)
