@@ -366,26 +366,34 @@ def pipeline_host(settings: OllmSettings, workspace: Path) -> Any:
 
     from ollm_cli.pipeline.service._host import PipelineHost, host_name
 
-    connection = connect(settings)
     name = host_name(settings_key(settings, workspace))
-    remote: Any = ray.remote(PipelineHost)
-    handle = remote.options(
-        name=name,
-        namespace=connection.state.namespace,
-        lifetime="detached",
-        get_if_exists=True,
-        num_cpus=0,
-        max_concurrency=1000,
-        max_restarts=0,
-    ).remote(settings, str(workspace.resolve()), code_version())
-    try:
-        ray.get(handle.ready.remote())
-    except Exception as error:
-        raise ServiceError(
-            f"the OLLM service could not start a pipeline ({type(error).__name__}: {error})",
-            hint="see `ollm service logs`; or run with --runtime inprocess",
-        ) from None
-    return handle
+    for attempt in (1, 2):
+        connection = connect(settings)
+        remote: Any = ray.remote(PipelineHost)
+        try:
+            handle = remote.options(
+                name=name,
+                namespace=connection.state.namespace,
+                lifetime="detached",
+                get_if_exists=True,
+                num_cpus=0,
+                max_concurrency=1000,
+                max_restarts=0,
+            ).remote(settings, str(workspace.resolve()), code_version())
+            ray.get(handle.ready.remote())
+            return handle
+        except Exception as error:
+            # the service may have been stopping (idle) as this command reached it:
+            # the next connect finds it gone and starts a new one, once
+            if attempt == 2 or find_service() is not None:
+                raise ServiceError(
+                    f"the OLLM service could not start a pipeline "
+                    f"({type(error).__name__}: {error})",
+                    hint="see `ollm service logs`; or run with --runtime inprocess",
+                ) from None
+            logger.info("the OLLM service went away while connecting; starting it again")
+            disconnect()
+    raise AssertionError("unreachable")
 
 
 def _hosts(namespace: str) -> list[Any]:
