@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.cli.chat_repl import ChatRepl, finish_compressions
 from ollm_cli.cli.exit_codes import EXIT_CODES_HELP
 from ollm_cli.cli.loop_thread import LoopThread
@@ -235,14 +234,14 @@ def _open_session(
 
 def _show_notices(loop: LoopThread, coordinator: Coordinator) -> None:
     """Say once what the store did on its own (sessions trashed, records replayed)."""
-    for notice in loop.run(coordinator.runtime.recording.call(RecordingShell.take_notices)):
+    for notice in loop.run(coordinator.take_notices()):
         err_console.print(f"[yellow]{escape(notice)}[/]")
 
 
 def _close_recording(loop: LoopThread, coordinator: Coordinator) -> CloseReport | None:
     """Close the session store; say what it could not write and where it was rescued."""
     try:
-        report: CloseReport = loop.run(coordinator.runtime.recording.call(RecordingShell.close))
+        report = loop.run(coordinator.close_recording())
     except OllmError as error:
         err_console.print(f"[red]closing the session store failed:[/] {escape(str(error))}")
         return None

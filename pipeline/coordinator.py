@@ -24,6 +24,12 @@ the same code runs on Ray and in-process. Its own state per conversation (the
 active context sent to the model, token accounting) lives in
 :class:`Conversation`; everything durable lives in the recording actor.
 
+This module holds the session lifecycle and the turn; its other jobs have
+their own modules: the turn and conversation state (``_conversation``, whose
+names are re-exported here), the send-only-new-messages protocol with the
+provider actor (``_provider_stream``), compression scheduling
+(``_compaction``) and title generation (``_titles``).
+
 Example::
 
     coordinator = Coordinator(runtime, settings, workspace=Path.cwd())
@@ -38,39 +44,31 @@ import asyncio
 import contextlib
 import logging
 import os
-import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import orjson
-from pydantic import BaseModel
 
-from ollm_cli.actors.compression import CompressionShell
 from ollm_cli.actors.loop_detection import LoopDetectionShell
 from ollm_cli.actors.provider import ProviderShell
 from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.actors.sanitizer import SanitizerShell
 from ollm_cli.actors.tool_worker import ToolWorkerShell
 from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline._compaction import CompressionScheduler
+from ollm_cli.pipeline._conversation import AskCallback, Conversation, StopReason, TurnResult
+from ollm_cli.pipeline._provider_stream import ProviderStream
+from ollm_cli.pipeline._titles import generate_title
 from ollm_cli.pipeline.compression import (
     ActiveContext,
-    ChatCompressionService,
     CompressionResult,
     SnapshotInfo,
     TokenCounter,
 )
 from ollm_cli.pipeline.context_client import ContextClient
-from ollm_cli.pipeline.errors import (
-    ActorFailedError,
-    LoopDetectedError,
-    OllmError,
-    StaleContextError,
-)
+from ollm_cli.pipeline.errors import ActorFailedError, LoopDetectedError, OllmError
 from ollm_cli.pipeline.events import (
-    CompressionFinished,
-    CompressionStarted,
     EventBus,
     LoopDetectedEvent,
     MessageRecorded,
@@ -84,10 +82,9 @@ from ollm_cli.pipeline.events import (
 from ollm_cli.pipeline.extensions import load_extensions
 from ollm_cli.pipeline.hooks import HookRunner
 from ollm_cli.pipeline.loop_detection import LoopEvent
-from ollm_cli.pipeline.providers import ChatBatch, ChatOpening, ChatRequest, ModelInfo, StreamChunk
-from ollm_cli.pipeline.recording import RESTORE_TRIGGER, ResumePoint
+from ollm_cli.pipeline.providers import ChatRequest, ModelInfo
+from ollm_cli.pipeline.recording import CloseReport, ResumePoint
 from ollm_cli.pipeline.records import (
-    CompressionEvent,
     Session,
     SessionMessage,
     SessionSummary,
@@ -100,12 +97,20 @@ from ollm_cli.pipeline.records import (
 from ollm_cli.pipeline.runtime import Runtime
 from ollm_cli.pipeline.telemetry import (
     telemetry_for,
-    traced_compression,
     traced_model_round,
     traced_tool,
     traced_turn,
 )
 from ollm_cli.pipeline.tools import ApprovalPolicy
+
+__all__ = [
+    "AskCallback",
+    "Conversation",
+    "Coordinator",
+    "StopReason",
+    "TurnResult",
+    "raise_if_stopped",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -113,63 +118,8 @@ DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant running on the user's machine through OLLM. "
     "Answer concisely. When a tool would help, call it; otherwise answer directly."
 )
-TITLE_PROMPT = (
-    "Write a title of at most six words for the conversation below. "
-    "Reply with the title only, no quotes.\n\n"
-)
 STREAM_CHECK_CHARS = 400
 MAX_TOOL_ROUNDS = 100
-
-AskCallback = Callable[[ToolCallPart], Awaitable[bool]]
-StopReason = Literal["loop", "limit", "cancelled", "error"]
-
-
-class TurnResult(BaseModel):
-    """What one user turn produced."""
-
-    session_id: str
-    answer: str
-    stopped: StopReason | None = None
-    loop: LoopEvent | None = None
-    error: str | None = None
-    rounds: int = 0
-    tool_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    context_tokens: int = 0
-    context_window: int = 0
-
-
-@dataclass
-class Conversation:
-    """The coordinator's state of one live conversation."""
-
-    session_id: str
-    model: str
-    provider: str
-    info: ModelInfo
-    context: ActiveContext
-    turns: int = 0
-    title_pending: bool = True
-    nudge: str | None = None
-    compression: asyncio.Task[CompressionResult | None] | None = None
-    title: asyncio.Task[None] | None = None
-    extra_tokens: int = 0
-    usage: tuple[int, int] = (0, 0)
-    background: set[asyncio.Task[Any]] = field(default_factory=set)
-    key: str = field(default_factory=lambda: uuid.uuid4().hex)
-    sent: tuple[int, list[SessionMessage]] | None = None
-    """The version and messages of the last request the provider actor holds."""
-    turn_end_recorded: bool = False
-    """The answer that ended the turn carried the turn end to recording."""
-    loop_begun: bool = False
-    """The loop detector began the next request when this one's answer was checked."""
-    compression_tokens: int = 0
-    """The tokens of the context the running compression works on."""
-    await_compression: bool = False
-    """Resumed: the first request waits for a compression rather than being cut."""
-    above_snapshot_threshold: bool = False
-    """Usage was at ``snapshots.autoThreshold`` or more at the last turn end."""
 
 
 class Coordinator:
@@ -199,7 +149,10 @@ class Coordinator:
         self.environment = dict(os.environ if environment is None else environment)
         self.tags = tags or []
         self.counter = TokenCounter()
-        self.compressor = ChatCompressionService(settings.services.compression, self.counter)
+        self.compaction = CompressionScheduler(
+            runtime, settings, self.events, self.counter, self.telemetry, self._status
+        )
+        self.stream = ProviderStream(runtime)
         self.conversations: dict[str, Conversation] = {}
         self._tool_schemas: list[dict[str, Any]] | None = None
         self._schema_tokens = 0
@@ -267,12 +220,8 @@ class Coordinator:
             context = ActiveContext.from_resume_point(point, prompt)
         else:
             context = ActiveContext(system_prompt=prompt, messages=list(session.messages))
-        restored = await self.runtime.compression[0].call(
-            CompressionShell.take_active_override, sid
-        )
-        if isinstance(restored, ActiveContext):
-            count = point.message_count if point is not None else len(session.messages)
-            context = await self._restored(sid, context, restored, count)
+        count = point.message_count if point is not None else len(session.messages)
+        context = await self.compaction.restored_context(sid, context, count)
         conversation = Conversation(
             session_id=sid,
             model=model_name,
@@ -283,73 +232,13 @@ class Coordinator:
         )
         self.conversations[sid] = conversation
         if resume is not None:
-            self._fit_resumed(conversation)
+            self.compaction.fit_resumed(conversation)
         self.events.publish(
             SessionStarted(
                 session_id=sid, model=model_name, provider=provider_name, resumed=resume is not None
             )
         )
         return sid
-
-    def _fit_resumed(self, conversation: Conversation) -> None:
-        """A resumed context over its budget is compressed at once; one that would
-        not even fit the window makes the first request wait for that compression
-        (nothing is cut silently). Resumed from a checkpoint, it usually fits."""
-        overflows = self.compressor.overflows(
-            conversation.context, window=conversation.info.context_window, model=conversation.model
-        )
-        self._schedule_compression(conversation, force=overflows, trigger="resume")
-        conversation.await_compression = True
-
-    async def _fit_first_request(self, conversation: Conversation) -> None:
-        """The first request after a resume: a context that would not fit the window
-        (with this turn's message and context additions) waits for a compression
-        instead of being cut."""
-        for _ in range(2):
-            if not self.compressor.overflows(
-                conversation.context,
-                window=conversation.info.context_window,
-                extra_tokens=conversation.extra_tokens,
-                model=conversation.model,
-            ):
-                return
-            if conversation.compression is None:
-                self._schedule_compression(conversation, force=True, trigger="resume")
-            if conversation.compression is None:
-                return
-            await asyncio.gather(conversation.compression, return_exceptions=True)
-            self._apply_ready_compression(conversation)
-
-    async def _restored(
-        self, sid: str, current: ActiveContext, restored: ActiveContext, message_count: int
-    ) -> ActiveContext:
-        """The context restored from a snapshot (``ollm snapshots restore``), kept as
-        the session's latest checkpoint so that later resumes use it too.
-
-        Its messages all become the head (by position where they are the
-        session's own); the messages recorded after the snapshot are left out."""
-        context = restored.model_copy(
-            update={
-                "system_prompt": current.system_prompt,
-                "messages": list(restored.messages),
-                "covers_through": message_count,
-                "covered_head": len(restored.messages),
-                "head_positions": [
-                    restored.head_position(i) for i in range(len(restored.messages))
-                ],
-            }
-        )
-        tokens = context.message_tokens(self.counter)
-        event = CompressionEvent(
-            strategy=RESTORE_TRIGGER,
-            tokens_before=current.message_tokens(self.counter),
-            tokens_after=tokens,
-            trigger=RESTORE_TRIGGER,
-            checkpoint=context.checkpoint(),
-        )
-        await self.runtime.recording.call(RecordingShell.record_compression, sid, event)
-        logger.info("session %s resumes from a restored snapshot (%d tokens)", sid, tokens)
-        return context
 
     async def end_session(self, session_id: str) -> None:
         """Finish background work, save and close the session."""
@@ -370,7 +259,7 @@ class Coordinator:
         ``services.compression.finishOnExitS``: it is finished and recorded, so
         the next resume starts from it); a title still running is dropped (the
         session keeps its first-line title)."""
-        await self._finish_compression(conversation)
+        await self.compaction.finish(conversation)
         optional = [t for t in (conversation.title, conversation.compression) if t is not None]
         for task in optional:
             task.cancel()
@@ -382,15 +271,7 @@ class Coordinator:
         """What a compression still running for the session does (``None``: none runs),
         for the line shown while the command waits for it at exit."""
         conversation = self.conversations.get(session_id)
-        if conversation is None or conversation.compression is None:
-            return None
-        if conversation.compression.done():
-            return None
-        return (
-            f"finishing the compression of session {session_id[:8]} "
-            f"({conversation.compression_tokens} tokens, "
-            f"{self.settings.services.compression.strategy})"
-        )
+        return None if conversation is None else self.compaction.pending(conversation)
 
     async def finish_compression(self, session_id: str) -> bool:
         """Wait for the session's running compression (at most ``finishOnExitS``)
@@ -398,38 +279,14 @@ class Coordinator:
         conversation = self.conversations.get(session_id)
         if conversation is None:
             return True
-        return await self._finish_compression(conversation, cancel=False)
+        return await self.compaction.finish(conversation, cancel=False)
 
     async def skip_compression(self, session_id: str) -> None:
         """Give up the session's running compression (Ctrl-C while waiting at exit):
         the next resume compresses again from the last recorded checkpoint."""
         conversation = self.conversations.get(session_id)
-        task = conversation.compression if conversation is not None else None
-        if task is not None and not task.done():
-            logger.warning(
-                "compression of %s skipped at exit; the next resume compresses again", session_id
-            )
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-
-    async def _finish_compression(self, conversation: Conversation, *, cancel: bool = True) -> bool:
-        task = conversation.compression
-        if task is None:
-            return True
-        if not task.done():
-            limit = self.settings.services.compression.finish_on_exit_s
-            await asyncio.wait({task}, timeout=limit)
-        if not task.done():
-            if cancel:
-                logger.warning(
-                    "compression of %s did not finish within %.0f s "
-                    "(services.compression.finishOnExitS); the next resume compresses again",
-                    conversation.session_id,
-                    self.settings.services.compression.finish_on_exit_s,
-                )
-            return False
-        self._apply_ready_compression(conversation)
-        return True
+        if conversation is not None:
+            await self.compaction.skip(conversation)
 
     async def _prepare(self) -> None:
         """Once: the environment hooks run with, and the secrets recording redacts."""
@@ -489,10 +346,10 @@ class Coordinator:
             additions = await self.context.additions(session_id)
             schemas = await self._schemas()
             conversation.extra_tokens = self._schema_tokens + additions.tokens
-            self._apply_ready_compression(conversation)
+            self.compaction.apply_ready(conversation)
             if conversation.await_compression:
                 conversation.await_compression = False
-                await self._fit_first_request(conversation)
+                await self.compaction.fit_first_request(conversation)
             for round_number in range(MAX_TOOL_ROUNDS):
                 event = (
                     first
@@ -663,7 +520,7 @@ class Coordinator:
         gate: Awaitable[None] | None = None,
     ) -> tuple[str, list[ToolCallPart]]:
         sid = conversation.session_id
-        sent = self._fitting_context(conversation)
+        sent = self.compaction.fitting_context(conversation)
         request = ChatRequest(
             model=conversation.model,
             system_prompt=self._system_text(conversation, additions),
@@ -678,7 +535,7 @@ class Coordinator:
         thinking_tokens: int | None = None
         unchecked: list[str] = []
         unchecked_chars = 0
-        stream = self._answer(conversation, request, gate)
+        stream = self.stream.answer(conversation, request, gate)
         shown = _ShownText(self, sid, text_parts)
         try:
             async for chunk in stream:
@@ -731,59 +588,6 @@ class Coordinator:
         if checked is not None:
             self._stopped_by(conversation, checked, result)
         return text, (calls if not result.stopped else [])
-
-    async def _answer(
-        self, conversation: Conversation, request: ChatRequest, gate: Awaitable[None] | None
-    ) -> AsyncGenerator[StreamChunk, None]:
-        """The model's answer, batch by batch as the provider actor hands it out.
-
-        Only the messages after those the conversation's previous request began
-        with travel (the actor keeps them); when the actor no longer holds them
-        (it was restarted) the whole request goes again. After any failure the
-        next request sends everything. A stream left before its end is cancelled.
-        """
-        provider = self.runtime.provider
-        messages = request.messages
-        kept = conversation.sent
-        conversation.sent = None
-        version = (kept[0] if kept else 0) + 1
-        base = _common_prefix(kept[1], messages) if kept else 0
-        stream_id = uuid.uuid4().hex
-        opening = ChatOpening(
-            request=request.model_copy(update={"messages": messages[base:]}) if base else request,
-            conversation=conversation.key,
-            version=version,
-            base=base,
-            base_version=kept[0] if kept else 0,
-            stream_id=stream_id,
-        )
-        more = True
-        try:
-            try:
-                batch: ChatBatch = await provider.call(ProviderShell.chat_begin, opening)
-            except StaleContextError:
-                whole = opening.model_copy(update={"request": request, "base": 0})
-                batch = await provider.call(ProviderShell.chat_begin, whole)
-            conversation.sent = (version, messages)
-            if gate is not None:
-                await gate  # the user's message is durable before a word of the answer
-            while True:
-                more = batch.more
-                if batch.chunk is not None:
-                    yield batch.chunk
-                if not more:
-                    return
-                batch = await provider.call(ProviderShell.chat_next, stream_id)
-        finally:
-            if more:
-                conversation.sent = None
-                self._background(conversation, self._cancel_answer(stream_id))
-
-    async def _cancel_answer(self, stream_id: str) -> None:
-        try:
-            await self.runtime.provider.call(ProviderShell.chat_cancel, stream_id)
-        except OllmError as error:  # the actor died: the stream died with it
-            logger.info("cancelling answer %s: %s", stream_id, error)
 
     def _usage(
         self,
@@ -857,19 +661,16 @@ class Coordinator:
         tokens = conversation.context.message_tokens(self.counter)
         result.context_tokens = tokens
         if not conversation.turn_end_recorded:  # no answer carried it to recording
-            self._background(conversation, self._save(conversation.session_id, tokens))
+            conversation.run_in_background(self._save(conversation.session_id, tokens))
         conversation.turn_end_recorded = False
         if result.stopped != "cancelled":
-            self._schedule_compression(conversation)
+            self.compaction.schedule(conversation)
             if conversation.title_pending and result.answer:
                 conversation.title_pending = False
-                conversation.title = asyncio.ensure_future(self._generate_title(conversation))
+                conversation.title = asyncio.ensure_future(
+                    generate_title(self.runtime, conversation)
+                )
         self._status(conversation, "idle")
-
-    def _background(self, conversation: Conversation, work: Awaitable[Any]) -> None:
-        task = asyncio.ensure_future(work)
-        conversation.background.add(task)
-        task.add_done_callback(conversation.background.discard)
 
     async def _save(self, session_id: str, tokens: int) -> None:
         try:
@@ -878,203 +679,17 @@ class Coordinator:
             self._recovering = self._recovering or isinstance(error, ActorFailedError)
             logger.warning("saving session %s at turn end failed: %s", session_id, error)
 
-    async def _generate_title(self, conversation: Conversation) -> None:
-        transcript = "\n".join(
-            f"{m.role}: {m.text[:500]}" for m in conversation.context.messages[:4] if m.text
-        )
-        request = ChatRequest(
-            model=conversation.model,
-            messages=[SessionMessage.user(TITLE_PROMPT + transcript)],
-            max_tokens=24,
-            temperature=0.2,
-            num_ctx=conversation.info.context_window,
-        )
-        try:
-            title = await self.runtime.provider.call(ProviderShell.complete, request)
-        except Exception as error:  # the first-line title stays
-            logger.info("title generation failed: %s", type(error).__name__)
-            return
-        cleaned = " ".join(str(title).strip().strip("\"'").split())[:80]
-        if cleaned:
-            await self.runtime.recording.call(
-                RecordingShell.update_metadata,
-                conversation.session_id,
-                title=cleaned,
-                title_source="model",
-            )
-
     # ------------------------------------------------------------- compression
-
-    def _schedule_compression(
-        self,
-        conversation: Conversation,
-        *,
-        force: bool = False,
-        focus: str | None = None,
-        trigger: str = "auto",
-    ) -> None:
-        settings = self.settings.services.compression
-        self._apply_ready_compression(conversation)  # a finished result is never dropped
-        if conversation.compression is not None:
-            return
-        if not force:
-            due = settings.enabled and self.compressor.should_compress(
-                conversation.context,
-                window=conversation.info.context_window,
-                extra_tokens=conversation.extra_tokens,
-                model=conversation.model,
-            )
-            if not due:
-                self._snapshot_if_due(conversation)
-                return
-        conversation.compression_tokens = conversation.context.message_tokens(self.counter)
-        conversation.compression = asyncio.ensure_future(
-            self._compress(conversation, force=force, focus=focus, trigger=trigger)
-        )
-
-    def _snapshot_if_due(self, conversation: Conversation) -> None:
-        """Spec 003's automatic snapshot at ``snapshots.autoThreshold`` of the window
-        when no compression takes one (a compression always snapshots first)."""
-        snapshots = self.settings.snapshots
-        window = conversation.info.context_window
-        if not (snapshots.enabled and snapshots.auto_create) or window <= 0:
-            return
-        used = (
-            self.counter.count_text(conversation.context.system_prompt)
-            + conversation.extra_tokens
-            + conversation.context.message_tokens(self.counter)
-        )
-        share = used * self.counter.ratio(conversation.model) / window
-        above = share >= snapshots.auto_threshold
-        crossed = above and not conversation.above_snapshot_threshold
-        conversation.above_snapshot_threshold = above
-        if not crossed:
-            return
-        live = conversation.context
-        context = live.model_copy(
-            update={"messages": list(live.messages), "checkpoints": list(live.checkpoints)}
-        )
-        self._background(conversation, self._auto_snapshot(conversation, context, used, share))
-
-    async def _auto_snapshot(
-        self, conversation: Conversation, context: ActiveContext, tokens: int, share: float
-    ) -> None:
-        try:
-            await self.runtime.compression[0].call(
-                CompressionShell.auto_snapshot, conversation.session_id, context, tokens, share
-            )
-        except OllmError as error:
-            logger.warning("automatic snapshot of %s failed: %s", conversation.session_id, error)
-
-    @traced_compression
-    async def _compress(
-        self, conversation: Conversation, *, force: bool, focus: str | None, trigger: str = "auto"
-    ) -> CompressionResult | None:
-        sid = conversation.session_id
-        tokens = conversation.context.message_tokens(self.counter)
-        self.events.publish(
-            CompressionStarted(
-                session_id=sid,
-                strategy=self.settings.services.compression.strategy,
-                tokens=tokens,
-            )
-        )
-        self._status(conversation, "compressing")
-        try:
-            result: CompressionResult | None = await self.runtime.compressor().call(
-                CompressionShell.compress,
-                sid,
-                conversation.context.model_copy(deep=True),
-                window=conversation.info.context_window,
-                model=conversation.model,
-                force=force,
-                focus=focus,
-                extra_tokens=conversation.extra_tokens,
-            )
-        except Exception as error:
-            logger.warning("compression of %s failed: %s", sid, error)
-            self.events.publish(
-                CompressionFinished(
-                    session_id=sid,
-                    strategy="none",
-                    tokens_before=tokens,
-                    tokens_after=tokens,
-                    error=str(error),
-                )
-            )
-            return None
-        if result is None:
-            return None
-        self.events.publish(
-            CompressionFinished(
-                session_id=sid,
-                strategy=result.strategy,
-                tokens_before=result.original_tokens,
-                tokens_after=result.compressed_tokens,
-                fallback=result.fallback_reason,
-            )
-        )
-        # every compression is recorded with the checkpoint it leaves (a fallback
-        # to truncation too), so that compressionCount is the truth and a resume,
-        # in this process or another, starts from it
-        if not result.reduced:  # nothing changed in the context: nothing to record
-            return result
-        event = result.event.model_copy(
-            update={"model": conversation.model, "trigger": trigger, "focus": focus}
-        )
-        try:
-            await self.runtime.recording.call(RecordingShell.record_compression, sid, event)
-        except OllmError as error:
-            logger.warning("recording the compression of %s failed: %s", sid, error)
-        return result
-
-    def _apply_ready_compression(self, conversation: Conversation) -> None:
-        task = conversation.compression
-        if task is None or not task.done():
-            return
-        conversation.compression = None
-        if task.cancelled() or task.exception() is not None:
-            return
-        result = task.result()
-        if result is None:
-            return
-        applied = result.apply(conversation.context)
-        if applied is not None:
-            conversation.context = applied
-
-    def _fitting_context(self, conversation: Conversation) -> ActiveContext:
-        """The context of the next request: the active context, cut at once if it
-        would overflow the window before a summary is ready. The cut is for this
-        request only, so a compression still running on the whole context applies."""
-        fitted = self.compressor.emergency_truncate(
-            conversation.context,
-            window=conversation.info.context_window,
-            extra_tokens=conversation.extra_tokens,
-            model=conversation.model,
-        )
-        return fitted or conversation.context
 
     async def compress_now(
         self, session_id: str, focus: str | None = None
     ) -> CompressionResult | None:
         """``/compress [focus]``: compress now and wait for it (the user asked)."""
-        conversation = self.conversations[session_id]
-        if conversation.compression is not None:
-            await asyncio.gather(conversation.compression, return_exceptions=True)
-        self._schedule_compression(conversation, force=True, focus=focus, trigger="manual")
-        assert conversation.compression is not None
-        result = await conversation.compression
-        self._apply_ready_compression(conversation)
-        return result
+        return await self.compaction.compress_now(self.conversations[session_id], focus)
 
     async def snapshot_now(self, session_id: str) -> SnapshotInfo:
         """``/snapshot``: save the active context as it is now."""
-        conversation = self.conversations[session_id]
-        tokens = conversation.context.message_tokens(self.counter)
-        info: SnapshotInfo = await self.runtime.compression[0].call(
-            CompressionShell.snapshot, session_id, conversation.context, tokens
-        )
-        return info
+        return await self.compaction.snapshot_now(self.conversations[session_id])
 
     # ------------------------------------------------------------------ sessions
 
@@ -1089,6 +704,16 @@ class Coordinator:
     async def set_title(self, session_id: str, title: str) -> None:
         """Give the session a title (``/title``)."""
         await self.runtime.recording.call(RecordingShell.set_title, session_id, title)
+
+    async def take_notices(self) -> list[str]:
+        """Lines the user should see once: what the session store did on its own
+        (sessions moved to the trash, rescued records replayed, damaged files met)."""
+        return await self.runtime.recording.call(RecordingShell.take_notices)
+
+    async def close_recording(self) -> CloseReport:
+        """Close the session store (after the last session ended): the report says
+        what could not be made durable, and where it was rescued to."""
+        return await self.runtime.recording.call(RecordingShell.close)
 
     # ------------------------------------------------------------------ status
 
@@ -1165,16 +790,6 @@ class _ShownText:
             await self.coordinator._record(conversation, message)
         except OllmError as error:
             logger.warning("recording the interrupted answer failed: %s", error)
-
-
-def _common_prefix(before: list[SessionMessage], now: list[SessionMessage]) -> int:
-    """How many messages ``now`` begins with that are ``before``'s, the same objects."""
-    count = 0
-    for old, new in zip(before, now, strict=False):
-        if old is not new:
-            break
-        count += 1
-    return count
 
 
 def raise_if_stopped(result: TurnResult) -> None:

@@ -34,6 +34,7 @@ from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.pipeline.coordinator import AskCallback, TurnResult
 from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.events import EventBus
+from ollm_cli.pipeline.recording import CloseReport
 from ollm_cli.pipeline.records import Session, SessionSummary
 from ollm_cli.pipeline.runtime import _unwrap
 from ollm_cli.pipeline.service._runtime import ServiceRuntime, service_lost
@@ -192,6 +193,15 @@ class RemoteCoordinator:
     async def set_title(self, session_id: str, title: str) -> None:
         """Give the session a title (``/title``)."""
         await self.runtime.recording.call(RecordingShell.set_title, session_id, title)
+
+    async def take_notices(self) -> list[str]:
+        """Lines the user should see once: what the service's session store did on its own."""
+        return await self.runtime.recording.call(RecordingShell.take_notices)
+
+    async def close_recording(self) -> CloseReport:
+        """Nothing to close here: the service's session store stays open for its other
+        clients and is closed, with its report, when the service stops."""
+        return CloseReport(ok=True)
 
     async def compress_now(self, session_id: str, focus: str | None = None) -> Any:
         return await self.session_call(session_id, "compress_now", session_id, focus)

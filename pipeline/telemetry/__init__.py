@@ -12,6 +12,7 @@ from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ollm_cli.pipeline.telemetry._otel import (
+        Telemetry,
         TraceCarrier,
         actor_span,
         flush_telemetry,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "Telemetry",
     "TraceCarrier",
     "actor_span",
     "flush_telemetry",
@@ -41,6 +43,7 @@ __getattr__ = lazy_exports(
     __name__,
     {
         "_otel": (
+            "Telemetry",
             "TraceCarrier",
             "actor_span",
             "flush_telemetry",

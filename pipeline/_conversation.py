@@ -1,0 +1,85 @@
+"""The state of a turn and of a live conversation, shared by the coordinator's parts.
+
+:class:`TurnResult` is what :meth:`~ollm_cli.pipeline.coordinator.Coordinator.run_turn`
+returns; :class:`Conversation` is the coordinator's own state of one conversation
+(the active context sent to the model, token accounting, the work it runs in the
+background). Everything durable lives in the recording actor. Both are re-exported
+by :mod:`ollm_cli.pipeline.coordinator`, where callers import them from.
+
+Example::
+
+    result = TurnResult(session_id=sid, answer="")
+    conversation.run_in_background(save(sid))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from ollm_cli.pipeline.compression import ActiveContext, CompressionResult
+from ollm_cli.pipeline.loop_detection import LoopEvent
+from ollm_cli.pipeline.providers import ModelInfo
+from ollm_cli.pipeline.records import SessionMessage, ToolCallPart
+
+AskCallback = Callable[[ToolCallPart], Awaitable[bool]]
+StopReason = Literal["loop", "limit", "cancelled", "error"]
+
+
+class TurnResult(BaseModel):
+    """What one user turn produced."""
+
+    session_id: str
+    answer: str
+    stopped: StopReason | None = None
+    loop: LoopEvent | None = None
+    error: str | None = None
+    rounds: int = 0
+    tool_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    context_tokens: int = 0
+    context_window: int = 0
+
+
+@dataclass
+class Conversation:
+    """The coordinator's state of one live conversation."""
+
+    session_id: str
+    model: str
+    provider: str
+    info: ModelInfo
+    context: ActiveContext
+    turns: int = 0
+    title_pending: bool = True
+    nudge: str | None = None
+    compression: asyncio.Task[CompressionResult | None] | None = None
+    title: asyncio.Task[None] | None = None
+    extra_tokens: int = 0
+    usage: tuple[int, int] = (0, 0)
+    background: set[asyncio.Task[Any]] = field(default_factory=set)
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)
+    sent: tuple[int, list[SessionMessage]] | None = None
+    """The version and messages of the last request the provider actor holds."""
+    turn_end_recorded: bool = False
+    """The answer that ended the turn carried the turn end to recording."""
+    loop_begun: bool = False
+    """The loop detector began the next request when this one's answer was checked."""
+    compression_tokens: int = 0
+    """The tokens of the context the running compression works on."""
+    await_compression: bool = False
+    """Resumed: the first request waits for a compression rather than being cut."""
+    above_snapshot_threshold: bool = False
+    """Usage was at ``snapshots.autoThreshold`` or more at the last turn end."""
+
+    def run_in_background(self, work: Awaitable[Any]) -> None:
+        """Run ``work`` beside the turns; the session waits for it when it ends."""
+        task = asyncio.ensure_future(work)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
