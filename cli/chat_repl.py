@@ -16,7 +16,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.cli.loop_thread import LoopThread
 from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.errors import OllmError
@@ -233,7 +232,7 @@ class ChatRepl:
         (the disk refused them; the journal keeps retrying), and one line when they
         are written again. A session file that only lags behind its journal is safe."""
         try:
-            health = self.loop.run(self.coordinator.runtime.recording.call(RecordingShell.health))
+            health = self.loop.run(self.coordinator.store_health())
         except OllmError:
             return
         if health.pending_writes:

@@ -83,7 +83,7 @@ from ollm_cli.pipeline.extensions import load_extensions
 from ollm_cli.pipeline.hooks import HookRunner
 from ollm_cli.pipeline.loop_detection import LoopEvent
 from ollm_cli.pipeline.providers import ChatRequest, ModelInfo
-from ollm_cli.pipeline.recording import CloseReport, ResumePoint
+from ollm_cli.pipeline.recording import CloseReport, ResumePoint, StoreHealth
 from ollm_cli.pipeline.records import (
     Session,
     SessionMessage,
@@ -704,6 +704,10 @@ class Coordinator:
     async def set_title(self, session_id: str, title: str) -> None:
         """Give the session a title (``/title``)."""
         await self.runtime.recording.call(RecordingShell.set_title, session_id, title)
+
+    async def store_health(self) -> StoreHealth:
+        """Records waiting for the disk and the last write error (the chat's warning)."""
+        return await self.runtime.recording.call(RecordingShell.health)
 
     async def take_notices(self) -> list[str]:
         """Lines the user should see once: what the session store did on its own

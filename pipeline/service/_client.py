@@ -34,7 +34,7 @@ from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.pipeline.coordinator import AskCallback, TurnResult
 from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.events import EventBus
-from ollm_cli.pipeline.recording import CloseReport
+from ollm_cli.pipeline.recording import CloseReport, StoreHealth
 from ollm_cli.pipeline.records import Session, SessionSummary
 from ollm_cli.pipeline.runtime import _unwrap
 from ollm_cli.pipeline.service._runtime import ServiceRuntime, service_lost
@@ -193,6 +193,10 @@ class RemoteCoordinator:
     async def set_title(self, session_id: str, title: str) -> None:
         """Give the session a title (``/title``)."""
         await self.runtime.recording.call(RecordingShell.set_title, session_id, title)
+
+    async def store_health(self) -> StoreHealth:
+        """Records waiting for the disk and the last write error (the chat's warning)."""
+        return await self.runtime.recording.call(RecordingShell.health)
 
     async def take_notices(self) -> list[str]:
         """Lines the user should see once: what the service's session store did on its own."""
