@@ -242,17 +242,17 @@ class PidsCgroup:
         logger.warning("sandbox: could not remove cgroup %s", self.path)  # pragma: no cover
 
 
-def cgroup_candidates(memberships: str, mounts: str) -> list[Path]:
-    """Where a ``pids`` cgroup could be made for this process.
+def cgroup_candidates(memberships: str, mounts: str, controller: str = "pids") -> list[Path]:
+    """Where a ``controller`` (``pids``, ``memory``) cgroup could be made for this process.
 
     ``memberships`` is the text of ``/proc/self/cgroup``, ``mounts`` that of
-    ``/proc/self/mountinfo``: the cgroup v1 ``pids`` hierarchy, and the cgroup
-    v2 directory of this process where its ``pids`` controller is delegated.
+    ``/proc/self/mountinfo``: the cgroup v1 hierarchy of the controller, and the
+    cgroup v2 directory of this process where the controller is delegated.
     """
     v1_path = v2_path = None
     for line in memberships.splitlines():
         number, controllers, path = line.split(":", 2)
-        if "pids" in controllers.split(","):
+        if controller in controllers.split(","):
             v1_path = path
         elif number == "0" and controllers == "":
             v2_path = path
@@ -263,12 +263,12 @@ def cgroup_candidates(memberships: str, mounts: str) -> list[Path]:
         if len(fields) < 5 or len(extra) < 3:
             continue
         root, mount_point, fstype = fields[3], fields[4], extra[0]
-        if fstype == "cgroup" and v1_path and "pids" in extra[2].split(","):
+        if fstype == "cgroup" and v1_path and controller in extra[2].split(","):
             found.append(_join_cgroup(mount_point, root, v1_path))
         elif fstype == "cgroup2" and v2_path is not None:
             directory = _join_cgroup(mount_point, root, v2_path)
             subtree = directory / "cgroup.subtree_control"
-            if subtree.exists() and "pids" in subtree.read_text().split():
+            if subtree.exists() and controller in subtree.read_text().split():
                 found.append(directory)
     return found
 
@@ -368,30 +368,8 @@ class MemoryCgroup:
 
 
 def memory_cgroup_candidates(memberships: str, mounts: str) -> list[Path]:
-    """Where a memory cgroup could be made for this process (v1 ``memory`` hierarchy,
-    or this process's v2 directory where ``memory`` is delegated)."""
-    v1_path = v2_path = None
-    for line in memberships.splitlines():
-        number, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            v1_path = path
-        elif number == "0" and controllers == "":
-            v2_path = path
-    found: list[Path] = []
-    for line in mounts.splitlines():
-        left, _, right = line.partition(" - ")
-        fields, extra = left.split(), right.split()
-        if len(fields) < 5 or len(extra) < 3:
-            continue
-        root, mount_point, fstype = fields[3], fields[4], extra[0]
-        if fstype == "cgroup" and v1_path and "memory" in extra[2].split(","):
-            found.append(_join_cgroup(mount_point, root, v1_path))
-        elif fstype == "cgroup2" and v2_path is not None:
-            directory = _join_cgroup(mount_point, root, v2_path)
-            subtree = directory / "cgroup.subtree_control"
-            if subtree.exists() and "memory" in subtree.read_text().split():
-                found.append(directory)
-    return found
+    """Where a memory cgroup could be made for this process (see :func:`cgroup_candidates`)."""
+    return cgroup_candidates(memberships, mounts, "memory")
 
 
 #: Credential stores under a home folder that tool commands never see.
