@@ -217,10 +217,11 @@ class ChatRepl:
 
     def _show_interrupted(self) -> None:
         """On resume: say so when the last answer was cut short (Ctrl-C or a crash)."""
-        conversation = self.coordinator.conversations.get(self.session_id)
-        if conversation is None or not conversation.context.messages:
+        # the recorded session, which a coordinator of the service answers for too
+        messages = self.loop.run(self.coordinator.get_session(self.session_id)).messages
+        if not messages:
             return
-        last = conversation.context.messages[-1]
+        last = messages[-1]
         if last.role == "assistant" and (last.model_extra or {}).get("interrupted") is True:
             shown = last.text[-500:]
             self.console.print("[yellow]the last answer was interrupted; it had shown:[/]")

@@ -19,6 +19,7 @@ import pytest
 from ollm_cli.pipeline.service._state import ServicePaths, code_version
 from tests.fake_ollama import FakeOllama
 from tests.service.conftest import (
+    OLLM,
     Router,
     ollm,
     service_env,
@@ -205,3 +206,26 @@ def test_service_killed_mid_turn_exits_8_and_the_next_command_replaces_it(
     assert orjson.loads(stopped.stdout)["was_running"]
     assert state_of(home) is None
     assert service_processes(fresh) == []  # no Ray process left
+
+
+def test_the_interactive_chat_runs_on_the_service(
+    shared_home: Path, server: FakeOllama, tmp_path: Path
+) -> None:
+    """The chat as a user runs it, in a terminal, on the default (service) runtime."""
+    import pexpect
+
+    env = service_env(shared_home, server)
+    child = pexpect.spawn(
+        OLLM[0], [*OLLM[1:], "run"], env=env, cwd=str(tmp_path), encoding="utf-8", timeout=120
+    )
+    try:
+        child.expect("› ")
+        child.sendline("hello from a terminal")
+        child.expect("echo: hello from a terminal")
+        child.expect("› ")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0, child.before
+    assert "Traceback" not in (child.before or "")
