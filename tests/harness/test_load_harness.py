@@ -423,7 +423,10 @@ def test_soak_with_clients_killed_and_the_disk_filled_loses_nothing(
             assert kill.lost_chars == 0 and not kill.mismatch, kill
         killed_mid_answer = [k for k in report.client_kills if not k.completed]
         assert killed_mid_answer and any(k.required_chars for k in killed_mid_answer)
-        assert any(f.max_pending_records > 0 for f in report.disk_fills)  # the disk refused
+        # the disk refused: records waited for it (seen by the fill's sampling of the
+        # store's health), or a turn was refused and retried (a session could not be
+        # created on the full disk); which one a run meets depends on its timing
+        assert any(f.max_pending_records > 0 for f in report.disk_fills) or report.retried_turns
         assert all(f.recovered_s is not None for f in report.disk_fills)
         assert report.pending_records == 0
         assert report.verified and report.failed_turns == 0, (report.problems, report.errors)
