@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         Provider,
         StreamChunk,
         WindowSource,
+        display_host,
         new_tool_call_id,
     )
     from ollm_cli.pipeline.providers._embedded import (
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     )
     from ollm_cli.pipeline.providers._factory import PROBE_TIMEOUT_S, create_provider
     from ollm_cli.pipeline.providers._gguf_metadata import GgufMetadata, read_gguf_metadata
-    from ollm_cli.pipeline.providers._ollama import OllamaProvider, display_host, ollama_answers
+    from ollm_cli.pipeline.providers._ollama import OllamaProvider, ollama_answers
     from ollm_cli.pipeline.providers._openai import OpenAIProvider
     from ollm_cli.pipeline.providers._service import ProviderService
     from ollm_cli.pipeline.providers._simulated import SimulatedProvider
@@ -81,6 +82,7 @@ __getattr__ = lazy_exports(
             "Provider",
             "StreamChunk",
             "WindowSource",
+            "display_host",
             "new_tool_call_id",
         ),
         "_embedded": (
@@ -101,7 +103,6 @@ __getattr__ = lazy_exports(
         ),
         "_ollama": (
             "OllamaProvider",
-            "display_host",
             "ollama_answers",
         ),
         "_openai": ("OpenAIProvider",),

@@ -21,6 +21,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
@@ -152,3 +153,16 @@ class Provider(ABC):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def display_host(host: str) -> str:
+    """``host`` as it may be shown: scheme, host and port, never a user, password or query."""
+    parts = urlsplit(host if "://" in host else f"http://{host}")
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    name = parts.hostname or "?"
+    if ":" in name:
+        name = f"[{name}]"
+    return f"{parts.scheme}://{name}{port}"

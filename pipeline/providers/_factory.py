@@ -18,9 +18,9 @@ import logging
 
 from ollm_cli.config.settings import ProviderSettings
 from ollm_cli.pipeline.errors import ProviderError
-from ollm_cli.pipeline.providers._base import Provider
+from ollm_cli.pipeline.providers._base import Provider, display_host
 from ollm_cli.pipeline.providers._embedded import EmbeddedProvider, embedded_model_available
-from ollm_cli.pipeline.providers._ollama import OllamaProvider, display_host, ollama_answers
+from ollm_cli.pipeline.providers._ollama import OllamaProvider, ollama_answers
 from ollm_cli.pipeline.providers._openai import (
     OpenAIProvider,
     display_url,

@@ -23,7 +23,6 @@ import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import ollama
@@ -35,6 +34,7 @@ from ollm_cli.pipeline.providers._base import (
     ModelInfo,
     Provider,
     StreamChunk,
+    display_host,
     new_tool_call_id,
 )
 from ollm_cli.pipeline.providers._think_tags import ThinkTagSplitter
@@ -49,19 +49,6 @@ from ollm_cli.pipeline.records import (
 logger = logging.getLogger(__name__)
 
 _MAX_SERVER_MESSAGE = 300
-
-
-def display_host(host: str) -> str:
-    """``host`` as it may be shown: scheme, host and port, never a user, password or query."""
-    parts = urlsplit(host if "://" in host else f"http://{host}")
-    try:
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        port = ""
-    name = parts.hostname or "?"
-    if ":" in name:
-        name = f"[{name}]"
-    return f"{parts.scheme}://{name}{port}"
 
 
 def _image_data(part: ImagePart) -> str | None:

@@ -44,6 +44,7 @@ from ollm_cli.pipeline.providers._base import (
     ModelInfo,
     Provider,
     StreamChunk,
+    display_host,
     new_tool_call_id,
 )
 from ollm_cli.pipeline.providers._think_tags import ThinkTagSplitter
@@ -59,15 +60,8 @@ _PROBE_TIMEOUT_S = 0.5
 
 def display_url(url: str) -> str:
     """``url`` as it may be shown: scheme, host, port and path, never a user, password or query."""
-    parts = urlsplit(url if "://" in url else f"http://{url}")
-    try:
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        port = ""
-    name = parts.hostname or "?"
-    if ":" in name:
-        name = f"[{name}]"
-    return f"{parts.scheme}://{name}{port}{parts.path.rstrip('/')}"
+    path = urlsplit(url if "://" in url else f"http://{url}").path
+    return display_host(url) + path.rstrip("/")
 
 
 def api_key(settings: OpenAISettings, env: Mapping[str, str] | None = None) -> str | None:
