@@ -26,8 +26,25 @@ def workspace_config_path(workspace: Path | None = None) -> Path:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) with mode 0700 and return it."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Create ``path`` with mode 0700, and every missing parent with mode 0700 too, and
+    return it.
+
+    ``Path.mkdir(parents=True, mode=...)`` gives the mode to the last folder only
+    (the parents get the umask's), so ``sessions/.index`` would leave ``sessions/``
+    readable by everyone. Folders that already exist keep their mode, except
+    ``path`` itself, which is made 0700.
+    """
+    missing: list[Path] = []
+    for folder in (path, *path.parents):
+        if folder.is_dir():
+            break
+        missing.append(folder)
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            if not folder.is_dir():
+                raise
     try:
         if path.stat().st_mode & 0o777 != 0o700:
             path.chmod(0o700)

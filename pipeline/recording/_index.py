@@ -168,13 +168,20 @@ class SessionIndex:
         data_dir: Path,
         *,
         on_corrupt: Callable[[str, Path, str], None] | None = None,
+        create_folder: bool = True,
     ) -> None:
+        """``create_folder=False`` (a reader): a sessions folder that does not exist is
+        not created for the index; the index of no sessions is kept in memory."""
         self.data_dir = data_dir
         self.path = data_dir / INDEX_DIR / INDEX_FILE
         self._on_corrupt = on_corrupt
         self._lock = threading.RLock()
         self.in_memory = False
-        self._conn = self._connect()
+        if not create_folder and not data_dir.is_dir():
+            self.in_memory = True
+            self._conn = self._open(":memory:")
+        else:
+            self._conn = self._connect()
 
     # -- opening -----------------------------------------------------------------------
 

@@ -195,7 +195,9 @@ class ChatRecordingService:
         self._journal = SessionJournal(self._journal_dir, group_commit_ms=settings.group_commit_ms)
         self._recovery = Recovery(self)
         self._retention = Retention(self)
-        self._index = SessionIndex(self.data_dir, on_corrupt=self._recovery.on_corrupt_file)
+        self._index = SessionIndex(
+            self.data_dir, on_corrupt=self._recovery.on_corrupt_file, create_folder=not read_only
+        )
         self._delayed = DelayedSaves(self._save_if_open)
         if not read_only:
             self._recovery.recover_dead_logs()

@@ -34,7 +34,26 @@ def _file(store: ChatRecordingService, sid: str) -> dict:
 
 
 def test_chat_recording_service_is_the_spec_name_of_the_store() -> None:
-    assert ChatRecordingService is ChatRecordingService
+    assert ChatRecordingService.__name__ == "ChatRecordingService"
+
+
+def test_a_reader_of_a_home_without_sessions_creates_nothing(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    store = ChatRecordingService(make_settings(home / "sessions"), read_only=True)
+    assert store.list_sessions() == [] and store.count_sessions() == 0
+    store.close()
+    assert not home.exists()
+
+
+def test_every_folder_the_store_creates_is_private(tmp_path: Path) -> None:
+    # mkdir(parents=True, mode=0o700) gives the mode to the last folder only
+    deep = tmp_path / "a" / "b" / "sessions"
+    store = ChatRecordingService(make_settings(deep))
+    store.create_session("m", "p")
+    store.close()
+    for folder in (tmp_path / "a", tmp_path / "a" / "b", deep, *deep.iterdir()):
+        if folder.is_dir():
+            assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700, folder
 
 
 def test_create_writes_a_private_file_at_once_and_holds_the_writer_lock(
