@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from ollm_cli.config.paths import user_config_path, workspace_config_path
@@ -77,78 +76,6 @@ def _redact(text: str) -> str:
 
 MAX_CONFIG_BYTES = 1024 * 1024
 """A config file larger than this is refused (they are a few hundred bytes)."""
-MAX_YAML_DEPTH = 64
-"""Deeper nesting than this is refused before it reaches the parser's recursion."""
-MAX_YAML_NODES = 100_000
-"""A document that expands (aliases included) to more nodes than this is refused."""
-
-
-class _BoundedLoader(yaml.SafeLoader):
-    """A safe loader that refuses deep nesting and alias bombs before building anything."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._depth = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        self._depth += 1
-        try:
-            if self._depth > MAX_YAML_DEPTH:
-                raise _YamlLimit(f"it is nested more than {MAX_YAML_DEPTH} levels deep")
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-
-
-class _YamlLimit(Exception):
-    """A YAML document beyond the loader's bounds."""
-
-
-def _expanded_size(node: yaml.Node) -> int:
-    """How many nodes ``node`` stands for once every alias is expanded (memoised)."""
-    sizes: dict[int, int] = {}
-    stack: list[tuple[yaml.Node, bool]] = [(node, False)]
-    while stack:
-        current, children_done = stack.pop()
-        key = id(current)
-        if key in sizes:
-            continue
-        children: list[yaml.Node] = []
-        if isinstance(current, yaml.SequenceNode):
-            children = list(current.value)
-        elif isinstance(current, yaml.MappingNode):
-            children = [part for pair in current.value for part in pair]
-        if children_done:
-            total = 1 + sum(sizes[id(child)] for child in children)
-            sizes[key] = min(total, MAX_YAML_NODES + 1)
-            continue
-        stack.append((current, True))
-        stack.extend((child, False) for child in children if id(child) not in sizes)
-    return sizes[id(node)]
-
-
-def parse_yaml(text: str) -> Any:
-    """``text`` parsed as YAML with bounded nesting and alias expansion.
-
-    Raises ``yaml.YAMLError`` for bad syntax and :class:`_YamlLimit` past a bound.
-    """
-    loader = _BoundedLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        if _expanded_size(node) > MAX_YAML_NODES:
-            raise _YamlLimit(
-                f"it expands to more than {MAX_YAML_NODES} values (aliases repeated "
-                f"inside aliases, a 'billion laughs')"
-            )
-        return loader.construct_document(node)
-    except RecursionError:
-        raise _YamlLimit("it is nested too deeply") from None
-    except ValueError:  # int() past Python's digit limit, for one
-        raise _YamlLimit("it holds a number with thousands of digits") from None
-    finally:
-        loader.dispose()
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -172,22 +99,19 @@ def _read_yaml(path: Path) -> dict[str, Any]:
             f"config file {path} is not valid UTF-8 (bad byte at offset {exc.start})",
             hint="save it as UTF-8 text, or move it away to use the defaults",
         ) from None
+    from ollm_cli.config._yaml import YamlLimit, YamlSyntax, parse_yaml
+
     try:
         data = parse_yaml(text)
-    except _YamlLimit as exc:
+    except YamlLimit as exc:
         raise ConfigError(
             f"config file {path} is refused: {exc}",
             hint="a config file is a few levels of keys; write it out without deep "
             "nesting or repeated aliases",
         ) from None
-    except yaml.YAMLError as exc:
-        where = ""
-        mark = getattr(exc, "problem_mark", None)
-        if mark is not None:
-            where = f" at line {mark.line + 1}, column {mark.column + 1}"
-        problem = getattr(exc, "problem", None) or "invalid YAML"
+    except YamlSyntax as exc:
         raise ConfigError(
-            f"config file {path} is not valid YAML{where}: {problem}",
+            f"config file {path} is not valid YAML{exc.where}: {exc.problem}",
             hint="fix the syntax there; `ollm config path` lists the files read",
         ) from None
     if data is None:
@@ -288,14 +212,16 @@ def _env_layer(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
             continue
         raw = env[name]
         _check_env_text(name, raw)
+        from ollm_cli.config._yaml import YamlLimit, YamlSyntax, parse_yaml
+
         try:
             value = parse_yaml(raw) if raw.strip() else raw
-        except _YamlLimit as exc:
+        except YamlLimit as exc:
             raise ConfigError(
                 f"environment variable {name} is refused: {exc}",
                 hint=f"give {name} a plain value (a number, a word, a short [list])",
             ) from None
-        except yaml.YAMLError:
+        except YamlSyntax:
             value = raw
         if isinstance(value, dict):
             value = raw

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-import pathspec
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
@@ -88,6 +87,8 @@ def _valid_env_pattern(pattern: str) -> bool:
 def _valid_ignore_pattern(pattern: str) -> bool:
     if not pattern.strip():
         return False
+    import pathspec  # only when there are patterns to check: it costs 10 ms to import
+
     try:
         pathspec.GitIgnoreSpec.from_lines([pattern])
     except Exception:
