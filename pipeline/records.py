@@ -66,13 +66,18 @@ SessionId = Annotated[str, AfterValidator(_check_uuid)]
 
 
 class Record(BaseModel):
-    """Base of every record: camelCase on disk, unknown fields kept."""
+    """Base of every record: camelCase on disk, unknown fields kept.
+
+    A record's validator is built when it is first used, not at import: a command
+    pays only for the records it reads (``sessions list`` builds SessionSummary's).
+    """
 
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
         extra="allow",
         ser_json_inf_nan="constants",
+        defer_build=True,
     )
 
     def to_dict(self) -> dict[str, Any]:
