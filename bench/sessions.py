@@ -359,13 +359,10 @@ def listing_and_search(
 
 _MEASURED = (
     "import sys, time\n"
-    "from pipeline import session_stream\n"
+    "from ollm_cli.pipeline.recording import _stream\n"
     "if sys.argv[1] == 'whole':\n"
-    "    session_stream.STREAM_BYTES = 1 << 62\n"
-    "from ollm_cli.cli.app import app, main\n"
-    "from cli import sessions_cmd\n"
-    "if not any(g.typer_instance is sessions_cmd.app for g in app.registered_groups):\n"
-    "    app.add_typer(sessions_cmd.app, name='sessions')\n"
+    "    _stream.STREAM_BYTES = 1 << 62\n"
+    "from ollm_cli.cli.app import main\n"
     "sys.argv = ['ollm', *sys.argv[2:]]\n"
     "started = time.perf_counter()\n"
     "try:\n"

@@ -1,6 +1,6 @@
 """The ``ollm`` command.
 
-Each group of subcommands lives in its own module (``cli/sessions_cmd.py``,
+Each group of subcommands lives in its own module (``cli/sessions/``,
 ``cli/config_cmd.py``, ...) and is imported only when it runs: ``ollm --help``
 lists the commands from :data:`COMMANDS` without importing any of them, and
 ``ollm sessions list`` imports the sessions commands but not Ray, the
@@ -11,30 +11,18 @@ configures logging with secret redaction and maps every
 
 from __future__ import annotations
 
-import importlib
 import sys
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING
 
 import typer
-from typer.core import TyperCommand, TyperGroup
 
 from ollm_cli.cli.exit_codes import EXIT_CODES_HELP, exit_code_for
+from ollm_cli.cli.lazy import CommandSpec, LazyGroup
 from ollm_cli.cli.output import print_error
 from ollm_cli.pipeline.errors import OllmError
 
 if TYPE_CHECKING:  # typer ships its own copy of click
-    from typer._click.core import Command, Context
-
-
-class CommandSpec(NamedTuple):
-    """Where a top-level command lives and the line ``ollm --help`` shows for it."""
-
-    module: str
-    """The module under ``ollm_cli.cli``."""
-    summary: str
-    """Its first help line (``tests/cli/test_app.py`` checks it matches the command's)."""
-    group: bool = False
-    """The module's ``app`` is a group of subcommands; else its ``register`` adds commands."""
+    from typer._click.core import Command
 
 
 COMMANDS: dict[str, CommandSpec] = {
@@ -60,7 +48,7 @@ COMMANDS: dict[str, CommandSpec] = {
         "Stop trusting a folder: its .ollm/config.yaml loses hooks and security settings again.",
     ),
     "sessions": CommandSpec(
-        "sessions_cmd",
+        "sessions",
         "List, read, search, export, organise and delete recorded sessions.",
         group=True,
     ),
@@ -88,49 +76,21 @@ COMMANDS: dict[str, CommandSpec] = {
 }
 
 
+class RootGroup(LazyGroup):
+    """``ollm`` itself: its commands are :data:`COMMANDS`."""
+
+    package = "ollm_cli.cli"
+    table = COMMANDS
+
+
 def load_command(name: str) -> Command | None:
     """The click command of ``ollm NAME``, importing its module now."""
-    spec = COMMANDS.get(name)
-    if spec is None:
-        return None
-    module: Any = importlib.import_module(f"ollm_cli.cli.{spec.module}")
-    if spec.group:
-        group = typer.main.get_group(module.app)
-        group.name = name
-        return group
-    holder = typer.Typer(rich_markup_mode="markdown")
-    module.register(holder)
-    return typer.main.get_group(holder).commands.get(name)
-
-
-class LazyGroup(TyperGroup):
-    """The root group: commands are listed from :data:`COMMANDS`, imported when run."""
-
-    _summaries_only = False
-
-    def format_help(self, ctx: Context, formatter: Any) -> None:
-        # the help page needs each command's name and summary, not the command
-        self._summaries_only = True
-        try:
-            super().format_help(ctx, formatter)
-        finally:
-            self._summaries_only = False
-
-    def list_commands(self, ctx: Context) -> list[str]:
-        return list(COMMANDS)
-
-    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
-        spec = COMMANDS.get(cmd_name)
-        if spec is None:
-            return None
-        if ctx.resilient_parsing or self._summaries_only:
-            return TyperCommand(cmd_name, help=spec.summary, short_help=spec.summary)
-        return load_command(cmd_name)
+    return RootGroup.load_command(name)
 
 
 app = typer.Typer(
     name="ollm",
-    cls=LazyGroup,
+    cls=RootGroup,
     help=(
         "OLLM: chat with local language models, with every conversation recorded durably.\n\n"
         "Start with `ollm run` to chat, `ollm sessions list` to see past conversations.\n\n"

@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ollm_cli.cli.exit_codes import exit_code_for
-from ollm_cli.cli.sessions_cmd import app
+from ollm_cli.cli.sessions import app
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.recording import ChatRecordingService
@@ -27,15 +27,9 @@ from ollm_cli.pipeline.records import Session
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Mounts the sessions group on the real `ollm` app (unless cli/app.py already does) and
-# runs the console entry point, so exit codes and error output are the real ones.
-OLLM_SCRIPT = (
-    "from ollm_cli.cli.app import app, main\n"
-    "from cli import sessions_cmd\n"
-    "if not any(g.typer_instance is sessions_cmd.app for g in app.registered_groups):\n"
-    "    app.add_typer(sessions_cmd.app, name='sessions')\n"
-    "main()\n"
-)
+# The console entry point, as the `ollm` script runs it: exit codes and error output are
+# the real ones.
+OLLM_SCRIPT = "from ollm_cli.cli.app import main\nmain()\n"
 
 
 @dataclass

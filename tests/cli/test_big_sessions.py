@@ -25,7 +25,7 @@ from tests.cli.session_strategies import iso, make_session, sessions
 
 
 def streamed_export(folder: Path, session: Session, fmt: ExportFormat) -> str:
-    from ollm_cli.cli.sessions_cmd import export_chunks
+    from ollm_cli.cli.sessions._view import export_chunks
 
     settings = SessionSettings(data_dir=folder, max_sessions=0)
     with ChatRecordingService(settings) as store:

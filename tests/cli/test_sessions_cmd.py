@@ -13,22 +13,21 @@ import typer
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ollm_cli.cli import sessions_cmd, state
-from ollm_cli.cli.sessions_cmd import (
-    SortKey,
-    highlighted,
-    parse_since,
-    short_time,
-    time_ago,
-    validation_problems,
-)
+from ollm_cli.cli import state
+from ollm_cli.cli.sessions import COMMANDS, SessionsGroup
+from ollm_cli.cli.sessions._common import VIEW_RESULT_LIMIT, parse_since, short_time, time_ago
+from ollm_cli.cli.sessions._import import validation_problems
+from ollm_cli.cli.sessions._list import SortKey
+from ollm_cli.cli.sessions._organise import delete_many
+from ollm_cli.cli.sessions._search import _where, highlighted
+from ollm_cli.cli.sessions._view import _truncated
 from ollm_cli.pipeline.errors import (
     AmbiguousSessionIdError,
     InvalidSessionIdError,
     SessionError,
     SessionNotFoundError,
 )
-from ollm_cli.pipeline.recording import ChatRecordingService
+from ollm_cli.pipeline.recording import ChatRecordingService, SearchHit
 from ollm_cli.pipeline.recording._index import MARK_END, MARK_START, SORT_COLUMNS
 from ollm_cli.pipeline.records import (
     ImagePart,
@@ -217,8 +216,8 @@ def test_view_shortens_long_results_with_a_note_and_full_shows_them(seed: Seed) 
     full = invoke("view", ID_A, "--full")
     assert "row 499" in full.stdout
     assert "not shown" not in full.stdout
-    one_line = "x" * (sessions_cmd.VIEW_RESULT_LIMIT + 100)
-    assert sessions_cmd._truncated(one_line, full=False)[1] == (
+    one_line = "x" * (VIEW_RESULT_LIMIT + 100)
+    assert _truncated(one_line, full=False)[1] == (
         "… 100 more characters not shown (--full shows everything)"
     )
 
@@ -369,8 +368,8 @@ def test_search_says_where_the_match_is(seed: Seed) -> None:
     seed(_with_tool_call(ID_A, "unicorns everywhere"), _chat(ID_C, "about zebras", "hi"))
     assert "message #" in invoke("search", "unicorns").stdout
     assert "title, tags or notes" in invoke("search", "zebras").stdout
-    hit = sessions_cmd.SearchHit(session_id=ID_A, snippet="x", score=1.0, where="toolCall", index=0)
-    assert sessions_cmd._where(hit) == "tool call #1"
+    hit = SearchHit(session_id=ID_A, snippet="x", score=1.0, where="toolCall", index=0)
+    assert _where(hit) == "tool call #1"
 
 
 @given(st.lists(st.tuples(st.text(alphabet="ab «»x", max_size=6), st.booleans()), max_size=6))
@@ -491,7 +490,7 @@ def test_delete_many_counts_a_session_that_vanished_as_deleted(
     seed(_chat(ID_A, "a", "x"))
     store = open_test_store()
     try:
-        deleted, busy = sessions_cmd.delete_many(store, [ID_A, ID_C], quiet=True)
+        deleted, busy = delete_many(store, [ID_A, ID_C], quiet=True)
     finally:
         store.close()
     assert (deleted, busy) == ([ID_A, ID_C], [])
@@ -691,18 +690,17 @@ def test_time_ago_and_short_time() -> None:
 
 
 def test_every_command_has_help_with_an_example() -> None:
-    group = typer.main.get_group(sessions_cmd.app)
-    assert set(group.commands) == {
+    assert set(COMMANDS) == {
         "list", "view", "export", "search", "delete", "clear", "cleanup",
         "title", "tag", "pin", "unpin", "import", "reindex", "doctor", "trash",
     }  # fmt: skip
-    for name, command in group.commands.items():
-        assert command.help and "Example: `ollm sessions " + name in command.help, name
-        out = invoke(name, "--help")
-        assert out.exit_code == 0
-        assert "Example:" in out.stdout
-    top = invoke("--help")
-    assert "Exit codes:" in top.stdout
+    for name, spec in COMMANDS.items():
+        command = SessionsGroup.load_command(name)
+        assert command is not None and command.help, name
+        assert "Example: `ollm sessions " + name in command.help, name
+        # `ollm sessions --help` shows the table's summary without importing the command
+        first_paragraph = " ".join(command.help.strip().split("\n\n")[0].split())
+        assert first_paragraph == spec.summary, name
 
 
 def test_view_shows_errors_notes_and_what_the_user_saw(seed: Seed) -> None:

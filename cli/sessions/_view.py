@@ -1,0 +1,378 @@
+"""``ollm sessions view`` and ``export``: one session as a transcript on screen or as a
+file, streamed in bounded memory.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
+from rich.panel import Panel
+from rich.rule import Rule
+from rich.segment import Segment
+from rich.table import Table
+from rich.text import Text
+
+from ollm_cli.cli.output import console, print_json, strip_control
+from ollm_cli.cli.sessions._common import (
+    ID_PREFIX_LENGTH,
+    VIEW_RESULT_LIMIT,
+    VIEW_RESULT_LINES,
+    JsonOption,
+    SessionArg,
+    open_store,
+    say,
+    short_time,
+)
+from ollm_cli.pipeline.errors import SessionError
+from ollm_cli.pipeline.recording import (
+    CompressionMark,
+    ExportFormat,
+    NoteBlock,
+    StreamedSession,
+    TextBlock,
+    ToolCallView,
+    TranscriptEntry,
+    call_outcome,
+    compression_marks,
+    compression_summary,
+    describe_compression,
+    format_args,
+    gc_relaxed,
+    html_chunks,
+    iter_transcript,
+    json_chunks,
+    markdown_chunks,
+    render,
+    session_facts,
+    session_heading,
+    transcript,
+)
+from ollm_cli.pipeline.records import Session, parse_iso
+
+
+def _truncated(text: str, *, full: bool) -> tuple[str, str | None]:
+    if full:
+        return text, None
+    lines = text.splitlines(keepends=True)
+    cut = text
+    if len(lines) > VIEW_RESULT_LINES:
+        cut = "".join(lines[:VIEW_RESULT_LINES])
+    if len(cut) > VIEW_RESULT_LIMIT:
+        cut = cut[:VIEW_RESULT_LIMIT]
+    if cut == text:
+        return text, None
+    hidden = len(text) - len(cut)
+    return cut, f"… {hidden} more characters not shown (--full shows everything)"
+
+
+def _call_panel(call: ToolCallView, *, full: bool) -> Panel:
+    parts: list[RenderableType] = []
+    if call.args is not None:
+        parts.append(Text("arguments", style="dim"))
+        parts.append(Text(format_args(call.args)))
+    if call.error:
+        parts.append(Text("error", style="dim"))
+        parts.append(Text(call.error, style="red"))
+    if call.result is not None:
+        shown, note = _truncated(call.result, full=full)
+        parts.append(Text("result", style="dim"))
+        parts.append(Text(shown))
+        if note:
+            parts.append(Text(note, style="italic yellow"))
+    if call.display:
+        parts.append(Text("shown to the user", style="dim"))
+        parts.append(Text(call.display))
+    title = Text.assemble(
+        ("tool ", "dim"), (call.name, "bold magenta"), (f" ({call.id}, {call_outcome(call)})", "")
+    )
+    return Panel(
+        Group(*parts),
+        title=title,
+        title_align="left",
+        border_style="red" if call.is_error else "magenta",
+    )
+
+
+_ROLE_STYLES = {"user": "bold green", "assistant": "bold blue", "system": "bold yellow"}
+
+
+def _compression_rule(mark: CompressionMark, *, summaries: bool) -> list[RenderableType]:
+    shown: list[RenderableType] = [
+        Rule(
+            Text.assemble(
+                ("⇣ " + describe_compression(mark), "bold cyan"),
+                ("  " + short_time(mark.event.timestamp), "dim"),
+            ),
+            align="left",
+            style="cyan",
+        )
+    ]
+    summary = compression_summary(mark.event)
+    if summaries and summary:
+        shown.append(
+            Padding(
+                Panel(Text(summary), title="summary sent to the model", border_style="cyan"),
+                (0, 0, 0, 2),
+            )
+        )
+    return shown
+
+
+def session_view(session: Session, *, full: bool = False, summaries: bool = False) -> Group:
+    """The session as rich renderables: facts, then each message and its tool calls,
+    with a line where each compression happened (and its summary with ``summaries``)."""
+    items = view_items(
+        session, transcript(session), session_facts(session), full=full, summaries=summaries
+    )
+    return Group(*items)
+
+
+def view_items(
+    header: Session,
+    entries: Iterable[TranscriptEntry],
+    facts_list: list[tuple[str, str]],
+    *,
+    full: bool = False,
+    summaries: bool = False,
+) -> Iterator[RenderableType]:
+    """The renderables of a view, one by one (a streamed session is never held whole),
+    with a line where each compression of ``header``'s history happened (by time)."""
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="dim")
+    facts.add_column()
+    for label, value in facts_list:
+        facts.add_row(label, Text(value))
+    yield Panel(facts, title=Text(session_heading(header), style="bold"), title_align="left")
+    marks = iter(compression_marks(header, []))
+    mark = next(marks, None)
+    for entry in entries:
+        moment = parse_iso(entry.timestamp)
+        while mark is not None and parse_iso(mark.event.timestamp) < moment:
+            yield from _compression_rule(mark, summaries=summaries)
+            mark = next(marks, None)
+        style = _ROLE_STYLES.get(entry.role, "bold magenta")
+        yield Rule(
+            Text.assemble((entry.role, style), ("  " + short_time(entry.timestamp), "dim")),
+            align="left",
+        )
+        for block in entry.blocks:
+            if isinstance(block, TextBlock):
+                yield _indented(block.text)
+            elif isinstance(block, NoteBlock):
+                yield Padding(Text(f"({block.text})", style="dim italic"), (0, 0, 0, 2))
+            else:
+                yield Padding(_call_panel(block.call, full=full), (0, 0, 0, 2))
+    while mark is not None:
+        yield from _compression_rule(mark, summaries=summaries)
+        mark = next(marks, None)
+
+
+class _Indented:
+    """Message text indented by two spaces, lines left for the terminal (or the pager)
+    to wrap: laying out megabytes of text in rich's wrapper cost minutes."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __rich_console__(self, console: Console, options: Any) -> Iterator[Segment]:
+        for line in self.text.split("\n"):
+            yield Segment("  " + strip_control(line) if line else "")
+            yield Segment.line()
+
+
+def _indented(text: str) -> _Indented:
+    return _Indented(text)
+
+
+def _streamed_entries(streamed: StreamedSession) -> Iterator[TranscriptEntry]:
+    return iter_transcript(
+        streamed.messages(),
+        result_ids=streamed.result_ids,
+        recorded=streamed.recorded,
+        orphans=streamed.orphans,
+    )
+
+
+def _streamed_facts(streamed: StreamedSession) -> list[tuple[str, str]]:
+    return session_facts(
+        streamed.header, messages=streamed.message_count, tool_calls=streamed.tool_call_count
+    )
+
+
+class _PagerConsole(Console):
+    """A console writing into the pager: the reader quitting it ends the view quietly
+    (rich's own handling exits with code 1)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
+@contextmanager
+def paged_console() -> Iterator[Console]:
+    """On a terminal: a console writing into ``$PAGER`` (``less -R``) as the text is
+    made, so a long session shows at once and is never held whole; else the console."""
+    if not sys.stdout.isatty():
+        yield console
+        return
+    command = shlex.split(os.environ.get("PAGER") or "less -R")
+    env = {**os.environ, "LESS": os.environ.get("LESS", "FRX")}
+    try:
+        pager = subprocess.Popen(command, stdin=subprocess.PIPE, env=env)
+    except OSError:
+        yield console
+        return
+    assert pager.stdin is not None
+    stream = io.TextIOWrapper(pager.stdin, encoding="utf-8", errors="replace")
+    paged = _PagerConsole(
+        file=stream,
+        force_terminal=True,
+        width=console.width,
+        no_color=console.no_color,
+        color_system=console.color_system,  # type: ignore[arg-type]
+    )
+    try:
+        yield paged
+    except BrokenPipeError:
+        pass  # the reader quit the pager: nothing more to show
+    finally:
+        with suppress(BrokenPipeError, OSError):
+            stream.close()
+        pager.wait()
+
+
+def view(
+    session_id: SessionArg,
+    raw: Annotated[bool, typer.Option("--raw", help="Print the session file as stored.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Do not shorten long tool results.")] = False,
+    summaries: Annotated[
+        bool,
+        typer.Option(
+            "--summaries", help="Show the summary each compression sent to the model in its place."
+        ),
+    ] = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Show a whole session: every message and tool call, with times, and a line
+    where each compression happened.
+
+    Example: `ollm sessions view 3f1c2a9e --full | less -R`,
+    `ollm sessions view 3f1c2a9e --summaries`
+    """
+    with open_store(read_only=True) as store:
+        streamed = None if raw or json_output else store.streamed(session_id)
+        if streamed is not None:
+            with gc_relaxed(), paged_console() as out:
+                for item in view_items(
+                    streamed.header,
+                    _streamed_entries(streamed),
+                    _streamed_facts(streamed),
+                    full=full,
+                    summaries=summaries,
+                ):
+                    out.print(item)
+            return
+        session = store.get_session(session_id)
+        if raw:
+            path = store.data_dir / f"{session.session_id}.json"
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                raise SessionError(
+                    f"cannot read the file of session {session.session_id}: {exc.strerror}",
+                    hint="`ollm sessions view ID --json` prints the session as the store has it",
+                ) from None
+            if sys.stdout.isatty():  # a hand-edited file may hold raw escape bytes
+                data = strip_control(data.decode("utf-8", "replace")).encode()
+            sys.stdout.buffer.write(data if data.endswith(b"\n") else data + b"\n")
+            sys.stdout.flush()
+            return
+    if json_output:
+        print_json(session)
+        return
+    with paged_console() as out:
+        for item in view_items(
+            session, transcript(session), session_facts(session), full=full, summaries=summaries
+        ):
+            out.print(item)
+
+
+def export_chunks(streamed: StreamedSession, fmt: ExportFormat) -> Iterator[str]:
+    """The export of a streamed session, piece by piece."""
+    if fmt is ExportFormat.JSON:
+        return json_chunks(streamed.header, streamed.raw_messages(), streamed.raw_tool_calls())
+    entries = _streamed_entries(streamed)
+    facts = _streamed_facts(streamed)
+    if fmt is ExportFormat.MARKDOWN:
+        return markdown_chunks(streamed.header, entries, facts)
+    return html_chunks(streamed.header, entries, facts)
+
+
+def export(
+    session_id: SessionArg,
+    fmt: Annotated[
+        ExportFormat, typer.Option("--format", "-f", help="json (re-importable), markdown, html.")
+    ] = ExportFormat.MARKDOWN,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Write to this file instead of stdout.", dir_okay=False
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite --output if it exists.")
+    ] = False,
+) -> None:
+    """Export a whole session (never shortened) as JSON, Markdown or one HTML file.
+
+    Example: `ollm sessions export 3f1c2a9e --format html --output chat.html`
+    """
+    with open_store(read_only=True) as store:
+        streamed = store.streamed(session_id)
+        session = store.get_session(session_id) if streamed is None else streamed.header
+    chunks: Iterable[str] = (
+        [render(session, fmt)] if streamed is None else export_chunks(streamed, fmt)
+    )
+    if output is None:
+        with gc_relaxed():
+            for chunk in chunks:
+                sys.stdout.write(strip_control(chunk))
+        sys.stdout.flush()
+        return
+    if output.exists() and not force:
+        raise SessionError(
+            f"{output} already exists; not overwriting it",
+            hint="choose another --output, or pass --force to replace it",
+        )
+    partial = output.with_name(f".{output.name}.partial")
+    try:
+        with open(partial, "w", encoding="utf-8") as handle, gc_relaxed():
+            for chunk in chunks:
+                handle.write(chunk)
+        partial.replace(output)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise SessionError(
+            f"cannot write {output}: {exc.strerror}",
+            hint="check the folder exists and is writable, or export to stdout",
+        ) from None
+    say(
+        f"Exported session {session.session_id[:ID_PREFIX_LENGTH]} as {fmt.value} to {output}",
+        err=True,
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``view``, ``export`` to ``app``."""
+    app.command("view")(view)
+    app.command("export")(export)
