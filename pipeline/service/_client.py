@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,8 @@ class RemoteCoordinator:
         self.context = RemoteContext(self)
         self._pid = os.getpid()
         self._started: float | None = None
+        self._checked_at = float("-inf")
+        self._alive = True
 
     @property
     def host(self) -> Any:
@@ -135,7 +138,7 @@ class RemoteCoordinator:
                 done, _ = await asyncio.wait([call], timeout=WATCH_S)
                 if done:
                     return call.result()
-                if connection is not None and not connection.state.alive():
+                if connection is not None and not self._service_alive(connection.state):
                     call.cancel()
                     raise service_lost()
         except RayTaskError as error:
@@ -145,6 +148,14 @@ class RemoteCoordinator:
         finally:
             if not call.done():
                 call.cancel()
+
+    def _service_alive(self, state: Any) -> bool:
+        """Whether the service's daemon runs: asked at most every ``WATCH_S`` however
+        many calls wait (a load has a hundred at once)."""
+        now = time.monotonic()
+        if now - self._checked_at >= WATCH_S:
+            self._checked_at, self._alive = now, bool(state.alive())
+        return self._alive
 
     @staticmethod
     async def _await(ref: Any) -> Any:
