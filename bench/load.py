@@ -13,6 +13,13 @@ latency (the climb stops at the first level that misses twice: a miss is
 measured again, since a shared machine has busy moments).
 
 ``--quick`` runs fewer conversations and turns, and a shorter ladder.
+
+``service`` is the long-lived local service (``ollm load``'s default: the
+conversations run in the service, the command is a thin client), started once in
+the bench's own ``OLLM_HOME`` and stopped at the end. The figure of issue 12 is
+its throughput at concurrency 128 against in-process; ``--ratio`` measures only
+that, alternating the two ``--repeat`` times (the machine is shared: the best of
+each is kept), and prints the ratio.
 """
 
 from __future__ import annotations
@@ -40,7 +47,8 @@ LATENCY_MS = 50.0
 CONCURRENCIES = (1, 16, 128)
 LADDER = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 QUICK_LADDER = (1, 4, 16, 64, 128)
-RUNTIMES = ("inprocess", "ray")
+RUNTIMES = ("inprocess", "service", "ray")
+RATIO_CONCURRENCY = 128
 OLLM = "from ollm_cli.cli.app import main; main()"
 
 
@@ -75,13 +83,7 @@ def run_load(kind: str, concurrency: int, quick: bool, home: Path) -> Figures:
         "-n", str(conversations), "-t", str(turns), "-c", str(concurrency),
         "--latency-ms", str(LATENCY_MS), "--runtime", kind, "--json",
     ]  # fmt: skip
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO),
-        "OLLM_HOME": str(home),
-        "OLLM_SERVICES__CONTEXT__LOAD_PROJECT_FILES": "false",
-    }
-    done = subprocess.run(command, cwd=home, env=env, capture_output=True, timeout=3600)
+    done = subprocess.run(command, cwd=home, env=_env(home), capture_output=True, timeout=3600)
     if not done.stdout.strip():
         raise SystemExit(f"ollm load failed ({kind}, c={concurrency}):\n{done.stderr.decode()}")
     report = orjson.loads(done.stdout)
@@ -136,6 +138,39 @@ def _row(figures: Figures) -> str:
     )
 
 
+def _env(home: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "OLLM_HOME": str(home),
+        "OLLM_SERVICES__CONTEXT__LOAD_PROJECT_FILES": "false",
+    }
+
+
+def stop_service(home: Path) -> None:
+    """Stop the bench home's service (started by the first ``--runtime service`` load)."""
+    command = [sys.executable, "-c", OLLM, "service", "stop"]
+    subprocess.run(command, cwd=home, env=_env(home), capture_output=True, timeout=120)
+
+
+def ratio(quick: bool, repeat: int, home: Path) -> None:
+    """The service's throughput at concurrency 128 against in-process, best of ``repeat``."""
+    best: dict[str, Figures] = {}
+    print(f"ollm load at concurrency {RATIO_CONCURRENCY}, simulated provider at {LATENCY_MS:g} ms")
+    for round_number in range(1, repeat + 1):
+        for kind in ("inprocess", "service"):
+            figures = run_load(kind, RATIO_CONCURRENCY, quick, home)
+            print(f"round {round_number}: {_row(figures)}", flush=True)
+            if kind not in best or figures.turns_per_s > best[kind].turns_per_s:
+                best[kind] = figures
+    share = best["service"].turns_per_s / max(best["inprocess"].turns_per_s, 1e-9)
+    print(
+        f"service / in-process throughput at {RATIO_CONCURRENCY}: {share:.2f} "
+        f"({best['service'].turns_per_s:.1f} / {best['inprocess'].turns_per_s:.1f} turns/s, "
+        f"best of {repeat}; {os.cpu_count()} cores)"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Measure and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
@@ -143,55 +178,74 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--runtime", choices=RUNTIMES, action="append", help="only this runtime (repeatable)"
     )
+    parser.add_argument(
+        "--ratio",
+        action="store_true",
+        help=f"only the service against in-process at concurrency {RATIO_CONCURRENCY}",
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of --ratio (default 3)")
     options = parser.parse_args(argv)
     kinds = options.runtime or list(RUNTIMES)
     measured: dict[tuple[str, int], Figures] = {}
     with tempfile.TemporaryDirectory(prefix="ollm-bench-load-") as directory:
         home = Path(directory)
-
-        def measure(kind: str, concurrency: int) -> Figures:
-            if (kind, concurrency) not in measured:
-                measured[kind, concurrency] = run_load(kind, concurrency, options.quick, home)
-            return measured[kind, concurrency]
-
-        print(f"ollm load, simulated provider at {LATENCY_MS:g} ms per answer")
-        header = (
-            f"{'runtime':<10} {'conc':>5} {'turns':>6} {'turns/s':>9} {'p50 ms':>9} "
-            f"{'p95 ms':>9} {'p99 ms':>9}"
-        )
-        print(header)
-        print("-" * len(header))
-        for concurrency in CONCURRENCIES:
-            print(_row(run_raw(concurrency, options.quick)), flush=True)
-            for kind in kinds:
-                print(_row(measure(kind, concurrency)), flush=True)
-        print()
-        limit = 2 * LATENCY_MS
-        ladder = QUICK_LADDER if options.quick else LADDER
-        for kind in kinds:
-            best: Figures | None = None
-            for concurrency in ladder:
-                figures = measure(kind, concurrency)
-                if figures.p99 >= limit:  # a miss is measured again: the machine may be busy
-                    figures = run_load(kind, concurrency, options.quick, home)
-                    measured[kind, concurrency] = min(
-                        figures, measured[kind, concurrency], key=lambda f: f.p99
-                    )
-                    figures = measured[kind, concurrency]
-                if figures.p99 >= limit:
-                    break
-                best = figures
-            if best is None:
-                print(f"{kind}: p99 is over {limit:g} ms already at concurrency {ladder[0]}")
+        try:
+            if options.ratio:
+                ratio(options.quick, options.repeat, home)
             else:
-                print(
-                    f"{kind}: largest concurrency with p99 < {limit:g} ms: {best.concurrency} "
-                    f"(p99 {best.p99:.1f} ms, {best.turns_per_s:.1f} turns/s; ladder "
-                    f"{', '.join(str(c) for c in ladder)})"
+                _ladder(options.quick, kinds, measured, home)
+        finally:
+            stop_service(home)
+
+
+def _ladder(
+    quick: bool, kinds: list[str], measured: dict[tuple[str, int], Figures], home: Path
+) -> None:
+    """Every runtime at concurrency 1, 16 and 128, then the concurrency ladder."""
+
+    def measure(kind: str, concurrency: int) -> Figures:
+        if (kind, concurrency) not in measured:
+            measured[kind, concurrency] = run_load(kind, concurrency, quick, home)
+        return measured[kind, concurrency]
+
+    print(f"ollm load, simulated provider at {LATENCY_MS:g} ms per answer")
+    header = (
+        f"{'runtime':<10} {'conc':>5} {'turns':>6} {'turns/s':>9} {'p50 ms':>9} "
+        f"{'p95 ms':>9} {'p99 ms':>9}"
+    )
+    print(header)
+    print("-" * len(header))
+    for concurrency in CONCURRENCIES:
+        print(_row(run_raw(concurrency, quick)), flush=True)
+        for kind in kinds:
+            print(_row(measure(kind, concurrency)), flush=True)
+    print()
+    limit = 2 * LATENCY_MS
+    ladder = QUICK_LADDER if quick else LADDER
+    for kind in kinds:
+        best: Figures | None = None
+        for concurrency in ladder:
+            figures = measure(kind, concurrency)
+            if figures.p99 >= limit:  # a miss is measured again: the machine may be busy
+                figures = run_load(kind, concurrency, quick, home)
+                measured[kind, concurrency] = min(
+                    figures, measured[kind, concurrency], key=lambda f: f.p99
                 )
-        print("\nevery configuration's measurements:")
-        for (_, _), figures in sorted(measured.items()):
-            print(_row(figures))
+                figures = measured[kind, concurrency]
+            if figures.p99 >= limit:
+                break
+            best = figures
+        if best is None:
+            print(f"{kind}: p99 is over {limit:g} ms already at concurrency {ladder[0]}")
+        else:
+            print(
+                f"{kind}: largest concurrency with p99 < {limit:g} ms: {best.concurrency} "
+                f"(p99 {best.p99:.1f} ms, {best.turns_per_s:.1f} turns/s; ladder "
+                f"{', '.join(str(c) for c in ladder)})"
+            )
+    print("\nevery configuration's measurements:")
+    for (_, _), figures in sorted(measured.items()):
+        print(_row(figures))
 
 
 if __name__ == "__main__":

@@ -2,9 +2,12 @@
 
 The script (YAML, or JSONL with one conversation per line; see
 ``deploy/examples/batch.yaml``) lists the conversations; they run
-``--concurrency`` at a time through the pipeline (on Ray by default, or on
-the cluster at ``--ray-address``), each recorded as a session tagged with the
-batch's name. Results go to ``NAME.results.jsonl`` (one line per finished
+``--concurrency`` at a time, each recorded as a session tagged with the batch's
+name. By default they live in the local OLLM service, so a conversation's
+background work (compression, title, turn-end saves) and a turn in flight
+finish there even if this command ends or is killed; ``--runtime ray`` or
+``--runtime inprocess`` run them in this command (on the cluster at
+``--ray-address`` with the former). Results go to ``NAME.results.jsonl`` (one line per finished
 conversation) with the state journal beside it; Ctrl-C stops after the turns
 in flight (twice: at once), and ``--resume-batch`` continues from there.
 """
@@ -36,7 +39,6 @@ from ollm_cli.cli.overrides import (
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.cli.trust_cmd import TrustWorkspaceOption, settle_workspace_trust
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.harness import (
     BatchProgress,
     BatchReport,
@@ -47,7 +49,7 @@ from ollm_cli.pipeline.harness import (
     load_batch_script,
 )
 from ollm_cli.pipeline.runtime import Runtime
-from ollm_cli.pipeline.service import open_runtime
+from ollm_cli.pipeline.service import coordinator_for, open_runtime
 
 logger = logging.getLogger(__name__)
 
@@ -210,7 +212,7 @@ async def _run(
         started = True
         for task in (conversations, turns):
             progress.reset(task)  # the clock starts with the batch, not with the pipeline
-        coordinator = Coordinator(runtime, settings, workspace=workspace, ask=None)
+        coordinator = coordinator_for(runtime, settings, workspace)
         runners.append(
             BatchRunner(
                 coordinator,

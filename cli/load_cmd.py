@@ -44,7 +44,6 @@ from ollm_cli.cli.overrides import (
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.config.paths import ollm_home
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.errors import OllmError, UsageError
 from ollm_cli.pipeline.harness import (
     CHART_EXTRA_HINT,
@@ -61,7 +60,7 @@ from ollm_cli.pipeline.harness import (
     verify,
     write_samples_csv,
 )
-from ollm_cli.pipeline.service import open_runtime
+from ollm_cli.pipeline.service import ServiceRuntime, coordinator_for, open_runtime
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -187,7 +186,7 @@ async def run_harness(
         await runtime.start()
         started = True
         progress.reset(task)  # the clock starts with the load, not with the pipeline
-        coordinator = Coordinator(runtime, settings, workspace=workspace, ask=None)
+        coordinator = coordinator_for(runtime, settings, workspace)
         harnesses.append(
             LoadHarness(
                 coordinator,
@@ -201,6 +200,9 @@ async def run_harness(
     finally:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.remove_signal_handler(signal.SIGINT)
+        if started and isinstance(runtime, ServiceRuntime):
+            # the run's own pipeline (its own sessions folder): no other command needs it
+            await runtime.retire(settings.runtime.service.stop_timeout)
         await stop_runtime(runtime, started=started)
     return build_report(
         run,

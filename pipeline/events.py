@@ -148,6 +148,16 @@ class EventBus:
         """Stop calling ``callback``."""
         self._subscribers = [(cb, k) for cb, k in self._subscribers if cb is not callback]
 
+    def wanted(self) -> frozenset[str] | None:
+        """The kinds some subscriber listens to (``None``: one listens to every kind);
+        a bus fed from elsewhere (the local service) asks only for these."""
+        kinds: set[str] = set()
+        for _, listened in self._subscribers:
+            if listened is None:
+                return None
+            kinds |= listened
+        return frozenset(kinds)
+
     def publish(self, event: PipelineEvent) -> None:
         """Deliver ``event`` to each interested subscriber, in subscription order."""
         for callback, kinds in list(self._subscribers):

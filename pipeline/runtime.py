@@ -208,6 +208,8 @@ class Runtime(ABC):
     """The set of service actors the coordinator talks to."""
 
     kind: RuntimeKind
+    depth_poll_s: float = 0.02
+    """How often the load harness asks for :meth:`inbox_depths`."""
 
     def __init__(self, settings: OllmSettings, workspace: Path) -> None:
         self.settings = settings
@@ -232,6 +234,10 @@ class Runtime(ABC):
             *self.compression,
             *self.tool_workers,
         ]
+
+    async def inbox_depths(self) -> dict[str, int]:
+        """Calls in flight or waiting at each service (the load harness's inbox depths)."""
+        return {s.name: s.inflight + s.waiting for s in self.services}
 
     def tool_worker(self) -> Service[ToolWorkerShell]:
         """The least busy tool worker."""

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         BatchScriptError,
         load_batch_script,
     )
+    from ollm_cli.pipeline.harness._driver import ContextEditor, HarnessCoordinator
     from ollm_cli.pipeline.harness._load_report import (
         CHART_EXTRA_HINT,
         LoadReport,
@@ -48,6 +49,8 @@ __all__ = [
     "BatchRunner",
     "BatchScript",
     "BatchScriptError",
+    "ContextEditor",
+    "HarnessCoordinator",
     "HarnessOptions",
     "LoadHarness",
     "LoadReport",
@@ -76,6 +79,7 @@ __getattr__ = lazy_exports(
             "BatchScriptError",
             "load_batch_script",
         ),
+        "_driver": ("ContextEditor", "HarnessCoordinator"),
         "_load_report": (
             "CHART_EXTRA_HINT",
             "LoadReport",

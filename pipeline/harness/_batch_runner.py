@@ -1,4 +1,4 @@
-"""Running a batch: many scripted conversations at once through one Coordinator.
+"""Running a batch: many scripted conversations at once through one coordinator.
 
 Each conversation of a :class:`~ollm_cli.pipeline.harness._batch_script.BatchScript` becomes a
 session tagged with the batch's name; at most ``concurrency`` of them run at
@@ -44,13 +44,13 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 from pydantic.alias_generators import to_camel
 
-from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.pipeline.atomic_file import write_atomic
-from ollm_cli.pipeline.coordinator import Coordinator, TurnResult
+from ollm_cli.pipeline.coordinator import TurnResult
 from ollm_cli.pipeline.environment import redact
 from ollm_cli.pipeline.errors import ActorFailedError, OllmError, SessionError
 from ollm_cli.pipeline.events import LoopDetectedEvent, PipelineEvent
 from ollm_cli.pipeline.harness._batch_script import BatchConversation, BatchScript
+from ollm_cli.pipeline.harness._driver import HarnessCoordinator
 from ollm_cli.pipeline.records import Session, SessionMessage, ToolCallPart, now_iso
 
 logger = logging.getLogger(__name__)
@@ -346,7 +346,7 @@ class BatchRunner:
 
     def __init__(
         self,
-        coordinator: Coordinator,
+        coordinator: HarnessCoordinator,
         script: BatchScript,
         results_path: Path,
         *,
@@ -563,9 +563,7 @@ class BatchRunner:
         it (a turn cancelled after its answer was recorded), so they are not sent
         again; the token counts of those turns are not known here."""
         assert self._journal is not None
-        session: Session = await self.coordinator.runtime.recording.call(
-            RecordingShell.get_session, session_id
-        )
+        session: Session = await self.coordinator.get_session(session_id)
         for number, answer in answered_turns(session.messages, conversation.messages):
             if number > state.turns_done:
                 entry = TurnEntry(id=conversation.id, turn=number, answer=answer)

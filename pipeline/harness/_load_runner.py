@@ -39,9 +39,10 @@ from pydantic import Field, model_validator
 
 from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.actors.shell import ShellBase
-from ollm_cli.pipeline.coordinator import Coordinator, TurnResult
+from ollm_cli.pipeline.coordinator import TurnResult
 from ollm_cli.pipeline.environment import redact
 from ollm_cli.pipeline.errors import ActorFailedError, OllmError, StorageError
+from ollm_cli.pipeline.harness._driver import HarnessCoordinator
 from ollm_cli.pipeline.harness._load_stats import HarnessModel, LatencyStats
 from ollm_cli.pipeline.harness._load_verify import MISSING_SHOWN, Exchange, Transcript
 from ollm_cli.pipeline.harness._soak_faults import (
@@ -182,7 +183,7 @@ class LoadHarness:
 
     def __init__(
         self,
-        coordinator: Coordinator,
+        coordinator: HarnessCoordinator,
         options: HarnessOptions,
         *,
         on_turn: Callable[[int], None] | None = None,
@@ -202,6 +203,7 @@ class LoadHarness:
         self._depth_max: dict[str, int] = {}
         self._depth_sum: dict[str, int] = {}
         self._depth_count = 0
+        self._depth_now: dict[str, int] = {}
         self._stopping = False
         self._started = 0.0
         self._deadline: float | None = None
@@ -223,8 +225,9 @@ class LoadHarness:
         """Run the load (or soak) to its end and return what it measured."""
         if self.options.kill_every_s is not None and self.runtime.kind != "ray":
             raise OllmError(
-                "--kill-actor-every needs the Ray runtime (in-process services cannot be killed)",
-                hint="drop --runtime inprocess, or drop --kill-actor-every",
+                "--kill-actor-every needs the Ray runtime (actors of this command alone: "
+                "in-process services cannot be killed, nor the shared local service's)",
+                hint="run with --runtime ray, or drop --kill-actor-every",
             )
         if self.options.fill_disk_every_s is not None:
             check_fill_allowed(self.coordinator.settings.services.session.data_dir)
@@ -369,14 +372,14 @@ class LoadHarness:
     async def _watch_depths(self) -> None:
         while True:
             self._depth_count += 1
-            for service in self.runtime.services:
-                depth = service.inflight + service.waiting
-                self._depth_sum[service.name] = self._depth_sum.get(service.name, 0) + depth
-                if depth > self._depth_max.get(service.name, 0):
-                    self._depth_max[service.name] = depth
+            self._depth_now = await self.runtime.inbox_depths()
+            for name, depth in self._depth_now.items():
+                self._depth_sum[name] = self._depth_sum.get(name, 0) + depth
+                if depth > self._depth_max.get(name, 0):
+                    self._depth_max[name] = depth
                 else:
-                    self._depth_max.setdefault(service.name, 0)
-            await asyncio.sleep(DEPTH_INTERVAL_S)
+                    self._depth_max.setdefault(name, 0)
+            await asyncio.sleep(self.runtime.depth_poll_s)
 
     async def _sample_periodically(self) -> None:
         while True:
@@ -401,7 +404,7 @@ class LoadHarness:
         )
 
     async def _sample_service(self, service: Service) -> ServiceSample:
-        sample = ServiceSample(name=service.name, inbox=service.inflight + service.waiting)
+        sample = ServiceSample(name=service.name, inbox=self._depth_now.get(service.name, 0))
         with contextlib.suppress(OllmError, TimeoutError):
             sample.pid = int(
                 await asyncio.wait_for(service.call(ShellBase.ping), SAMPLE_CALL_TIMEOUT_S)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ollm_cli.pipeline.service._client import RemoteCoordinator
+    from ollm_cli.pipeline.service._client import RemoteCoordinator, coordinator_for
     from ollm_cli.pipeline.service._daemon import (
         connect,
         disconnect,
@@ -28,6 +28,7 @@ __all__ = [
     "ServicePaths",
     "ServiceRuntime",
     "connect",
+    "coordinator_for",
     "disconnect",
     "find_service",
     "open_runtime",
@@ -39,7 +40,7 @@ __all__ = [
 __getattr__ = lazy_exports(
     __name__,
     {
-        "_client": ("RemoteCoordinator",),
+        "_client": ("RemoteCoordinator", "coordinator_for"),
         "_daemon": (
             "connect",
             "disconnect",

@@ -27,21 +27,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ollm_cli.actors.recording import RecordingShell
-from ollm_cli.pipeline.coordinator import AskCallback, TurnResult
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.context import ContextSource
+from ollm_cli.pipeline.coordinator import AskCallback, Coordinator, TurnResult
 from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.events import EventBus
 from ollm_cli.pipeline.recording import CloseReport, StoreHealth
 from ollm_cli.pipeline.records import Session, SessionSummary
-from ollm_cli.pipeline.runtime import _unwrap
+from ollm_cli.pipeline.runtime import Runtime, _unwrap
 from ollm_cli.pipeline.service._runtime import ServiceRuntime, service_lost
 
 POLL_S = 5.0
 WATCH_S = 0.5
 """How often a waiting client checks that the service's daemon still runs."""
+LIVE_KINDS = frozenset(
+    {"model:text", "model:thinking", "pipeline:status", "session:message", "tool:call"}
+)
+"""Event kinds shown as they happen: a client that wants one polls for them during
+the turn; one that wants none of them gets the turn's events with its result."""
 
 
 @dataclass
@@ -61,8 +70,26 @@ class RemoteContext:
     async def entries(self, session_id: str) -> Any:
         return await self._client.session_call(session_id, "context.entries", session_id)
 
-    async def add(self, session_id: str, key: str, text: str) -> Any:
-        return await self._client.session_call(session_id, "context.add", session_id, key, text)
+    async def add(
+        self,
+        session_id: str,
+        key: str,
+        content: str,
+        *,
+        priority: int = 50,
+        source: ContextSource = "user",
+        ttl: float | None = None,
+    ) -> None:
+        await self._client.session_call(
+            session_id,
+            "context.add",
+            session_id,
+            key,
+            content,
+            priority=priority,
+            source=source,
+            ttl=ttl,
+        )
 
     async def remove(self, session_id: str, key: str) -> Any:
         return await self._client.session_call(session_id, "context.remove", session_id, key)
@@ -80,6 +107,7 @@ class RemoteCoordinator:
         environment: dict[str, str] | None = None,
     ) -> None:
         self.runtime = runtime
+        self.settings = runtime.settings
         self.events = events or EventBus()
         self.ask = ask
         self.environment = dict(os.environ if environment is None else environment)
@@ -87,6 +115,8 @@ class RemoteCoordinator:
         self.context = RemoteContext(self)
         self._pid = os.getpid()
         self._started: float | None = None
+        self._checked_at = float("-inf")
+        self._alive = True
 
     @property
     def host(self) -> Any:
@@ -108,7 +138,7 @@ class RemoteCoordinator:
                 done, _ = await asyncio.wait([call], timeout=WATCH_S)
                 if done:
                     return call.result()
-                if connection is not None and not connection.state.alive():
+                if connection is not None and not self._service_alive(connection.state):
                     call.cancel()
                     raise service_lost()
         except RayTaskError as error:
@@ -118,6 +148,14 @@ class RemoteCoordinator:
         finally:
             if not call.done():
                 call.cancel()
+
+    def _service_alive(self, state: Any) -> bool:
+        """Whether the service's daemon runs: asked at most every ``WATCH_S`` however
+        many calls wait (a load has a hundred at once)."""
+        now = time.monotonic()
+        if now - self._checked_at >= WATCH_S:
+            self._checked_at, self._alive = now, bool(state.alive())
+        return self._alive
 
     @staticmethod
     async def _await(ref: Any) -> Any:
@@ -129,8 +167,13 @@ class RemoteCoordinator:
         resume: str | None = None,
         continue_latest: bool = False,
         model: str | None = None,
+        title: str | None = None,
+        tags: list[str] | None = None,
+        system_prompt: str | None = None,
     ) -> str:
-        """Attach to a new conversation, or to ``resume`` (as the service holds it)."""
+        """Attach to a new conversation, or to ``resume`` (as the service holds it);
+        ``title``, ``tags`` and ``system_prompt`` as in
+        :meth:`~ollm_cli.pipeline.coordinator.Coordinator.start_session`."""
         if self._started is None:
             import psutil
 
@@ -144,6 +187,9 @@ class RemoteCoordinator:
             environment=self.environment,
             interactive=self.ask is not None,
             model=model,
+            title=title,
+            tags=tags,
+            system_prompt=system_prompt,
         )
         self.conversations[sid] = RemoteConversation(sid, model_name)
         return str(sid)
@@ -154,13 +200,17 @@ class RemoteCoordinator:
         await self._remote("detach", session_id, self._pid)
 
     async def run_turn(self, session_id: str, text: str) -> TurnResult:
-        """Run one turn in the service, publishing its events here as they come."""
-        cursor = await self._remote("start_turn", session_id, self._pid, text)
+        """Run one turn in the service, publishing here the events this process's
+        subscribers want: as they come when one is shown live (the chat), else with
+        the turn's result, in the one call that runs the turn (a batch, a load)."""
+        wanted = self.events.wanted()
+        live = wanted is None or bool(wanted & LIVE_KINDS)
+        kinds = sorted(wanted) if wanted is not None else None
         try:
+            items, cursor = await self._remote(
+                "start_turn", session_id, self._pid, text, kinds, 0.0 if live else POLL_S
+            )
             while True:
-                items, cursor = await self._remote(
-                    "next_events", session_id, self._pid, cursor, POLL_S
-                )
                 for kind, value in items:
                     if kind == "event":
                         self.events.publish(value)
@@ -174,13 +224,16 @@ class RemoteCoordinator:
                         raise value
                     elif kind == "cancelled":
                         raise asyncio.CancelledError
+                items, cursor = await self._remote(
+                    "next_events", session_id, self._pid, cursor, POLL_S
+                )
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
                 await self._remote("cancel_turn", session_id, self._pid)
             raise
 
-    async def session_call(self, session_id: str, method: str, *args: Any) -> Any:
-        return await self._remote("session_call", session_id, self._pid, method, *args)
+    async def session_call(self, session_id: str, method: str, *args: Any, **kwargs: Any) -> Any:
+        return await self._remote("session_call", session_id, self._pid, method, *args, **kwargs)
 
     async def recent_sessions(self, limit: int) -> list[SessionSummary]:
         """The ``limit`` most recent sessions (for ``/sessions`` and the resume picker)."""
@@ -214,4 +267,26 @@ class RemoteCoordinator:
         return await self.session_call(session_id, "snapshot_now", session_id)
 
 
-__all__ = ["OllmError", "RemoteContext", "RemoteConversation", "RemoteCoordinator"]
+def coordinator_for(
+    runtime: Runtime,
+    settings: OllmSettings,
+    workspace: Path,
+    *,
+    events: EventBus | None = None,
+) -> Coordinator | RemoteCoordinator:
+    """The coordinator of a batch or load run on ``runtime``: on the local service's
+    runtime the conversations live in the service (a :class:`RemoteCoordinator`),
+    so their background work and a turn in flight outlive the command; on any other
+    runtime they run in this process."""
+    if isinstance(runtime, ServiceRuntime):
+        return RemoteCoordinator(runtime, events=events)
+    return Coordinator(runtime, settings, workspace=workspace, events=events, ask=None)
+
+
+__all__ = [
+    "OllmError",
+    "RemoteContext",
+    "RemoteConversation",
+    "RemoteCoordinator",
+    "coordinator_for",
+]

@@ -10,17 +10,19 @@ per attached conversation. The command line is a thin client:
 - :meth:`PipelineHost.open_session` attaches a client (its pid) to a new or
   resumed conversation; a second live client on the same session is refused.
 - :meth:`~PipelineHost.start_turn` runs a turn as a task of the host, not of
-  the call: the client polls :meth:`~PipelineHost.next_events` for what the
-  turn publishes and its result. A client that dies does not stop the turn: it
+  the call, and answers with what the turn published within a short wait (the
+  whole turn, its result included, when it is quick): a turn costs one round
+  trip. The client polls :meth:`~PipelineHost.next_events` for the rest. Only
+  the event kinds the client asked for travel (a batch wants ``loop:detected``,
+  a load none, the chat all). A client that dies does not stop the turn: it
   is completed and recorded (or, if it is cancelled, recorded as cancelled).
 - :meth:`~PipelineHost.detach` (or the client's death, seen by the watchdog)
   lets background work (title, compression, turn-end saves) finish within
   ``runtime.service.backgroundTimeout`` and then closes the session, releasing
   its lock. A client that reattaches before that finds the conversation as
   the host holds it.
-- :meth:`~PipelineHost.call` serves a shell method to clients that run their own
-  coordinator (``ollm batch``, ``ollm load`` through
-  :class:`~ollm_cli.pipeline.runtime.ServiceRuntime`).
+- :meth:`~PipelineHost.call` serves a shell method to a client that reads the
+  store (a session, its health) or samples the shells (``ollm soak``).
 - :meth:`~PipelineHost.activity` reports what the idle check and
   ``ollm service status`` need.
 """
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
 import time
@@ -36,6 +39,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.config.settings import OllmSettings
@@ -52,6 +57,8 @@ WATCH_S = 0.5
 """How often the host looks for clients that died."""
 KEEP_EVENTS = 4096
 """A conversation keeps at most this many events no client has read."""
+SETTLING = frozenset({"result", "error", "cancelled", "approval"})
+"""Items after which a turn waits for its client: it ended, or it asks a question."""
 
 
 @dataclass
@@ -79,6 +86,8 @@ class Hosted:
     turn: asyncio.Task[None] | None = None
     approvals: dict[str, asyncio.Future[bool]] = field(default_factory=dict)
     closing: asyncio.Task[None] | None = None
+    kinds: frozenset[str] | None = None
+    """The event kinds the client wants (``None``: every kind)."""
 
     def push(self, kind: str, value: Any) -> None:
         self.items.append((kind, value))
@@ -98,6 +107,8 @@ class PipelineHost:
         self.version = version
         self.runtime = InProcessRuntime(settings, self.workspace)
         self.hosted: dict[str, Hosted] = {}
+        self.shared: dict[str, Coordinator] = {}
+        """The coordinators shared by conversations that ask nothing, by environment."""
         self.clients: dict[str, Client] = {}
         """Clients that run their own coordinator on this host's shells (batch, load)."""
         self.started_at = time.time()
@@ -158,8 +169,14 @@ class PipelineHost:
         environment: dict[str, str] | None = None,
         interactive: bool = False,
         model: str | None = None,
+        title: str | None = None,
+        tags: list[str] | None = None,
+        system_prompt: str | None = None,
     ) -> tuple[str, str]:
-        """Attach the client ``pid`` to a new or resumed conversation: (session id, model)."""
+        """Attach the client ``pid`` to a new or resumed conversation: (session id, model).
+
+        ``title``, ``tags`` and ``system_prompt`` are those of
+        :meth:`~ollm_cli.pipeline.coordinator.Coordinator.start_session` (a batch's)."""
         await self.ready()
         self._touch()
         if continue_latest:
@@ -175,7 +192,9 @@ class PipelineHost:
             if held is not None:
                 return self._reattach(held, Client(pid, started), interactive, model)
         coordinator = self._coordinator(environment, interactive)
-        sid = await coordinator.start_session(resume=resume, model=model)
+        sid = await coordinator.start_session(
+            resume=resume, model=model, title=title, tags=tags, system_prompt=system_prompt
+        )
         hosted = Hosted(sid, coordinator, Client(pid, started))
         self._wire(hosted)
         self.hosted[sid] = hosted
@@ -202,32 +221,60 @@ class PipelineHost:
                 hint="close it there first, or start a new session",
             )
         held.client = client
-        held.coordinator.approval.interactive = interactive
-        held.coordinator.ask = self._asker(held) if interactive else None
+        if held.coordinator not in self.shared.values():
+            # a shared coordinator's conversations ask nothing, whoever reattaches
+            held.coordinator.approval.interactive = interactive
+            held.coordinator.ask = self._asker(held) if interactive else None
         conversation = held.coordinator.conversations[held.session_id]
         if model:
             conversation.model = model
         return held.session_id, conversation.model
 
     def _coordinator(self, environment: dict[str, str] | None, interactive: bool) -> Coordinator:
+        """The coordinator of a new conversation. Conversations that ask the user
+        nothing and run with one environment (a batch's, a load's, ``ollm run -p``
+        from one terminal) share one: a coordinator costs far more to make (hooks,
+        extensions, tool schemas, the environment's secrets) than a turn. A chat,
+        which asks its own terminal for approvals, has its own."""
+        env = environment if environment is not None else dict(os.environ)
+        key = None
+        if not interactive:
+            key = hashlib.sha256(orjson.dumps(env, option=orjson.OPT_SORT_KEYS)).hexdigest()
+            shared = self.shared.get(key)
+            if shared is not None:
+                return shared
         coordinator = Coordinator(
             self.runtime,
             self.settings,
             workspace=self.workspace,
             events=EventBus(),
-            environment=environment if environment is not None else dict(os.environ),
+            environment=env,
         )
         coordinator.approval.interactive = interactive
+        coordinator.events.subscribe(self._route)
+        if key is not None:
+            self.shared[key] = coordinator
         return coordinator
 
-    def _wire(self, hosted: Hosted) -> None:
-        def forward(event: PipelineEvent) -> None:
-            if event.session_id == hosted.session_id:
-                hosted.push("event", event)
+    def _route(self, event: PipelineEvent) -> None:
+        """An event of a hosted conversation goes to its client, if of a kind it wants."""
+        hosted = self.hosted.get(event.session_id)
+        if hosted is not None and (hosted.kinds is None or event.kind in hosted.kinds):
+            hosted.push("event", event)
 
-        hosted.coordinator.events.subscribe(forward)
+    def _wire(self, hosted: Hosted) -> None:
         if hosted.coordinator.approval.interactive:
             hosted.coordinator.ask = self._asker(hosted)
+
+    def _forget(self, hosted: Hosted) -> None:
+        """The conversation is closed: a shared coordinator no conversation uses goes."""
+        del self.hosted[hosted.session_id]
+        coordinator = hosted.coordinator
+        if any(h.coordinator is coordinator for h in self.hosted.values()):
+            return
+        for key, shared in list(self.shared.items()):
+            if shared is coordinator:
+                del self.shared[key]
 
     def _asker(self, hosted: Hosted) -> Any:
         async def ask(call: ToolCallPart) -> bool:
@@ -254,17 +301,29 @@ class PipelineHost:
 
     # ------------------------------------------------------------------ turns
 
-    async def start_turn(self, session_id: str, pid: int, text: str) -> int:
-        """Start a turn; the cursor from which :meth:`next_events` reports it."""
+    async def start_turn(
+        self,
+        session_id: str,
+        pid: int,
+        text: str,
+        kinds: list[str] | None = None,
+        wait_s: float = 0.0,
+    ) -> tuple[list[tuple[str, Any]], int]:
+        """Start a turn whose events of ``kinds`` (``None``: all) the client wants; what
+        it published within ``wait_s`` (up to its result) and the cursor from which
+        :meth:`next_events` reports the rest."""
         hosted = self._held(session_id, pid)
         if hosted.turn is not None and not hosted.turn.done():
             raise OllmError(
                 "a turn is already running in this session", hint="wait for it or cancel it"
             )
         self._touch()
+        hosted.kinds = frozenset(kinds) if kinds is not None else None
         cursor = hosted.first + len(hosted.items)
         hosted.turn = asyncio.ensure_future(self._run_turn(hosted, text))
-        return cursor
+        if wait_s <= 0:
+            return [], cursor
+        return await self._take(hosted, cursor, wait_s, until_done=True)
 
     async def _run_turn(self, hosted: Hosted, text: str) -> None:
         try:
@@ -282,11 +341,25 @@ class PipelineHost:
         self, session_id: str, pid: int, cursor: int, wait_s: float = 5.0
     ) -> tuple[list[tuple[str, Any]], int]:
         """The items after ``cursor`` (waiting up to ``wait_s`` for one) and the new cursor."""
-        hosted = self._held(session_id, pid)
-        if cursor >= hosted.first + len(hosted.items):
+        return await self._take(self._held(session_id, pid), cursor, wait_s)
+
+    async def _take(
+        self, hosted: Hosted, cursor: int, wait_s: float, *, until_done: bool = False
+    ) -> tuple[list[tuple[str, Any]], int]:
+        """The items after ``cursor``, waiting up to ``wait_s`` for one (with
+        ``until_done``: for the turn to end or to ask for an approval, so a quick
+        turn's events and result come back at once)."""
+        deadline = asyncio.get_running_loop().time() + wait_s
+        while True:
+            new = hosted.items[max(cursor - hosted.first, 0) :]
+            if new and (not until_done or any(kind in SETTLING for kind, _ in new)):
+                break
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                break
             hosted.wake.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(hosted.wake.wait(), wait_s)
+                await asyncio.wait_for(hosted.wake.wait(), left)
         start = max(cursor - hosted.first, 0)
         items = hosted.items[start:]
         # what every reader has seen can go
@@ -308,7 +381,9 @@ class PipelineHost:
             hosted.turn.cancel()
             await asyncio.gather(hosted.turn, return_exceptions=True)
 
-    async def session_call(self, session_id: str, pid: int, method: str, *args: Any) -> Any:
+    async def session_call(
+        self, session_id: str, pid: int, method: str, *args: Any, **kwargs: Any
+    ) -> Any:
         """A slash command on the conversation (``compress_now``, ``snapshot_now``,
         ``context.entries``, ...), run by its coordinator."""
         hosted = self._held(session_id, pid)
@@ -318,7 +393,7 @@ class PipelineHost:
             if part.startswith("_"):
                 raise OllmError(f"no such session operation {method!r}")
             target = getattr(target, part)
-        return await target(*args)
+        return await target(*args, **kwargs)
 
     async def detach(self, session_id: str, pid: int) -> None:
         """The client is done with the conversation: finish its background work, then
@@ -362,7 +437,7 @@ class PipelineHost:
             logger.warning("closing session %s failed: %s", sid, error)
         finally:
             if hosted.client is None and self.hosted.get(sid) is hosted:
-                del self.hosted[sid]
+                self._forget(hosted)
             self._touch()
 
     async def _watchdog(self) -> None:
@@ -425,12 +500,19 @@ class PipelineHost:
             with contextlib.suppress(Exception):
                 await hosted.coordinator.end_session(hosted.session_id)
         self.hosted.clear()
+        self.shared.clear()
         if self._watch is not None:
             self._watch.cancel()
         if self._start is not None:
             with contextlib.suppress(Exception):
                 await self.runtime.shutdown()
         return {"unfinished": unfinished}
+
+    async def inbox_depths(self) -> dict[str, int]:
+        """Calls in flight or waiting at each of this host's shells (``ollm load``'s
+        inbox depths: the calls its conversations make are this host's)."""
+        await self.ready()
+        return {s.name: s.inflight + s.waiting for s in self.runtime.services}
 
     def memory_rss(self) -> int:
         import psutil

@@ -73,6 +73,7 @@ class ServiceRuntime(Runtime):
     """
 
     kind: RuntimeKind = "service"
+    depth_poll_s: float = 0.25  # a round trip to the service each time
 
     def __init__(self, settings: OllmSettings, workspace: Path) -> None:
         super().__init__(settings, workspace)
@@ -101,6 +102,29 @@ class ServiceRuntime(Runtime):
         ]
         started = psutil.Process(os.getpid()).create_time()
         await self.host.hello.remote(self._client_id, os.getpid(), started)
+
+    async def inbox_depths(self) -> dict[str, int]:
+        """The depths at the host's shells, where the conversations' calls are made."""
+        from ray.exceptions import RayActorError
+
+        try:
+            depths: dict[str, int] = await self.host.inbox_depths.remote()
+        except RayActorError as exc:
+            raise service_lost(exc) from None
+        return depths
+
+    async def retire(self, timeout_s: float) -> None:
+        """Stop this configuration's pipeline host once its sessions are closed (a load
+        run's own pipeline, which no other command uses), instead of leaving it
+        loaded until the service's idle timeout."""
+        import ray
+
+        if self.host is None:
+            return
+        with contextlib.suppress(Exception):
+            await self.host.shutdown.remote(timeout_s)
+        with contextlib.suppress(Exception):
+            ray.kill(self.host, no_restart=True)
 
     async def shutdown(self) -> None:
         from ollm_cli.pipeline.service._daemon import disconnect

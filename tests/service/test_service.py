@@ -229,3 +229,107 @@ def test_the_interactive_chat_runs_on_the_service(
         child.close()
     assert child.exitstatus == 0, child.before
     assert "Traceback" not in (child.before or "")
+
+
+# ------------------------------------------------------------ batch and load
+
+
+def _batch_script(folder: Path, name: str, messages: list[str]) -> Path:
+    script = folder / f"{name}.yaml"
+    lines = [f"name: {name}", "conversations:", "  - name: only", "    context:"]
+    lines += ["      - {key: tone, content: Be brief., priority: 60}", "    messages:"]
+    lines += [f"      - {orjson.dumps(m).decode()}" for m in messages]
+    script.write_text("\n".join(lines) + "\n")
+    return script
+
+
+def _tagged(home: Path, tag: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    store = store_of(home, monkeypatch)
+    return [s.session_id for s in store.list_sessions(limit=100, tag=tag)]
+
+
+def test_batch_background_compression_finishes_after_the_batch_exited(
+    shared_home: Path,
+    server: FakeOllama,
+    router: Router,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    env = service_env(shared_home, server)
+    script = _batch_script(
+        tmp_path, "svc-compress", ["[long] tell me facts", "[long] batch more", "[long] again"]
+    )
+    router.summary_gate = gate = router.gate("batch-summary")
+    summaries = router.summaries
+    try:
+        done = ollm("batch", str(script), "--json", env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        report = orjson.loads(done.stdout)
+        assert report["done"] == 1 and report["results"][0]["turns"] == 3
+        # the batch is gone; the compression its conversation started is at the model
+        wait_for(lambda: router.summaries > summaries, what="the compression at the model")
+        (sid,) = _tagged(shared_home, "svc-compress", monkeypatch)
+        store = store_of(shared_home, monkeypatch)
+        session = store.get_session(sid)
+        assert session.metadata.compression_count == 0
+        assert session.metadata.title == "only"  # the script's title, given at start
+    finally:
+        gate.set()
+        router.summary_gate = None
+    wait_for(
+        lambda: store.get_session(sid).metadata.compression_count >= 1,
+        what="the compression recorded in the session file",
+    )
+    # the script's context entry reached the model with the turns
+    asked = [r for r in server.chat_requests if "[long] batch more" in orjson.dumps(r).decode()]
+    assert asked and "Be brief." in orjson.dumps(asked[0]).decode()
+
+
+def test_batch_killed_mid_turn_leaves_the_turn_recorded_whole(
+    shared_home: Path,
+    server: FakeOllama,
+    router: Router,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    env = service_env(shared_home, server)
+    script = _batch_script(tmp_path, "svc-killed", ["[gate:bkill] finish me"])
+    client = spawn("batch", str(script), env=env, cwd=tmp_path)
+    try:
+        wait_for(
+            lambda: any("[gate:bkill]" in orjson.dumps(r).decode() for r in server.chat_requests),
+            what="the batch's turn at the model",
+        )
+        (sid,) = _tagged(shared_home, "svc-killed", monkeypatch)
+        client.send_signal(signal.SIGKILL)
+        client.wait(timeout=30)
+    finally:
+        router.gate("bkill").set()
+        if client.poll() is None:
+            client.kill()
+    store = store_of(shared_home, monkeypatch)
+    # the turn in flight is completed in the service and recorded whole
+    wait_for(
+        lambda: any("answer to bkill done" in m.text for m in store.get_session(sid).messages),
+        what="the answer recorded",
+    )
+    wait_for(lambda: not _locked(shared_home, sid), what="the session lock released")
+    roles = [m.role for m in store.get_session(sid).messages]
+    assert roles == ["user", "assistant"]
+
+
+def test_load_runs_through_the_service_and_retires_its_pipeline(
+    shared_home: Path, server: FakeOllama, tmp_path: Path
+) -> None:
+    env = service_env(shared_home, server)
+    hosts = orjson.loads(ollm("service", "status", "--json", env=env, cwd=tmp_path).stdout)
+    done = ollm(
+        "load", "-n", "3", "-t", "2", "-c", "3", "--warmup", "0", "--json", env=env, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    report = orjson.loads(done.stdout)
+    assert report["runtime"] == "service" and report["turns"] == 6 and report["verified"]
+    assert "recording" in report["inbox"]  # the inboxes of the service's shells
+    # the run's own pipeline does not stay loaded in the service
+    after = orjson.loads(ollm("service", "status", "--json", env=env, cwd=tmp_path).stdout)
+    assert len(after["hosts"]) == len(hosts["hosts"])
