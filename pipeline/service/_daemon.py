@@ -42,7 +42,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -184,17 +184,25 @@ def _kill_group(state: ServiceState) -> None:
     psutil.wait_procs(members, timeout=5)
 
 
-def start_service(settings: OllmSettings, paths: ServicePaths | None = None) -> ServiceState:
-    """Start the service of this home (or return the one running)."""
+def start_service(
+    settings: OllmSettings,
+    paths: ServicePaths | None = None,
+    *,
+    while_starting: Callable[[], None] | None = None,
+) -> ServiceState:
+    """Start the service of this home (or return the one running); ``while_starting``
+    runs while the new service's Ray head starts (a client's own imports)."""
     paths = paths or ServicePaths.for_home()
     with start_lock(paths):
         running = find_service(paths)
         if running is not None:
             return running
-        return _spawn(settings, paths)
+        return _spawn(settings, paths, while_starting)
 
 
-def _spawn(settings: OllmSettings, paths: ServicePaths) -> ServiceState:
+def _spawn(
+    settings: OllmSettings, paths: ServicePaths, while_starting: Callable[[], None] | None = None
+) -> ServiceState:
     ensure_token(paths)
     service = settings.runtime.service
     env = {**os.environ, **ray_environment(paths), "OLLM_HOME": str(paths.home)}
@@ -230,6 +238,8 @@ def _spawn(settings: OllmSettings, paths: ServicePaths) -> ServiceState:
             close_fds=True,
         )
     deadline = time.monotonic() + service.start_timeout
+    if while_starting is not None:
+        while_starting()
     while time.monotonic() < deadline:
         state = read_state(paths)
         if state is not None and state.pid == daemon.pid:
@@ -268,10 +278,20 @@ def connect(settings: OllmSettings, *, start: bool | None = None) -> Connection:
                     hint="start it with `ollm service start` (or set runtime.service.autoStart "
                     "to true), or run with --runtime inprocess",
                 )
-            state = start_service(settings, paths)
+            state = start_service(settings, paths, while_starting=_client_imports)
         _ray_connect(paths, state)
         _connection = Connection(paths, state)
         return _connection
+
+
+def _client_imports() -> None:
+    """What a client imports after it connects (Ray, the pipeline host's class it
+    names), done while the service's head starts: about a second off a cold start
+    on a small machine."""
+    with contextlib.suppress(Exception):
+        import ray  # noqa: F401
+
+        import ollm_cli.pipeline.service._host  # noqa: F401
 
 
 def _ray_connect(paths: ServicePaths, state: ServiceState) -> None:
@@ -543,14 +563,14 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
 
     namespace = paths.namespace
     started = time.time()
+    head = start_head()
     ray.init(
+        address=head.gcs_address,
         namespace=namespace,
-        include_dashboard=False,
         log_to_driver=False,
         configure_logging=False,
-        num_cpus=max(os.cpu_count() or 1, 2),
-        object_store_memory=OBJECT_STORE_BYTES,
     )
+    logger.info("Ray head started in %.2f s", time.time() - started)
     # after ray.init: Ray installs its own handlers, which would end us undrained
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -598,12 +618,40 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
     children = me.children(recursive=True)
     with contextlib.suppress(Exception):
         ray.shutdown()
+    with contextlib.suppress(Exception):
+        head.kill_all_processes(check_alive=False, allow_graceful=True)
     _, alive = psutil.wait_procs(children, timeout=5)
     for process in alive:
         with contextlib.suppress(psutil.Error):
             process.kill()
     logger.info("stopped")
     return 0
+
+
+def start_head() -> Any:
+    """Start this service's Ray head: only the processes a one-node service needs.
+
+    ``ray.init`` would also start the autoscaler's monitor and the log monitor
+    (Python processes that compete with the head's own start on a small
+    machine), prestart workers for the daemon, which runs no task, and bind
+    the dashboard agent to Ray's fixed port 52365: on a machine where another
+    Ray runs (another user, another ``OLLM_HOME``) that port is taken and the
+    agent retries for about 4 s before the head is ready. Any free port does.
+    """
+    from ray._private.node import Node
+    from ray._private.parameter import RayParams
+
+    params = RayParams(
+        node_ip_address="127.0.0.1",
+        num_cpus=max(os.cpu_count() or 1, 2),
+        object_store_memory=OBJECT_STORE_BYTES,
+        include_dashboard=False,
+        dashboard_agent_listen_port=0,
+        no_monitor=True,
+        include_log_monitor=False,
+        _system_config={"prestart_worker_first_driver": False},
+    )
+    return Node(params, head=True, shutdown_at_exit=False, spawn_reaper=True, ray_init_cluster=True)
 
 
 def _retire(handle: Any, stop_timeout: float) -> None:
