@@ -116,6 +116,8 @@ class Connection:
 
     paths: ServicePaths
     state: ServiceState
+    cluster: bool = False
+    """A Ray cluster's (``runtime.rayAddress``), not this home's local service."""
 
 
 _connection: Connection | None = None
@@ -267,6 +269,9 @@ def connect(settings: OllmSettings, *, start: bool | None = None) -> Connection:
         if _connection is not None:
             return _connection
         paths = ServicePaths.for_home()
+        if settings.runtime.ray_address:
+            _connection = _cluster_connect(paths, settings.runtime.ray_address)
+            return _connection
         auto = settings.runtime.service.auto_start if start is None else start
         state = find_service(paths)
         if state is not None and state.version != code_version():
@@ -282,6 +287,52 @@ def connect(settings: OllmSettings, *, start: bool | None = None) -> Connection:
         _ray_connect(paths, state)
         _connection = Connection(paths, state)
         return _connection
+
+
+def _cluster_connect(paths: ServicePaths, address: str) -> Connection:
+    """Connect to the Ray cluster at ``address``, whose detached pipeline hosts (in
+    this home's namespace) serve this command as the local service's would.
+
+    The cluster has its own authentication (``RAY_AUTH_MODE``, its token in
+    ``~/.ray/auth_token`` or ``RAY_AUTH_TOKEN_PATH``): this home's token is not
+    used. No daemon of ours runs there: the connection's state names this
+    process, so a client never takes the cluster for gone; a host lost with its
+    node shows as a failed call (exit code 8), and a host retires itself when idle.
+    """
+    import psutil
+
+    paths.ensure()  # Ray's own logging goes to this home's service log
+    _quiet_ray_loggers(paths)
+    with output_to_log(paths):
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+        try:
+            ray.init(
+                address=address,
+                namespace=paths.namespace,
+                log_to_driver=False,
+                configure_logging=False,
+                logging_level=logging.ERROR,
+            )
+        except Exception as error:
+            raise ServiceError(
+                f"could not connect to the Ray cluster at {address} ({type(error).__name__})",
+                hint="check runtime.rayAddress (--ray-address HOST:PORT), that the head "
+                "runs, and the cluster's token (RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)",
+            ) from None
+    state = ServiceState(
+        address=address,
+        namespace=paths.namespace,
+        pid=os.getpid(),
+        pgid=os.getpgid(0),
+        pid_started=psutil.Process().create_time(),
+        version=code_version(),
+        started_at=time.time(),
+        home=str(paths.home),
+    )
+    return Connection(paths, state, cluster=True)
 
 
 def _client_imports() -> None:
@@ -390,6 +441,11 @@ def pipeline_host(settings: OllmSettings, workspace: Path) -> Any:
     for attempt in (1, 2):
         connection = connect(settings)
         remote: Any = ray.remote(PipelineHost)
+        options: dict[str, Any] = {}
+        if connection.cluster:  # the cluster's workers do not have this command's variables
+            variables = {k: v for k, v in os.environ.items() if k.startswith("OLLM_")}
+            variables["OLLM_HOME"] = str(connection.paths.home)
+            options["runtime_env"] = {"env_vars": variables}
         try:
             handle = remote.options(
                 name=name,
@@ -399,13 +455,14 @@ def pipeline_host(settings: OllmSettings, workspace: Path) -> Any:
                 num_cpus=0,
                 max_concurrency=1000,
                 max_restarts=0,
+                **options,
             ).remote(settings, str(workspace.resolve()), code_version())
             ray.get(handle.ready.remote())
             return handle
         except Exception as error:
             # the service may have been stopping (idle) as this command reached it:
             # the next connect finds it gone and starts a new one, once
-            if attempt == 2 or find_service() is not None:
+            if attempt == 2 or connection.cluster or find_service() is not None:
                 raise ServiceError(
                     f"the OLLM service could not start a pipeline "
                     f"({type(error).__name__}: {error})",
