@@ -35,7 +35,11 @@ RuntimeOption = Annotated[
 ]
 RayAddressOption = Annotated[
     str | None,
-    typer.Option("--ray-address", help="Run on this Ray cluster instead of starting one."),
+    typer.Option(
+        "--ray-address",
+        help="Use this Ray cluster instead of the local service: the pipeline lives there "
+        "(with --runtime ray: actors for this command alone).",
+    ),
 ]
 NoLoopDetectionOption = Annotated[
     bool, typer.Option("--no-loop-detection", help="Turn loop detection off.")
@@ -61,7 +65,8 @@ def apply_overrides(
         data["runtime"]["kind"] = runtime
     if ray_address:
         data["runtime"]["rayAddress"] = ray_address
-        data["runtime"]["kind"] = "ray"
+        if data["runtime"]["kind"] == "inprocess":  # an address names a Ray cluster
+            data["runtime"]["kind"] = "service"
     if no_loop_detection:
         data["services"]["loopDetection"]["enabled"] = False
     return OllmSettings.model_validate(data)

@@ -104,7 +104,7 @@ def run(
         no_loop_detection=no_loop_detection,
     )
     workspace = Path.cwd()
-    if settings.runtime.kind == "service" and not settings.runtime.ray_address:
+    if settings.runtime.kind == "service":
         _run_in_service(settings, workspace, prompt, session, resume, continue_latest, json_output)
         return
     loop = LoopThread()
@@ -165,10 +165,12 @@ def _run_in_service(
     continue_latest: bool,
     json_output: bool,
 ) -> None:
-    """The chat or ``-p`` turn as a thin client of the local service."""
+    """The chat or ``-p`` turn as a thin client of the local service (or of the
+    pipeline host on the Ray cluster at ``runtime.rayAddress``)."""
     from ollm_cli.pipeline.service import RemoteCoordinator, connect, disconnect, find_service
 
-    if find_service() is None and settings.runtime.service.auto_start:
+    on_cluster = settings.runtime.ray_address is not None
+    if not on_cluster and find_service() is None and settings.runtime.service.auto_start:
         err_console.print(
             "[dim]starting the OLLM service (it stays for the next commands; "
             "`ollm service stop` stops it)…[/]"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 
 from ollm_cli.config.settings import ProviderSettings
-from ollm_cli.pipeline.providers import ChatRequest, Provider, create_provider
+from ollm_cli.pipeline.providers import ChatRequest, Provider
 from ollm_cli.pipeline.records import SessionMessage
 
 
@@ -39,6 +39,9 @@ class ModelSummarizer:
     def __call__(self, prompt: str, max_tokens: int) -> str:
         with self._lock:
             if self._provider is None:
+                # imported here: the providers' clients take about 0.5 s to import
+                from ollm_cli.pipeline.providers import create_provider
+
                 self._provider = create_provider(self.settings)
             provider = self._provider
         model = getattr(self._models, "current", None) or provider.default_model()

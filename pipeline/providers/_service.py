@@ -31,7 +31,6 @@ from ollm_cli.pipeline.providers._base import (
     ModelInfo,
     Provider,
 )
-from ollm_cli.pipeline.providers._factory import create_provider
 from ollm_cli.pipeline.providers._message_cache import MessageCache
 from ollm_cli.pipeline.providers._stream import IDLE_STREAM_S, ChatStream
 
@@ -65,6 +64,10 @@ class ProviderService:
         """The provider, created on first use (``auto`` probes Ollama then)."""
         with self._lock:
             if self._provider is None:
+                # imported here: the providers' clients (openai, ollama) take about
+                # 0.5 s to import, and a thin client of the service never needs them
+                from ollm_cli.pipeline.providers._factory import create_provider
+
                 self._provider = create_provider(self.settings)
             return self._provider
 

@@ -42,7 +42,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,6 +116,8 @@ class Connection:
 
     paths: ServicePaths
     state: ServiceState
+    cluster: bool = False
+    """A Ray cluster's (``runtime.rayAddress``), not this home's local service."""
 
 
 _connection: Connection | None = None
@@ -184,17 +186,25 @@ def _kill_group(state: ServiceState) -> None:
     psutil.wait_procs(members, timeout=5)
 
 
-def start_service(settings: OllmSettings, paths: ServicePaths | None = None) -> ServiceState:
-    """Start the service of this home (or return the one running)."""
+def start_service(
+    settings: OllmSettings,
+    paths: ServicePaths | None = None,
+    *,
+    while_starting: Callable[[], None] | None = None,
+) -> ServiceState:
+    """Start the service of this home (or return the one running); ``while_starting``
+    runs while the new service's Ray head starts (a client's own imports)."""
     paths = paths or ServicePaths.for_home()
     with start_lock(paths):
         running = find_service(paths)
         if running is not None:
             return running
-        return _spawn(settings, paths)
+        return _spawn(settings, paths, while_starting)
 
 
-def _spawn(settings: OllmSettings, paths: ServicePaths) -> ServiceState:
+def _spawn(
+    settings: OllmSettings, paths: ServicePaths, while_starting: Callable[[], None] | None = None
+) -> ServiceState:
     ensure_token(paths)
     service = settings.runtime.service
     env = {**os.environ, **ray_environment(paths), "OLLM_HOME": str(paths.home)}
@@ -230,6 +240,8 @@ def _spawn(settings: OllmSettings, paths: ServicePaths) -> ServiceState:
             close_fds=True,
         )
     deadline = time.monotonic() + service.start_timeout
+    if while_starting is not None:
+        while_starting()
     while time.monotonic() < deadline:
         state = read_state(paths)
         if state is not None and state.pid == daemon.pid:
@@ -257,6 +269,9 @@ def connect(settings: OllmSettings, *, start: bool | None = None) -> Connection:
         if _connection is not None:
             return _connection
         paths = ServicePaths.for_home()
+        if settings.runtime.ray_address:
+            _connection = _cluster_connect(paths, settings.runtime.ray_address)
+            return _connection
         auto = settings.runtime.service.auto_start if start is None else start
         state = find_service(paths)
         if state is not None and state.version != code_version():
@@ -268,10 +283,66 @@ def connect(settings: OllmSettings, *, start: bool | None = None) -> Connection:
                     hint="start it with `ollm service start` (or set runtime.service.autoStart "
                     "to true), or run with --runtime inprocess",
                 )
-            state = start_service(settings, paths)
+            state = start_service(settings, paths, while_starting=_client_imports)
         _ray_connect(paths, state)
         _connection = Connection(paths, state)
         return _connection
+
+
+def _cluster_connect(paths: ServicePaths, address: str) -> Connection:
+    """Connect to the Ray cluster at ``address``, whose detached pipeline hosts (in
+    this home's namespace) serve this command as the local service's would.
+
+    The cluster has its own authentication (``RAY_AUTH_MODE``, its token in
+    ``~/.ray/auth_token`` or ``RAY_AUTH_TOKEN_PATH``): this home's token is not
+    used. No daemon of ours runs there: the connection's state names this
+    process, so a client never takes the cluster for gone; a host lost with its
+    node shows as a failed call (exit code 8), and a host retires itself when idle.
+    """
+    import psutil
+
+    paths.ensure()  # Ray's own logging goes to this home's service log
+    _quiet_ray_loggers(paths)
+    with output_to_log(paths):
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+        try:
+            ray.init(
+                address=address,
+                namespace=paths.namespace,
+                log_to_driver=False,
+                configure_logging=False,
+                logging_level=logging.ERROR,
+            )
+        except Exception as error:
+            raise ServiceError(
+                f"could not connect to the Ray cluster at {address} ({type(error).__name__})",
+                hint="check runtime.rayAddress (--ray-address HOST:PORT), that the head "
+                "runs, and the cluster's token (RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)",
+            ) from None
+    state = ServiceState(
+        address=address,
+        namespace=paths.namespace,
+        pid=os.getpid(),
+        pgid=os.getpgid(0),
+        pid_started=psutil.Process().create_time(),
+        version=code_version(),
+        started_at=time.time(),
+        home=str(paths.home),
+    )
+    return Connection(paths, state, cluster=True)
+
+
+def _client_imports() -> None:
+    """What a client imports after it connects (Ray, the pipeline host's class it
+    names), done while the service's head starts: about a second off a cold start
+    on a small machine."""
+    with contextlib.suppress(Exception):
+        import ray  # noqa: F401
+
+        import ollm_cli.pipeline.service._host  # noqa: F401
 
 
 def _ray_connect(paths: ServicePaths, state: ServiceState) -> None:
@@ -370,6 +441,11 @@ def pipeline_host(settings: OllmSettings, workspace: Path) -> Any:
     for attempt in (1, 2):
         connection = connect(settings)
         remote: Any = ray.remote(PipelineHost)
+        options: dict[str, Any] = {}
+        if connection.cluster:  # the cluster's workers do not have this command's variables
+            variables = {k: v for k, v in os.environ.items() if k.startswith("OLLM_")}
+            variables["OLLM_HOME"] = str(connection.paths.home)
+            options["runtime_env"] = {"env_vars": variables}
         try:
             handle = remote.options(
                 name=name,
@@ -379,13 +455,14 @@ def pipeline_host(settings: OllmSettings, workspace: Path) -> Any:
                 num_cpus=0,
                 max_concurrency=1000,
                 max_restarts=0,
+                **options,
             ).remote(settings, str(workspace.resolve()), code_version())
             ray.get(handle.ready.remote())
             return handle
         except Exception as error:
             # the service may have been stopping (idle) as this command reached it:
             # the next connect finds it gone and starts a new one, once
-            if attempt == 2 or find_service() is not None:
+            if attempt == 2 or connection.cluster or find_service() is not None:
                 raise ServiceError(
                     f"the OLLM service could not start a pipeline "
                     f"({type(error).__name__}: {error})",
@@ -543,14 +620,14 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
 
     namespace = paths.namespace
     started = time.time()
+    head = start_head()
     ray.init(
+        address=head.gcs_address,
         namespace=namespace,
-        include_dashboard=False,
         log_to_driver=False,
         configure_logging=False,
-        num_cpus=max(os.cpu_count() or 1, 2),
-        object_store_memory=OBJECT_STORE_BYTES,
     )
+    logger.info("Ray head started in %.2f s", time.time() - started)
     # after ray.init: Ray installs its own handlers, which would end us undrained
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -598,12 +675,40 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
     children = me.children(recursive=True)
     with contextlib.suppress(Exception):
         ray.shutdown()
+    with contextlib.suppress(Exception):
+        head.kill_all_processes(check_alive=False, allow_graceful=True)
     _, alive = psutil.wait_procs(children, timeout=5)
     for process in alive:
         with contextlib.suppress(psutil.Error):
             process.kill()
     logger.info("stopped")
     return 0
+
+
+def start_head() -> Any:
+    """Start this service's Ray head: only the processes a one-node service needs.
+
+    ``ray.init`` would also start the autoscaler's monitor and the log monitor
+    (Python processes that compete with the head's own start on a small
+    machine), prestart workers for the daemon, which runs no task, and bind
+    the dashboard agent to Ray's fixed port 52365: on a machine where another
+    Ray runs (another user, another ``OLLM_HOME``) that port is taken and the
+    agent retries for about 4 s before the head is ready. Any free port does.
+    """
+    from ray._private.node import Node
+    from ray._private.parameter import RayParams
+
+    params = RayParams(
+        node_ip_address="127.0.0.1",
+        num_cpus=max(os.cpu_count() or 1, 2),
+        object_store_memory=OBJECT_STORE_BYTES,
+        include_dashboard=False,
+        dashboard_agent_listen_port=0,
+        no_monitor=True,
+        include_log_monitor=False,
+        _system_config={"prestart_worker_first_driver": False},
+    )
+    return Node(params, head=True, shutdown_at_exit=False, spawn_reaper=True, ray_init_cluster=True)
 
 
 def _retire(handle: Any, stop_timeout: float) -> None:

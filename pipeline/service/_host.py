@@ -450,6 +450,26 @@ class PipelineHost:
             for key, client in list(self.clients.items()):
                 if not client.alive():
                     del self.clients[key]
+            if self.settings.runtime.ray_address and await self._retire_when_idle():
+                return
+
+    async def _retire_when_idle(self) -> bool:
+        """On a Ray cluster (``runtime.rayAddress``) no daemon of ours watches the
+        hosts: one idle for ``runtime.service.idleTimeout`` (no client, no background
+        work) stops itself, as the local service retires its idle hosts."""
+        service = self.settings.runtime.service
+        activity = await self.activity()
+        if activity["clients"] or activity["background"]:
+            return False
+        if time.time() - self.last_active < service.idle_timeout:
+            return False
+        logger.info("idle for %.0f s on the cluster: stopping", time.time() - self.last_active)
+        self._watch = None  # this task: shutdown must not cancel it
+        await self.shutdown(service.stop_timeout)
+        import ray
+
+        ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
+        return True
 
     # ----------------------------------------------------------------- status
 

@@ -143,11 +143,15 @@ def open_runtime(
     kind: RuntimeKind | None = None,
     ray_address: str | None = None,
 ) -> Runtime:
-    """The runtime named by ``kind`` (default: ``settings.runtime.kind``): the local
-    service's (``service``, the default), else ``runtime.create_runtime``'s."""
+    """The runtime named by ``kind`` (default: ``settings.runtime.kind``): the service's
+    (``service``, the default: the local service, or the Ray cluster at
+    ``runtime.rayAddress`` where the same detached pipeline hosts live), else
+    ``runtime.create_runtime``'s."""
     chosen = kind or settings.runtime.kind
-    if chosen == "service" and not (ray_address or settings.runtime.ray_address):
+    if chosen == "service":
+        if ray_address and ray_address != settings.runtime.ray_address:
+            settings = settings.model_copy(
+                update={"runtime": settings.runtime.model_copy(update={"ray_address": ray_address})}
+            )
         return ServiceRuntime(settings, workspace)
-    return create_runtime(
-        settings, workspace, kind="ray" if chosen == "service" else chosen, ray_address=ray_address
-    )
+    return create_runtime(settings, workspace, kind=chosen, ray_address=ray_address)

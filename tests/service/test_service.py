@@ -42,6 +42,21 @@ def _session_ids(home: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return [s.session_id for s in store.list_sessions(limit=100)]
 
 
+def test_service_head_runs_only_what_one_node_needs(shared_home: Path) -> None:
+    """The head's start was slow for want of this: the dashboard agent on Ray's fixed
+    port 52365, taken whenever another Ray runs on the machine (another home's
+    service, another user), retried for seconds; the autoscaler's monitor and the log
+    monitor competed for the CPU."""
+    state = state_of(shared_home)
+    assert state is not None
+    commands = [" ".join(p.cmdline()) for p in service_processes(state)]
+    agents = [c for c in commands if "dashboard/agent.py" in c]
+    assert agents, commands
+    assert all("--listen-port=52365" not in c for c in agents), agents
+    assert not [c for c in commands if "autoscaler/_private/monitor.py" in c]
+    assert not [c for c in commands if "log_monitor.py" in c]
+
+
 def test_started_service_is_private_reused_and_quiet(
     shared_home: Path, server: FakeOllama, tmp_path: Path
 ) -> None:

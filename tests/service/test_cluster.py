@@ -1,0 +1,177 @@
+"""``ollm run --ray-address``: a thin client of the pipeline host on a Ray cluster.
+
+The test starts a Ray head of its own (``ray start --head`` on 127.0.0.1, token
+authentication with a token of its own, private ports and temp folder) and
+stops exactly its processes after (never ``ray stop``, which would stop every
+Ray of the machine). The conversation must live in the cluster, as it does in
+the local service: the named detached pipeline host in the home's namespace,
+found again by the next command (``--continue``), and no local service started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from ollm_cli.pipeline.service._state import ServicePaths, read_state
+from tests.service.conftest import OLLM, REPO
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_for_port(port: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"the Ray head did not listen on {port} within {timeout} s")
+
+
+def _stop(leader: subprocess.Popen[bytes], address: str) -> None:
+    """Stop the processes of our head: its session, and the workers that name it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(leader.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        leader.wait(timeout=5)
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        with contextlib.suppress(psutil.Error, OSError):
+            cmdline = " ".join(process.info.get("cmdline") or [])
+            if os.getsid(process.pid) == leader.pid or address in cmdline:
+                process.kill()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """A token-authenticated Ray head on 127.0.0.1: its address and a client's variables."""
+    temp = tempfile.mkdtemp(prefix="ollm-rc-", dir="/tmp")  # short: Ray's sockets live there
+    token = tmp_path / "cluster-token"
+    token.write_text(secrets.token_hex(32))
+    token.chmod(0o600)
+    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0", **auth}
+    env.pop("RAY_ADDRESS", None)
+    port = _free_port()
+    args = ["--head", "--port", str(port), "--node-ip-address", "127.0.0.1"]
+    args += ["--temp-dir", temp, "--num-cpus", "1", "--include-dashboard", "false"]
+    args += ["--disable-usage-stats", "--block", "--min-worker-port", "0", "--max-worker-port", "0"]
+    for flag in (
+        "--node-manager-port",
+        "--object-manager-port",
+        "--metrics-export-port",
+        "--dashboard-agent-listen-port",
+        "--dashboard-agent-grpc-port",
+        "--runtime-env-agent-port",
+    ):
+        args += [flag, str(_free_port())]
+    log = (tmp_path / "head.log").open("wb")
+    leader = subprocess.Popen(
+        [sys.executable, "-m", "ray.scripts.scripts", "start", *args],
+        cwd=REPO,
+        env=env,
+        start_new_session=True,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    address = f"127.0.0.1:{port}"
+    try:
+        _wait_for_port(port, 90)
+        yield address, auth
+    finally:
+        _stop(leader, address)
+        log.close()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _ollm(home: Path, auth: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OLLM_", "RAY_"))}
+    env.update(
+        {
+            "OLLM_HOME": str(home),
+            "OLLM_PROVIDER": "simulated",
+            "PYTHONPATH": str(REPO),
+            "NO_COLOR": "1",
+            **auth,
+        }
+    )
+    return subprocess.run(
+        [*OLLM, *args], cwd=home, env=env, capture_output=True, text=True, timeout=180
+    )
+
+
+def _hosts(address: str, namespace: str, auth: dict[str, str]) -> list[str]:
+    """The named actors of ``namespace`` on the cluster, asked by a driver of its own."""
+    code = (
+        "import sys, ray\n"
+        "ray.init(address=sys.argv[1], log_to_driver=False, configure_logging=False)\n"
+        "for a in ray.util.list_named_actors(all_namespaces=True):\n"
+        "    if a['namespace'] == sys.argv[2]: print(a['name'])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), **auth}
+    done = subprocess.run(
+        [sys.executable, "-c", code, address, namespace],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+@pytest.mark.ray
+def test_run_with_ray_address_keeps_the_conversation_on_the_cluster(
+    cluster: tuple[str, dict[str, str]], tmp_path: Path
+) -> None:
+    address, auth = cluster
+    home = tmp_path / "home"
+    home.mkdir()
+    first = _ollm(home, auth, "run", "-p", "first question", "--ray-address", address)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.strip()
+    session = re.search(r"session ([0-9a-f]{8})", first.stderr)
+    assert session is not None, first.stderr
+    paths = ServicePaths.for_home(home)
+    # the pipeline host lives on the cluster, in this home's namespace, after the command
+    hosts = _hosts(address, paths.namespace, auth)
+    assert [h for h in hosts if h.startswith("pipeline-")], hosts
+    # and no local service was started for it
+    assert read_state(paths) is None
+
+    again = _ollm(home, auth, "run", "--continue", "-p", "second", "--ray-address", address)
+    assert again.returncode == 0, again.stderr
+    assert f"session {session.group(1)}" in again.stderr
+
+
+@pytest.mark.ray
+def test_a_cluster_client_without_its_token_is_refused(
+    cluster: tuple[str, dict[str, str]], tmp_path: Path
+) -> None:
+    address, _ = cluster
+    wrong = tmp_path / "wrong-token"
+    wrong.write_text(secrets.token_hex(32))
+    wrong.chmod(0o600)
+    home = tmp_path / "home"
+    home.mkdir()
+    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(wrong)}
+    done = _ollm(home, auth, "run", "-p", "hello", "--ray-address", address)
+    assert done.returncode != 0
+    assert "Ray cluster" in done.stderr
