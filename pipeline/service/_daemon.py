@@ -698,16 +698,19 @@ def start_head() -> Any:
     from ray._private.node import Node
     from ray._private.parameter import RayParams
 
-    params = RayParams(
-        node_ip_address="127.0.0.1",
-        num_cpus=max(os.cpu_count() or 1, 2),
-        object_store_memory=OBJECT_STORE_BYTES,
-        include_dashboard=False,
-        dashboard_agent_listen_port=0,
-        no_monitor=True,
-        include_log_monitor=False,
-        _system_config={"prestart_worker_first_driver": False},
-    )
+    # RayParams' annotations are narrower than what Ray itself passes to it
+    # (include_log_monitor is a bool in `ray start`, _system_config values any JSON)
+    options: dict[str, Any] = {
+        "node_ip_address": "127.0.0.1",
+        "num_cpus": max(os.cpu_count() or 1, 2),
+        "object_store_memory": OBJECT_STORE_BYTES,
+        "include_dashboard": False,
+        "dashboard_agent_listen_port": 0,
+        "no_monitor": True,
+        "include_log_monitor": False,
+        "_system_config": {"prestart_worker_first_driver": False},
+    }
+    params = RayParams(**options)
     return Node(params, head=True, shutdown_at_exit=False, spawn_reaper=True, ray_init_cluster=True)
 
 
