@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import importlib.util
 import os
 import shutil
 import statistics
@@ -48,9 +49,8 @@ def commands() -> dict[str, list[str]]:
 
 def byte_compile() -> None:
     """Compile the installed ``ollm_cli`` as pip does for a wheel (see the module)."""
-    import ollm_cli
-
-    for folder in ollm_cli.__path__:
+    spec = importlib.util.find_spec("ollm_cli")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
         compileall.compile_dir(folder, quiet=1)
 
 

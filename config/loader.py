@@ -338,7 +338,7 @@ def load_settings(
     environ = os.environ if env is None else env
     user = user_file or user_config_path()
     workspace_file = workspace_config_path(workspace)
-    loaded = LoadedSettings(settings=OllmSettings(), files=[user, workspace_file])
+    loaded = LoadedSettings(settings=OllmSettings.defaults(), files=[user, workspace_file])
     merged: dict[str, Any] = {}
     seen: set[Path] = set()
     for path in (user, workspace_file):
@@ -352,7 +352,7 @@ def load_settings(
                 trusted = environ.get(TRUST_ENV, "") == "1" or is_trusted(
                     workspace or Path.cwd(), env=dict(environ)
                 )
-            base = _flatten(OllmSettings().model_dump(mode="json", by_alias=True))
+            base = _flatten(OllmSettings.defaults().model_dump(mode="json", by_alias=True))
             base.update(_flatten(merged))
             layer, loaded.ignored = _untrusted_layer(layer, base, trusted=trusted)
             loaded.workspace_trusted = trusted
@@ -368,6 +368,8 @@ def load_settings(
         if loaded.source_of(".".join(key)) == DEFAULT_SOURCE:
             _merge(merged, _nested(key, value))
             loaded.sources[".".join(key)] = f"env {name}"
+    if not merged:  # no file, no variable: nothing to validate (see ConfigModel)
+        return loaded
     try:
         loaded.settings = OllmSettings.model_validate(merged)
     except ValidationError as exc:

@@ -17,7 +17,7 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar, cast
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -60,8 +60,18 @@ _MAX_TOKENS = 10_000_000
 _ENV_PATTERN = re.compile(r"^[A-Za-z0-9_*?\[\]!-]+$")
 
 
+_Model = TypeVar("_Model", bound="ConfigModel")
+
+
 class ConfigModel(BaseModel):
-    """Base of every config section: camelCase keys, unknown keys refused."""
+    """Base of every config section: camelCase keys, unknown keys refused.
+
+    A section's validator is built the first time something is validated against
+    it, not at import: defaults are valid by construction (pydantic never
+    validates them), so a user without config files, whose settings are all
+    defaults (:meth:`defaults`), pays for no validator at all, and one with a
+    config file pays for it once, when it is read.
+    """
 
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -69,7 +79,15 @@ class ConfigModel(BaseModel):
         extra="forbid",
         validate_assignment=True,
         allow_inf_nan=False,
+        defer_build=True,
     )
+
+    @classmethod
+    def defaults(cls: type[_Model]) -> _Model:
+        """Every value at its default (what validating ``{}`` gives), without building
+        a validator: the default factories of the sections are ``defaults`` too."""
+        # the pydantic mypy plugin types model_construct with the class that declares it
+        return cast(_Model, cls.model_construct())
 
 
 def _valid_env_pattern(pattern: str) -> bool:
@@ -247,12 +265,12 @@ class ContextSettings(ConfigModel):
 class ServicesSettings(ConfigModel):
     """``services``: one section per service of spec 001."""
 
-    session: SessionSettings = Field(default_factory=SessionSettings)
-    compression: CompressionSettings = Field(default_factory=CompressionSettings)
-    loop_detection: LoopDetectionSettings = Field(default_factory=LoopDetectionSettings)
-    file_discovery: FileDiscoverySettings = Field(default_factory=FileDiscoverySettings)
-    environment: EnvironmentSettings = Field(default_factory=EnvironmentSettings)
-    context: ContextSettings = Field(default_factory=ContextSettings)
+    session: SessionSettings = Field(default_factory=SessionSettings.defaults)
+    compression: CompressionSettings = Field(default_factory=CompressionSettings.defaults)
+    loop_detection: LoopDetectionSettings = Field(default_factory=LoopDetectionSettings.defaults)
+    file_discovery: FileDiscoverySettings = Field(default_factory=FileDiscoverySettings.defaults)
+    environment: EnvironmentSettings = Field(default_factory=EnvironmentSettings.defaults)
+    context: ContextSettings = Field(default_factory=ContextSettings.defaults)
 
 
 class SnapshotSettings(ConfigModel):
@@ -345,10 +363,10 @@ class ProviderSettings(ConfigModel):
     model: str | None = None
     thinking: bool = True
     """Ask reasoning models for their reasoning (kept apart from the answer)."""
-    ollama: OllamaSettings = Field(default_factory=OllamaSettings)
-    openai: OpenAISettings = Field(default_factory=OpenAISettings)
-    embedded: EmbeddedSettings = Field(default_factory=EmbeddedSettings)
-    simulated: SimulatedSettings = Field(default_factory=SimulatedSettings)
+    ollama: OllamaSettings = Field(default_factory=OllamaSettings.defaults)
+    openai: OpenAISettings = Field(default_factory=OpenAISettings.defaults)
+    embedded: EmbeddedSettings = Field(default_factory=EmbeddedSettings.defaults)
+    simulated: SimulatedSettings = Field(default_factory=SimulatedSettings.defaults)
 
 
 Approval = Literal["allow", "ask", "deny"]
@@ -394,7 +412,7 @@ class ToolSettings(ConfigModel):
 
     approval: dict[str, Approval] = Field(default_factory=_default_approval)
     default_approval: Approval = "ask"
-    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings.defaults)
 
 
 HookEvent = Literal[
@@ -452,7 +470,7 @@ class RuntimeSettings(ConfigModel):
     compression_cpus: Annotated[float, Field(ge=0, le=1024)] = 0.25
     max_inflight: Annotated[int, Field(ge=1, le=1_000_000)] = 256
     max_restarts: Annotated[int, Field(ge=0, le=10_000)] = 5
-    service: RuntimeServiceSettings = Field(default_factory=RuntimeServiceSettings)
+    service: RuntimeServiceSettings = Field(default_factory=RuntimeServiceSettings.defaults)
 
 
 class TelemetrySettings(ConfigModel):
@@ -471,10 +489,10 @@ class TelemetrySettings(ConfigModel):
 class OllmSettings(ConfigModel):
     """The effective configuration of OLLM (defaults < user file < workspace file < env)."""
 
-    services: ServicesSettings = Field(default_factory=ServicesSettings)
-    snapshots: SnapshotSettings = Field(default_factory=SnapshotSettings)
-    provider: ProviderSettings = Field(default_factory=ProviderSettings)
-    tools: ToolSettings = Field(default_factory=ToolSettings)
+    services: ServicesSettings = Field(default_factory=ServicesSettings.defaults)
+    snapshots: SnapshotSettings = Field(default_factory=SnapshotSettings.defaults)
+    provider: ProviderSettings = Field(default_factory=ProviderSettings.defaults)
+    tools: ToolSettings = Field(default_factory=ToolSettings.defaults)
     hooks: list[HookSettings] = Field(default_factory=list)
-    runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
-    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+    runtime: RuntimeSettings = Field(default_factory=RuntimeSettings.defaults)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings.defaults)

@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 
 import orjson
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ollm_cli.config.paths import ensure_private_dir, ollm_home
 from ollm_cli.pipeline.atomic_file import write_atomic
@@ -55,6 +55,8 @@ USER_LEVEL_KEYS: tuple[str, ...] = ("tools.sandbox.denyRead", "tools.sandbox.all
 
 class TrustList(BaseModel):
     """The trusted folders, as absolute resolved paths."""
+
+    model_config = ConfigDict(defer_build=True)  # built when a list is read, not at import
 
     folders: list[str] = Field(default_factory=list)
 

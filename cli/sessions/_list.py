@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from ollm_cli.cli.output import console, print_json
@@ -20,6 +19,9 @@ from ollm_cli.cli.sessions._common import (
     time_ago,
 )
 from ollm_cli.pipeline.records import SessionSummary
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 class SortKey(StrEnum):
@@ -46,6 +48,8 @@ def _title_cell(summary: SessionSummary) -> Text:
 
 
 def summaries_table(summaries: list[SessionSummary]) -> Table:
+    from rich.table import Table  # not for --json
+
     table = Table(box=None, pad_edge=False, header_style="bold underline")
     table.add_column("id", style="bold", no_wrap=True)
     table.add_column("title", ratio=1, min_width=14)

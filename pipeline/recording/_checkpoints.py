@@ -24,7 +24,6 @@ Example::
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,6 +41,8 @@ def messages_digest(messages: Sequence[dict[str, Any]]) -> str:
     """A digest of messages as file data (camelCase dicts), to tell a file edited since."""
     # an edit detector, not a seal against forgery: SHA-1 is the fastest digest
     # hashlib has here (the CPU computes it), and resumes hash megabytes
+    import hashlib  # loads OpenSSL: 2 ms that listing sessions need not pay
+
     digest = hashlib.sha1(usedforsecurity=False)
     digest.update(str(len(messages)).encode())
     digest.update(orjson.dumps(list(messages)))

@@ -6,11 +6,12 @@ import logging
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from ollm_cli.cli import config_cmd
 from ollm_cli.config.loader import effective_items, load_settings
-from ollm_cli.config.settings import DEFAULT_DENY_PATTERNS, OllmSettings
+from ollm_cli.config.settings import DEFAULT_DENY_PATTERNS, ConfigModel, OllmSettings
 from ollm_cli.pipeline.errors import ConfigError
 
 
@@ -191,3 +192,47 @@ def test_a_bad_save_delay_names_the_key(ollm_home: Path, tmp_path: Path, value: 
     assert value in str(info.value)
     loaded = load_settings(tmp_path, {"OLLM_SERVICES__SESSION__SAVE_DELAY_MS": "0"})
     assert loaded.settings.services.session.save_delay_ms == 0
+
+
+def _config_models() -> list[type[ConfigModel]]:
+    found: list[type[ConfigModel]] = []
+    stack: list[type[ConfigModel]] = [ConfigModel]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            stack.append(sub)
+            if not any(field.is_required() for field in sub.model_fields.values()):
+                found.append(sub)  # a hook has required keys: it has no defaults
+    return found
+
+
+@pytest.mark.parametrize("model", _config_models(), ids=lambda m: m.__name__)
+def test_defaults_without_validation_are_what_validating_nothing_gives(
+    model: type[ConfigModel],
+) -> None:
+    # no config file and no OLLM_* variable: the loader skips validation (and the cost of
+    # building every validator) and takes the defaults as they are
+    built = model.defaults()
+    assert built == model.model_validate({})
+    assert built.model_dump(mode="json") == model.model_validate({}).model_dump(mode="json")
+
+
+def test_without_files_or_variables_the_defaults_still_check_what_is_set_later(
+    tmp_path: Path,
+) -> None:
+    loaded = load_settings(tmp_path, env={}, user_file=tmp_path / "none.yaml")
+    assert loaded.settings == OllmSettings.model_validate({})
+    with pytest.raises(ValidationError):
+        loaded.settings.services.compression.threshold = 2.0
+
+
+def test_one_key_in_a_file_is_validated_with_the_rest_at_their_defaults(tmp_path: Path) -> None:
+    user = tmp_path / "config.yaml"
+    user.write_text("services:\n  compression:\n    threshold: 0.5\n")
+    loaded = load_settings(tmp_path, env={}, user_file=user)
+    assert loaded.settings.services.compression.threshold == 0.5
+    expected = OllmSettings.model_validate({}).model_dump()
+    expected["services"]["compression"]["threshold"] = 0.5
+    assert loaded.settings.model_dump() == expected
+    user.write_text("services:\n  compression:\n    threshold: 5\n")
+    with pytest.raises(ConfigError, match="threshold"):
+        load_settings(tmp_path, env={}, user_file=user)
