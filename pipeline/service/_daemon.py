@@ -302,26 +302,13 @@ def _cluster_connect(paths: ServicePaths, address: str) -> Connection:
     import psutil
 
     paths.ensure()  # Ray's own logging goes to this home's service log
-    _quiet_ray_loggers(paths)
-    with output_to_log(paths):
-        import ray
-
-        if ray.is_initialized():
-            ray.shutdown()
-        try:
-            ray.init(
-                address=address,
-                namespace=paths.namespace,
-                log_to_driver=False,
-                configure_logging=False,
-                logging_level=logging.ERROR,
-            )
-        except Exception as error:
-            raise ServiceError(
-                f"could not connect to the Ray cluster at {address} ({type(error).__name__})",
-                hint="check runtime.rayAddress (--ray-address HOST:PORT), that the head "
-                "runs, and the cluster's token (RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)",
-            ) from None
+    error = _attach_driver(paths, address, paths.namespace)
+    if error is not None:
+        raise ServiceError(
+            f"could not connect to the Ray cluster at {address} ({type(error).__name__})",
+            hint="check runtime.rayAddress (--ray-address HOST:PORT), that the head "
+            "runs, and the cluster's token (RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)",
+        )
     state = ServiceState(
         address=address,
         namespace=paths.namespace,
@@ -350,6 +337,18 @@ def _ray_connect(paths: ServicePaths, state: ServiceState) -> None:
     os.environ.update(ray_environment(paths))
     if already_imported:
         _reread_ray_environment()
+    error = _attach_driver(paths, state.address, state.namespace)
+    if error is not None:
+        raise ServiceError(
+            f"could not connect to the OLLM service at {state.address} ({type(error).__name__})",
+            hint="`ollm service stop` and try again; see `ollm service logs`",
+        )
+
+
+def _attach_driver(paths: ServicePaths, address: str, namespace: str) -> Exception | None:
+    """Connect this process to the Ray at ``address`` as a driver in ``namespace``;
+    what failed, if it did. Ray's own messages go to the service log, never to the
+    terminal (and its error text is not ours to show: only its type is)."""
     _quiet_ray_loggers(paths)
     with output_to_log(paths):
         import ray
@@ -358,18 +357,15 @@ def _ray_connect(paths: ServicePaths, state: ServiceState) -> None:
             ray.shutdown()
         try:
             ray.init(
-                address=state.address,
-                namespace=state.namespace,
+                address=address,
+                namespace=namespace,
                 log_to_driver=False,
                 configure_logging=False,
                 logging_level=logging.ERROR,
             )
         except Exception as error:
-            raise ServiceError(
-                f"could not connect to the OLLM service at {state.address} "
-                f"({type(error).__name__})",
-                hint="`ollm service stop` and try again; see `ollm service logs`",
-            ) from None
+            return error
+    return None
 
 
 def _reread_ray_environment() -> None:
