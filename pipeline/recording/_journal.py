@@ -434,6 +434,28 @@ class SessionJournal:
                 keep.append(log)
         self._retired = keep
 
+    def _forget_saved_sessions(self, writing: set[str]) -> None:
+        """Forget what was saved of sessions that no log, queue or batch in flight
+        holds any more (called under the lock when a log is retired).
+
+        Without this the map grows by one entry per session for as long as the
+        store is open, and the service's store is open for days. A session
+        forgotten here has nothing journaled; its next entries need a later
+        :meth:`mark_saved` to be covered, as they would anyway.
+        """
+        live = set(writing) | self._queued_sessions
+        live.update(entry.session_id for _, entry in self._retry)
+        for log in (*self._retired, *([self._current] if self._current else [])):
+            live.update(log.sessions)
+        if len(live) < len(self._saved):
+            self._saved = {sid: saved for sid, saved in self._saved.items() if sid in live}
+
+    @property
+    def tracked_sessions(self) -> int:
+        """How many sessions' saved state the journal keeps (bounded by its logs)."""
+        with self._lock:
+            return len(self._saved)
+
     # -- the flusher thread ----------------------------------------------------------
 
     def _run(self) -> None:
@@ -499,7 +521,7 @@ class SessionJournal:
     def _write(self, batch: list[tuple[Ticket, JournalEntry]], rotate: bool) -> bool:
         data = b"".join(encode_frame(entry) for _, entry in batch)
         try:
-            log = self._log_for_write(rotate)
+            log = self._log_for_write(rotate, {entry.session_id for _, entry in batch})
         except OSError as exc:
             self._failed("create the journal", exc, len(batch))
             return False
@@ -539,13 +561,14 @@ class SessionJournal:
             count,
         )
 
-    def _log_for_write(self, rotate: bool) -> _Log:
+    def _log_for_write(self, rotate: bool, writing: set[str]) -> _Log:
         current = self._current
         if current is not None and (rotate or current.size >= self._rotate_bytes):
             with self._lock:
                 self._retired.append(current)
                 self._current = None
                 self._drop_saved_logs()
+                self._forget_saved_sessions(writing)
             current = None
         if current is None:
             current = self._create_log()

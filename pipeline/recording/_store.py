@@ -53,6 +53,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -131,6 +132,11 @@ _AMBIGUOUS_SHOWN = 5
 Change = dict[str, Any]
 
 
+MAX_NOTICES = 100
+"""Lines for the user kept until someone takes them (the chat does, after each turn);
+a service nobody reads keeps the latest, not all of them."""
+
+
 class StoreHealth(Record):
     """Whether everything recorded is durable; what the pipeline shows when it is not."""
 
@@ -175,7 +181,7 @@ class ChatRecordingService:
         rewritten (only the derived index under ``.index/`` follows the files)."""
         self._journal_dir = self.data_dir / JOURNAL_DIR
         self._locks_dir = self.data_dir / LOCKS_DIR
-        self.notices: list[str] = []
+        self.notices: deque[str] = deque(maxlen=MAX_NOTICES)
         """Lines the user should see once (retention, replayed rescue files)."""
         self.close_report: CloseReport | None = None
         if not read_only:
@@ -385,7 +391,8 @@ class ChatRecordingService:
 
     def take_notices(self) -> list[str]:
         """The lines the user should see once (and forget them here)."""
-        notices, self.notices = self.notices, []
+        notices = list(self.notices)
+        self.notices.clear()
         return notices
 
     def __enter__(self) -> ChatRecordingService:

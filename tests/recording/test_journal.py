@@ -145,6 +145,26 @@ def test_logs_rotate_and_are_deleted_once_saved(tmp_path: Path) -> None:
     assert log_files(tmp_path) == []
 
 
+def test_what_was_saved_is_not_kept_for_sessions_no_log_holds(tmp_path: Path) -> None:
+    # a service's store is open for days: one entry per session ever saved would grow
+    journal = SessionJournal(tmp_path, rotate_bytes=2000, reset_bytes=500)
+    for _ in range(200):
+        sid = str(uuid.uuid4())
+        journal.wait(journal.submit(JournalEntry(sid, 1, 1, b"x" * 100)))
+        journal.mark_saved(sid, 1, 1)
+    assert journal.tracked_sessions < 40
+    unsaved = str(uuid.uuid4())
+    journal.wait(journal.submit(JournalEntry(unsaved, 1, 1, b"u" * 3000)))
+    for _ in range(20):  # rotations while `unsaved` is still only in the journal
+        sid = str(uuid.uuid4())
+        journal.wait(journal.submit(JournalEntry(sid, 1, 1, b"x" * 300)))
+        journal.mark_saved(sid, 1, 1)
+    assert [e.seq for e in entries_for(tmp_path, unsaved)] == [1]  # its log is kept
+    journal.mark_saved(unsaved, 1, 1)
+    assert journal.close()
+    assert log_files(tmp_path) == []
+
+
 def test_a_failed_write_is_kept_retried_and_flushed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

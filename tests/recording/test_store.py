@@ -528,3 +528,17 @@ def test_close_saves_every_open_session(store: ChatRecordingService, sessions_di
         assert len(_file(store, sid)["messages"]) == 1
     assert not list((sessions_dir / ".journal").glob("*.wal"))
     assert not list((sessions_dir / ".locks").glob("*.lock"))
+
+
+def test_notices_nobody_takes_keep_the_latest_not_all(tmp_path: Path) -> None:
+    # a service's store is open for days; nobody may ever take its retention notices
+    from ollm_cli.pipeline.recording._store import MAX_NOTICES
+
+    store = ChatRecordingService(make_settings(tmp_path / "s", max_sessions=1))
+    for _ in range(MAX_NOTICES + 20):
+        store.close_session(store.create_session("m", "p"))
+    notices = store.take_notices()
+    assert len(notices) == MAX_NOTICES
+    assert all("maxSessions" in line for line in notices)
+    assert store.take_notices() == []
+    store.close()
