@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import logging
 import os
 import stat
@@ -78,6 +77,8 @@ SUFFIX = ".rescue"
 
 
 def _folder_key(data_dir: Path) -> str:
+    import hashlib  # loads OpenSSL: 2 ms that a listing need not pay
+
     return hashlib.sha256(str(data_dir.resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
