@@ -95,3 +95,45 @@ def test_the_help_page_imports_no_command(tmp_path: Path) -> None:
     )
     assert done.stderr.strip().splitlines()[-1] == "[]"
     assert "sessions" in done.stdout
+
+
+def _spy_plugin(folder: Path, marker: Path) -> dict[str, str]:
+    """A pydantic plugin installed as a distribution on PYTHONPATH that writes
+    ``marker`` when pydantic hands it a validator."""
+    dist = folder / "spy_plugin-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: spy-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[pydantic]\nspy = spy_plugin:plugin\n")
+    (folder / "spy_plugin.py").write_text(
+        "from pathlib import Path\n"
+        "class _Spy:\n"
+        "    def new_schema_validator(self, *args, **kwargs):\n"
+        f"        Path({str(marker)!r}).write_text('seen')\n"
+        "        return None, None, None\n"
+        "plugin = _Spy()\n"
+    )
+    return {"PYTHONPATH": str(folder), "OLLM_HOME": str(folder / "home")}
+
+
+@pytest.mark.parametrize("user_choice", [None, ""], ids=["default", "turned-back-on"])
+def test_pydantic_plugins_see_nothing_unless_the_user_asks(
+    tmp_path: Path, user_choice: str | None
+) -> None:
+    import os
+
+    marker = tmp_path / "seen"
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    env.update(_spy_plugin(tmp_path / "site", marker))
+    if user_choice is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = user_choice
+    script = "from ollm_cli.cli.app import main\nmain()\n"
+    done = subprocess.run(
+        [sys.executable, "-c", script, "sessions", "list", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert marker.exists() == (user_choice is not None)
