@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
-from ollm_cli.pipeline.records import SessionMessage, ToolCallPart
+from ollm_cli.pipeline.records import SessionMessage, TextPart, ToolCallPart, ToolResultPart
 
 WindowSource = Literal["server", "gguf", "config", "default"]
 """Where a model's context window size came from."""
@@ -108,6 +108,34 @@ class ModelInfo(BaseModel):
     context_window: int
     context_source: WindowSource
     family: str | None = None
+
+
+WireMessage = dict[str, Any]
+"""One message as a provider's protocol sends it (Ollama's and the OpenAI shape)."""
+
+
+def wire_messages(
+    request: ChatRequest, convert: Callable[[SessionMessage], list[WireMessage]]
+) -> list[WireMessage]:
+    """The request's messages on the wire: its system prompt first, then each message
+    as ``convert`` turns it into one or more of the protocol's messages."""
+    out: list[WireMessage] = []
+    if request.system_prompt:
+        out.append({"role": "system", "content": request.system_prompt})
+    for message in request.messages:
+        out.extend(convert(message))
+    return out
+
+
+def message_parts(
+    message: SessionMessage,
+) -> tuple[str, list[ToolCallPart], list[ToolResultPart]]:
+    """What every protocol sends of a message: its text (parts joined by newlines),
+    its tool calls and its tool results. Reasoning is never sent back."""
+    text = "\n".join(p.text for p in message.parts if isinstance(p, TextPart))
+    calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
+    results = [p for p in message.parts if isinstance(p, ToolResultPart)]
+    return text, calls, results
 
 
 def new_tool_call_id() -> str:

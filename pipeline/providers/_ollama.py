@@ -35,15 +35,15 @@ from ollm_cli.pipeline.providers._base import (
     Provider,
     StreamChunk,
     display_host,
+    message_parts,
     new_tool_call_id,
+    wire_messages,
 )
 from ollm_cli.pipeline.providers._think_tags import ThinkTagSplitter
 from ollm_cli.pipeline.records import (
     ImagePart,
     SessionMessage,
-    TextPart,
     ToolCallPart,
-    ToolResultPart,
 )
 
 logger = logging.getLogger(__name__)
@@ -73,18 +73,11 @@ def to_ollama_messages(request: ChatRequest) -> list[dict[str, Any]]:
     ``tool_calls``; each tool result becomes a ``tool`` message naming its tool;
     local images of user messages are sent as base64 ``images``.
     """
-    out: list[dict[str, Any]] = []
-    if request.system_prompt:
-        out.append({"role": "system", "content": request.system_prompt})
-    for message in request.messages:
-        out.extend(_convert(message))
-    return out
+    return wire_messages(request, _convert)
 
 
 def _convert(message: SessionMessage) -> list[dict[str, Any]]:
-    text = "\n".join(p.text for p in message.parts if isinstance(p, TextPart))
-    calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
-    results = [p for p in message.parts if isinstance(p, ToolResultPart)]
+    text, calls, results = message_parts(message)
     images: list[str] = []
     if message.role == "user":
         for part in message.parts:

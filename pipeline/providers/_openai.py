@@ -45,10 +45,12 @@ from ollm_cli.pipeline.providers._base import (
     Provider,
     StreamChunk,
     display_host,
+    message_parts,
     new_tool_call_id,
+    wire_messages,
 )
 from ollm_cli.pipeline.providers._think_tags import ThinkTagSplitter
-from ollm_cli.pipeline.records import SessionMessage, TextPart, ToolCallPart, ToolResultPart
+from ollm_cli.pipeline.records import SessionMessage, ToolCallPart
 
 logger = logging.getLogger(__name__)
 
@@ -74,18 +76,11 @@ def to_openai_messages(request: ChatRequest) -> list[dict[str, Any]]:
     """The request in chat-completions shape: system prompt first, an assistant's tool
     calls as ``tool_calls`` (arguments as JSON text), each tool result as a ``tool``
     message with its ``tool_call_id``. Reasoning parts are never sent back."""
-    out: list[dict[str, Any]] = []
-    if request.system_prompt:
-        out.append({"role": "system", "content": request.system_prompt})
-    for message in request.messages:
-        out.extend(_convert(message))
-    return out
+    return wire_messages(request, _convert)
 
 
 def _convert(message: SessionMessage) -> list[dict[str, Any]]:
-    text = "\n".join(p.text for p in message.parts if isinstance(p, TextPart))
-    calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
-    results = [p for p in message.parts if isinstance(p, ToolResultPart)]
+    text, calls, results = message_parts(message)
     out: list[dict[str, Any]] = []
     if text or calls or not results:
         entry: dict[str, Any] = {"role": message.role, "content": text}
