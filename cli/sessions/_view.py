@@ -44,7 +44,6 @@ from ollm_cli.pipeline.recording import (
     ToolCallView,
     TranscriptEntry,
     call_outcome,
-    compression_marks,
     compression_summary,
     describe_compression,
     format_args,
@@ -57,8 +56,9 @@ from ollm_cli.pipeline.recording import (
     session_facts,
     session_heading,
     transcript,
+    with_compression_marks,
 )
-from ollm_cli.pipeline.records import Session, parse_iso
+from ollm_cli.pipeline.records import Session
 
 
 def _truncated(text: str, *, full: bool) -> tuple[str, str | None]:
@@ -154,13 +154,10 @@ def view_items(
     for label, value in facts_list:
         facts.add_row(label, Text(value))
     yield Panel(facts, title=Text(session_heading(header), style="bold"), title_align="left")
-    marks = iter(compression_marks(header, []))
-    mark = next(marks, None)
-    for entry in entries:
-        moment = parse_iso(entry.timestamp)
-        while mark is not None and parse_iso(mark.event.timestamp) < moment:
-            yield from _compression_rule(mark, summaries=summaries)
-            mark = next(marks, None)
+    for entry in with_compression_marks(header, entries):
+        if isinstance(entry, CompressionMark):
+            yield from _compression_rule(entry, summaries=summaries)
+            continue
         style = _ROLE_STYLES.get(entry.role, "bold magenta")
         yield Rule(
             Text.assemble((entry.role, style), ("  " + short_time(entry.timestamp), "dim")),
@@ -173,9 +170,6 @@ def view_items(
                 yield Padding(Text(f"({block.text})", style="dim italic"), (0, 0, 0, 2))
             else:
                 yield Padding(_call_panel(block.call, full=full), (0, 0, 0, 2))
-    while mark is not None:
-        yield from _compression_rule(mark, summaries=summaries)
-        mark = next(marks, None)
 
 
 class _Indented:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         session_facts,
         session_heading,
         transcript,
+        with_compression_marks,
     )
     from ollm_cli.pipeline.recording._ids import canonical_id, checked_id, is_session_id
     from ollm_cli.pipeline.recording._index import MARK_END, MARK_START, SearchHit
@@ -75,6 +76,7 @@ __all__ = [
     "session_facts",
     "session_heading",
     "transcript",
+    "with_compression_marks",
 ]
 
 __getattr__ = lazy_exports(
@@ -104,6 +106,7 @@ __getattr__ = lazy_exports(
             "session_facts",
             "session_heading",
             "transcript",
+            "with_compression_marks",
         ),
         "_ids": (
             "canonical_id",

@@ -271,6 +271,27 @@ def compression_marks(session: Session, entries: list[TranscriptEntry]) -> list[
     return marks
 
 
+def with_compression_marks(
+    header: Session, entries: Iterable[TranscriptEntry]
+) -> Iterator[TranscriptEntry | CompressionMark]:
+    """``entries`` with a :class:`CompressionMark` where each compression of the
+    header's ``metadata.compressionHistory`` happened, as :func:`compression_marks`
+    places them, one entry at a time (a streamed session is never held whole)."""
+    marks = iter(compression_marks(header, []))
+    mark = next(marks, None)
+    index = 0
+    for entry in entries:
+        moment = parse_iso(entry.timestamp)
+        while mark is not None and parse_iso(mark.event.timestamp) < moment:
+            yield mark.model_copy(update={"before": index})
+            mark = next(marks, None)
+        yield entry
+        index += 1
+    while mark is not None:
+        yield mark.model_copy(update={"before": index})
+        mark = next(marks, None)
+
+
 def describe_compression(mark: CompressionMark) -> str:
     """One line about a compression: what was done, tokens before and after, why
     it fell back, and which messages its checkpoint stands for."""
@@ -451,26 +472,10 @@ def _markdown_call(call: ToolCallView) -> str:
 
 
 def to_markdown(session: Session) -> str:
-    """The whole session as Markdown: a facts list, then every message and tool call."""
-    out = [f"# {session_heading(session)}\n\n"]
-    for label, value in session_facts(session):
-        out.append(f"- **{label}:** {_one_line(value)}\n")
-    out.append("\n")
-    entries = transcript(session)
-    marks = compression_marks(session, entries)
-    for index, entry in enumerate(entries):
-        out.extend(_markdown_mark(m) for m in marks if m.before == index)
-        out.append(f"---\n\n## {entry.role.capitalize()} · {format_timestamp(entry.timestamp)}\n\n")
-        for block in entry.blocks:
-            if isinstance(block, TextBlock):
-                text = block.text
-                out.append(text + ("\n\n" if not text.endswith("\n") else "\n"))
-            elif isinstance(block, ToolBlock):
-                out.append(_markdown_call(block.call))
-            else:
-                out.append(f"_({_one_line(block.text)})_\n\n")
-    out.extend(_markdown_mark(m) for m in marks if m.before >= len(entries))
-    return "".join(out).rstrip("\n") + "\n"
+    """The whole session as Markdown: a facts list, then every message and tool call,
+    and a quoted line where each compression happened."""
+    pieces = _markdown_pieces(session, transcript(session), session_facts(session))
+    return "".join(_ending_in_one_newline(pieces))
 
 
 def _markdown_mark(mark: CompressionMark) -> str:
@@ -544,39 +549,7 @@ _ROLE_CLASSES = {"user", "assistant", "system", "tool"}
 
 def to_html(session: Session) -> str:
     """The whole session as one HTML file that needs nothing else to display."""
-    heading = _esc(session_heading(session))
-    out = [
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
-        '<meta name="generator" content="ollm sessions export">\n',
-        f"<title>{heading}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n",
-        f'<h1>{heading}</h1>\n<dl class="facts">\n',
-    ]
-    for label, value in session_facts(session):
-        out.append(f"<dt>{_esc(label)}</dt><dd>{_esc(value)}</dd>\n")
-    out.append("</dl>\n<main>\n")
-    entries = transcript(session)
-    marks = compression_marks(session, entries)
-    for index, entry in enumerate(entries):
-        out.extend(_html_mark(m) for m in marks if m.before == index)
-        role_class = entry.role if entry.role in _ROLE_CLASSES else "other"
-        out.append(
-            f'<article class="{role_class}"><header><span>{_esc(entry.role.capitalize())}'
-            f'</span><time datetime="{_esc(entry.timestamp)}">'
-            f"{_esc(format_timestamp(entry.timestamp))}</time></header>\n"
-        )
-        for block in entry.blocks:
-            if isinstance(block, TextBlock):
-                out.append(f'<div class="text">{_esc(block.text)}</div>\n')
-            elif isinstance(block, ToolBlock):
-                out.append(_html_call(block.call) + "\n")
-            else:
-                out.append(f'<div class="note">{_esc(block.text)}</div>\n')
-        out.append("</article>\n")
-    out.extend(_html_mark(m) for m in marks if m.before >= len(entries))
-    out.append("</main>\n</body>\n</html>\n")
-    return "".join(out)
+    return "".join(html_chunks(session, transcript(session), session_facts(session)))
 
 
 def _html_mark(mark: CompressionMark) -> str:
@@ -604,7 +577,10 @@ def _markdown_pieces(
 ) -> Iterator[str]:
     yield f"# {session_heading(header)}\n\n"
     yield "".join(f"- **{label}:** {_one_line(value)}\n" for label, value in facts) + "\n"
-    for entry in entries:
+    for entry in with_compression_marks(header, entries):
+        if isinstance(entry, CompressionMark):
+            yield _markdown_mark(entry)
+            continue
         out = [f"---\n\n## {entry.role.capitalize()} · {format_timestamp(entry.timestamp)}\n\n"]
         for block in entry.blocks:
             if isinstance(block, TextBlock):
@@ -645,7 +621,10 @@ def html_chunks(
     )
     yield "".join(f"<dt>{_esc(k)}</dt><dd>{_esc(v)}</dd>\n" for k, v in facts)
     yield "</dl>\n<main>\n"
-    for entry in entries:
+    for entry in with_compression_marks(header, entries):
+        if isinstance(entry, CompressionMark):
+            yield _html_mark(entry)
+            continue
         role_class = entry.role if entry.role in _ROLE_CLASSES else "other"
         out = [
             f'<article class="{role_class}"><header><span>{_esc(entry.role.capitalize())}'

@@ -128,3 +128,33 @@ def test_view_on_a_terminal_pages_and_quitting_the_pager_is_no_error(
         child.expect(pexpect.EOF)
         child.close()
         assert child.exitstatus == 0, pager
+
+
+def test_streamed_exports_show_compressions_where_they_happened(tmp_path: Path) -> None:
+    from ollm_cli.pipeline.records import CompressionEvent, SessionMetadata
+
+    messages = [
+        SessionMessage(role=role, parts=[TextPart(text=f"{role} {n}")], timestamp=iso(n))
+        for n, role in enumerate(["user", "assistant"] * 4)
+    ]
+    history = [
+        CompressionEvent(
+            timestamp=iso(3), strategy="summarize", tokens_before=900, tokens_after=200
+        ),
+        CompressionEvent(
+            timestamp=iso(60), strategy="truncate", tokens_before=800, tokens_after=90
+        ),
+    ]
+    session = make_session(messages=messages).model_copy(
+        update={"metadata": SessionMetadata(compression_history=history)}
+    )
+    original = session_stream.STREAM_BYTES
+    session_stream.STREAM_BYTES = 0
+    try:
+        for fmt in (ExportFormat.MARKDOWN, ExportFormat.HTML):
+            streamed = streamed_export(tmp_path, session, fmt)
+            assert streamed == render(session, fmt)
+            assert streamed.count("900") == 1 and streamed.count("800") == 1
+            assert streamed.index("assistant 3") < streamed.index("900") < streamed.index("user 4")
+    finally:
+        session_stream.STREAM_BYTES = original
