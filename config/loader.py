@@ -65,6 +65,9 @@ class LoadedSettings:
         for key, source in self.sources.items():
             if dotted_key == key or dotted_key.startswith(key + "."):
                 best = source
+        if best == DEFAULT_SOURCE:  # a mapping (`services.compresion:`): who set keys in it
+            below = [s for key, s in self.sources.items() if key.startswith(dotted_key + ".")]
+            best = below[-1] if below else best
         return best
 
 

@@ -236,3 +236,11 @@ def test_one_key_in_a_file_is_validated_with_the_rest_at_their_defaults(tmp_path
     user.write_text("services:\n  compression:\n    threshold: 5\n")
     with pytest.raises(ConfigError, match="threshold"):
         load_settings(tmp_path, env={}, user_file=user)
+
+
+def test_a_misspelt_section_names_the_file_it_is_in(tmp_path: Path) -> None:
+    user = tmp_path / "config.yaml"
+    user.write_text("services:\n  compresion:\n    threshold: 0.5\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(tmp_path, env={}, user_file=user)
+    assert f"{user}: services.compresion: a mapping: unknown key" in caught.value.message
