@@ -245,51 +245,39 @@ def transcript(session: Session) -> list[TranscriptEntry]:
 
 
 class CompressionMark(BaseModel):
-    """A compression shown where it happened in a transcript: after the entries
-    older than it (``before`` is the index of the first entry after it)."""
+    """A compression shown where it happened in a transcript (see
+    :func:`with_compression_marks`), numbered as ``compressionCount`` counts them."""
 
     model_config = ConfigDict(frozen=True)
 
-    before: int
     number: int
     event: CompressionEvent
-
-
-def compression_marks(session: Session, entries: list[TranscriptEntry]) -> list[CompressionMark]:
-    """Where each compression of ``metadata.compressionHistory`` goes among
-    ``entries`` (by time), numbered as ``compressionCount`` counts them."""
-    marks: list[CompressionMark] = []
-    number = 0
-    at = 0
-    for event in sorted(session.metadata.compression_history, key=lambda e: e.timestamp):
-        if event.trigger != "restore":
-            number += 1
-        moment = parse_iso(event.timestamp)
-        while at < len(entries) and parse_iso(entries[at].timestamp) <= moment:
-            at += 1
-        marks.append(CompressionMark(before=at, number=number, event=event))
-    return marks
 
 
 def with_compression_marks(
     header: Session, entries: Iterable[TranscriptEntry]
 ) -> Iterator[TranscriptEntry | CompressionMark]:
-    """``entries`` with a :class:`CompressionMark` where each compression of the
-    header's ``metadata.compressionHistory`` happened, as :func:`compression_marks`
-    places them, one entry at a time (a streamed session is never held whole)."""
-    marks = iter(compression_marks(header, []))
-    mark = next(marks, None)
-    index = 0
+    """``entries`` with a :class:`CompressionMark` for each compression of the header's
+    ``metadata.compressionHistory``, after the entries older than it (by time), one
+    entry at a time (a streamed session is never held whole). A restored snapshot is
+    shown but not counted."""
+    marks: list[CompressionMark] = []
+    number = 0
+    for event in sorted(header.metadata.compression_history, key=lambda e: e.timestamp):
+        if event.trigger != "restore":
+            number += 1
+        marks.append(CompressionMark(number=number, event=event))
+    pending = iter(marks)
+    mark = next(pending, None)
     for entry in entries:
         moment = parse_iso(entry.timestamp)
         while mark is not None and parse_iso(mark.event.timestamp) < moment:
-            yield mark.model_copy(update={"before": index})
-            mark = next(marks, None)
+            yield mark
+            mark = next(pending, None)
         yield entry
-        index += 1
     while mark is not None:
-        yield mark.model_copy(update={"before": index})
-        mark = next(marks, None)
+        yield mark
+        mark = next(pending, None)
 
 
 def describe_compression(mark: CompressionMark) -> str:
