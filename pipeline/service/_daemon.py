@@ -270,8 +270,7 @@ def connect(settings: OllmSettings, *, start: bool | None = None) -> Connection:
             return _connection
         paths = ServicePaths.for_home()
         if settings.runtime.ray_address:
-            _connection = _cluster_connect(paths, settings.runtime.ray_address)
-            return _connection
+            return _cluster_connect(paths, settings.runtime.ray_address)
         auto = settings.runtime.service.auto_start if start is None else start
         state = find_service(paths)
         if state is not None and state.version != code_version():

@@ -532,7 +532,7 @@ class PipelineHost:
         """Calls in flight or waiting at each of this host's shells (``ollm load``'s
         inbox depths: the calls its conversations make are this host's)."""
         await self.ready()
-        return {s.name: s.inflight + s.waiting for s in self.runtime.services}
+        return await self.runtime.inbox_depths()
 
     def memory_rss(self) -> int:
         import psutil
