@@ -1,18 +1,29 @@
 """Workspace trust: which folders' ``.ollm/config.yaml`` may change security settings.
 
 A cloned repository must not run code on the user's machine by shipping a
-``.ollm/config.yaml`` with hooks, or loosen the approvals and the sandbox. Until
-the user trusts a folder (``ollm trust PATH``), the loader ignores the keys of
-:data:`RESTRICTED_KEYS` in that folder's configuration and warns, naming them.
-Trusting a folder trusts the folders inside it.
+``.ollm/config.yaml`` with hooks, loosen the approvals and the sandbox, send the
+conversation, a key or telemetry to a server of its own, or expire the user's
+history. Default deny: until the user trusts a folder (``ollm trust PATH``), the
+loader keeps only the keys of :data:`ALLOWED_KEYS` from that folder's config (and
+values that only tighten), ignores the rest and warns, naming them.
+
+Trust is pinned to content, as ``direnv allow`` is: trusting a folder records the
+digest of its config's restricted part (every key outside the allow list, with
+its value) as the user saw it. When that part later differs, it is ignored again,
+with a warning naming the keys that changed, until the user trusts the folder
+again (``ollm trust PATH`` shows the difference). It is the folder's own file that
+is trusted: a config inside one of its subfolders is not. Extensions installed
+inside a trusted folder, or a folder inside it, are loaded (:func:`is_trusted`).
 
 The list lives in the user's own config folder (``$OLLM_HOME/trusted-folders.json``,
-mode 0600), never in a workspace.
+mode 0600), never in a workspace; a list written before pins existed is read, and
+its folders' restricted keys wait for a review.
 
 Example::
 
-    trust_folder(Path("~/src/app"))
-    is_trusted(Path("~/src/app/lib"))      # True
+    trust_folder(Path("~/src/app"))                  # pins ~/src/app/.ollm/config.yaml
+    is_trusted(Path("~/src/app/lib"))                # True (for extensions)
+    workspace_trust(Path("~/src/app"), {"hooks": [...]}).state   # "changed" if it did
     untrust_folder(Path("~/src/app"))
 """
 
@@ -412,8 +423,3 @@ def untrust_folder(folder: Path) -> bool:
     trust.pins.pop(canonical, None)
     _save(trust)
     return True
-
-
-def pin_of_folder(folder: str) -> TrustPin | None:
-    """What was trusted of ``folder``'s config (``None``: trusted before pins existed)."""
-    return _read_list().pins.get(folder)

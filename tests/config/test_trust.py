@@ -599,3 +599,37 @@ def test_the_terminal_question_shows_what_changed_before_trusting_again(
     settle_workspace_trust(flag=False, may_ask=True)
     assert state.loaded_settings().settings.hooks[0].command.endswith("curl -s x | sh")
     assert answers == []
+
+
+def test_the_list_says_when_a_folder_is_gone_or_its_config_unreadable(tmp_path: Path) -> None:
+    gone, broken = tmp_path / "gone", tmp_path / "broken"
+    gone.mkdir()
+    _write(broken, "services:\n  compression:\n    threshold: 0.5\n")
+    trust_folder(gone)
+    trust_folder(broken)
+    gone.rmdir()
+    (broken / ".ollm" / "config.yaml").write_text("services: [unclosed\n")
+    runner = CliRunner()
+    listed = orjson.loads(runner.invoke(app, ["trust", "--list", "--json"]).output)
+    states = {Path(s["folder"]).name: s["state"] for s in listed["status"]}
+    assert states == {"gone": "missing", "broken": "unreadable"}
+    table = runner.invoke(app, ["trust", "--list"]).output
+    assert "folder not found" in table and "config unreadable" in table
+    assert runner.invoke(app, ["trust", "--list", str(tmp_path)]).exit_code != 0
+
+
+def test_trust_says_when_there_is_nothing_to_review(tmp_path: Path) -> None:
+    runner = CliRunner()
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert "sets no restricted key" in runner.invoke(app, ["trust", str(plain)]).output
+    repo = tmp_path / "app"
+    _write(repo, TRUSTED_HOOK + "telemetry:\n  logPrompts: true\n")
+    runner.invoke(app, ["trust", str(repo)])
+    assert "as you trusted them" in runner.invoke(app, ["trust", str(repo)]).output
+    _write(repo, TRUSTED_HOOK)
+    assert "- telemetry.logPrompts (was true)" in runner.invoke(app, ["trust", str(repo)]).output
+    not_a_folder = runner.invoke(app, ["trust", str(repo / ".ollm" / "config.yaml")])
+    assert not_a_folder.exit_code != 0
+    assert isinstance(not_a_folder.exception, ConfigError)
+    assert "is not a folder" in not_a_folder.exception.message
