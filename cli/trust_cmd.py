@@ -10,24 +10,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from ollm_cli.cli.output import console, err_console, print_json, strip_control
 from ollm_cli.cli.state import loaded_settings, reset, trust_for_this_run
-from ollm_cli.config.loader import workspace_restricted_part
-from ollm_cli.config.trust import (
-    TrustReview,
-    load_trusted,
-    review_trust,
-    trust_file,
-    trust_folder,
-    untrust_folder,
-    workspace_trust,
-)
 from ollm_cli.pipeline.errors import ConfigError, UsageError
+
+if TYPE_CHECKING:  # imported when a command needs it: `ollm run` in a folder with no
+    # config of its own has no trust to settle
+    from ollm_cli.config.trust import TrustReview
 
 TrustWorkspaceOption = Annotated[
     bool,
@@ -64,6 +58,9 @@ def _review_lines(review: TrustReview) -> list[str]:
 
 def _folder_state(folder: str) -> tuple[str, list[str]]:
     """Whether a trusted folder's config still matches what was trusted."""
+    from ollm_cli.config.loader import workspace_restricted_part
+    from ollm_cli.config.trust import workspace_trust
+
     if not Path(folder).is_dir():
         return "missing", []
     try:
@@ -103,6 +100,8 @@ def trust(
     in a folder inside it is not trusted with it. The list is kept in
     `$OLLM_HOME/trusted-folders.json`.
     """
+    from ollm_cli.config.trust import load_trusted, review_trust, trust_file, trust_folder
+
     if list_:
         if path is not None:
             raise UsageError("--list takes no folder", hint="use `ollm trust --list` alone")
@@ -153,6 +152,8 @@ def untrust(
 
     Example: `ollm untrust ~/src/app`
     """
+    from ollm_cli.config.trust import untrust_folder
+
     removed = untrust_folder(path)
     reset()
     shown = strip_control(str(path.expanduser().resolve()))
@@ -180,6 +181,8 @@ def settle_workspace_trust(*, flag: bool, may_ask: bool) -> None:
         return
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         return
+    from ollm_cli.config.trust import review_trust, trust_folder
+
     review = review_trust(Path.cwd())
     if not review.pin.keys:
         return

@@ -27,21 +27,17 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
 from ollm_cli.config.paths import user_config_path, workspace_config_path
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.config.standard_env import standard_env_values
-from ollm_cli.config.trust import (
-    WorkspaceTrust,
-    canonical_key,
-    lower_only,
-    restricted,
-    workspace_trust,
-)
 from ollm_cli.pipeline.errors import ConfigError
+
+if TYPE_CHECKING:  # trust is imported when a workspace has a config file
+    from ollm_cli.config.trust import WorkspaceTrust
 
 logger = logging.getLogger(__name__)
 
@@ -279,6 +275,8 @@ _APPROVAL_RANK = {"allow": 0, "ask": 1, "deny": 2}
 
 def _tightens(dotted: str, value: Any, base: Mapping[str, Any]) -> bool:
     """Whether setting ``dotted`` to ``value`` only makes things stricter than ``base``."""
+    from ollm_cli.config.trust import lower_only
+
     current = base.get(dotted)
     if dotted.startswith("tools.approval.") or dotted == "tools.defaultApproval":
         if current is None and dotted.startswith("tools.approval."):
@@ -315,6 +313,8 @@ def _loopback(url: str) -> bool:
 def _canonical_flat(layer: Mapping[str, Any]) -> dict[str, Any]:
     """The layer's leaves by dotted key, each spelt as the file's camelCase key (a key
     that names no setting is kept as written, for validation to name)."""
+    from ollm_cli.config.trust import canonical_key
+
     return {canonical_key(k) or k: v for k, v in _flatten(layer).items()}
 
 
@@ -322,6 +322,8 @@ def _untrusted_layer(
     layer: dict[str, Any], base: Mapping[str, Any], *, trusted: bool
 ) -> tuple[dict[str, Any], list[str]]:
     """The workspace ``layer`` without the keys it may not set, and those keys."""
+    from ollm_cli.config.trust import restricted
+
     kept: dict[str, Any] = {}
     ignored: list[str] = []
     for dotted, value in _canonical_flat(layer).items():
@@ -335,6 +337,8 @@ def _untrusted_layer(
 def restricted_part(layer: Mapping[str, Any]) -> dict[str, Any]:
     """The keys of a workspace ``layer`` an untrusted workspace may not set (whatever
     their value), by canonical dotted key: what trusting the folder pins."""
+    from ollm_cli.config.trust import restricted
+
     return {k: v for k, v in _canonical_flat(layer).items() if restricted(k, trusted=False)}
 
 
@@ -372,6 +376,8 @@ def load_settings(
         seen.add(resolved)
         layer = _read_yaml(path)
         if path is workspace_file:
+            from ollm_cli.config.trust import WorkspaceTrust, workspace_trust
+
             folder = workspace or Path.cwd()
             if trusted is None:
                 verdict = workspace_trust(folder, restricted_part(layer), env=environ)

@@ -33,6 +33,7 @@ import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -128,6 +129,7 @@ def _under(dotted: str, keys: tuple[str, ...]) -> bool:
     return any(dotted == key or dotted.startswith(key + ".") for key in keys)
 
 
+@lru_cache(maxsize=1024)
 def canonical_key(dotted: str) -> str | None:
     """``dotted`` with each segment spelt as the file's camelCase key, or ``None`` when it
     names no setting. pydantic also accepts a field's Python name (``data_dir``), so a
@@ -187,6 +189,8 @@ def lower_only(dotted: str) -> bool:
 class PinnedKey(BaseModel):
     """One restricted key as the user trusted it."""
 
+    model_config = ConfigDict(defer_build=True)  # built when a list is read, not at import
+
     digest: str
     """SHA-256 of the value's canonical JSON."""
     shown: str
@@ -195,6 +199,8 @@ class PinnedKey(BaseModel):
 
 class TrustPin(BaseModel):
     """The restricted part of a folder's ``.ollm/config.yaml`` when it was trusted."""
+
+    model_config = ConfigDict(defer_build=True)  # built when a list is read, not at import
 
     digest: str
     """SHA-256 of the canonical JSON of every restricted key and its value."""
@@ -296,6 +302,8 @@ def pin_of(restricted_part: Mapping[str, Any]) -> TrustPin:
 class KeyChange(BaseModel):
     """One restricted key that differs from what was trusted."""
 
+    model_config = ConfigDict(defer_build=True)  # built when a list is read, not at import
+
     key: str
     was: str | None
     """The trusted value (masked), ``None`` when the key is new."""
@@ -350,14 +358,14 @@ def workspace_trust(
     if canonical not in trust.folders:
         return WorkspaceTrust("untrusted")
     pinned = trust.pins.get(canonical)
-    current = pin_of(restricted_part)
     if pinned is None:
         if not restricted_part:
             return WorkspaceTrust("trusted")
         return WorkspaceTrust("unpinned", tuple(sorted(restricted_part)))
-    if pinned.digest == current.digest:
+    if pinned.digest == _digest(dict(restricted_part)):
         return WorkspaceTrust("trusted")
-    return WorkspaceTrust("changed", tuple(c.key for c in difference(pinned, current)))
+    changes = difference(pinned, pin_of(restricted_part))
+    return WorkspaceTrust("changed", tuple(c.key for c in changes))
 
 
 @dataclass(frozen=True)
