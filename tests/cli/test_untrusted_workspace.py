@@ -151,3 +151,42 @@ def test_a_trusted_repository_is_obeyed(
     assert attacker.requests, done.stderr
     assert attacker.requests[0].path == "/v1/models"
     assert attacker.requests[0].headers.get("authorization") == f"Bearer {TOKEN}"
+
+
+HOOK = "hooks:\n  - event: session:start\n    command: touch {marker}\n"
+
+
+@pytest.mark.parametrize("runtime", ["inprocess", "service"])
+def test_a_trusted_hook_changed_afterwards_runs_only_once_trusted_again(
+    runtime: str, ollama: FakeOllama, tmp_path: Path
+) -> None:
+    """Issue 21: trust pins the config's content; a changed hook is not run (on the
+    service, where hooks run, as in the command) until the user trusts it again."""
+    home = tmp_path / "home"
+    repo = tmp_path / "app"
+    (repo / ".ollm").mkdir(parents=True)
+    config = repo / ".ollm" / "config.yaml"
+    config.write_text(HOOK.format(marker="first-hook-ran"))
+    env = _env(home, ollama, runtime)
+    try:
+        assert _run(env, repo, "trust").returncode == 0
+        done = _run(env, repo, "run", "-p", "one")
+        assert done.returncode == 0, done.stderr
+        assert (repo / "first-hook-ran").exists()
+        (repo / "first-hook-ran").unlink()
+        config.write_text(HOOK.format(marker="changed-hook-ran"))
+        done = _run(env, repo, "run", "-p", "two")
+        assert done.returncode == 0, done.stderr
+        assert not (repo / "changed-hook-ran").exists()
+        assert not (repo / "first-hook-ran").exists()
+        warning = [line for line in done.stderr.splitlines() if "changed since" in line]
+        assert len(warning) == 1 and "(hooks)" in warning[0], done.stderr
+        assert f"`ollm trust {repo.resolve()}`" in warning[0]
+        review = _run(env, repo, "trust")
+        assert "~ hooks:" in review.stdout and "changed-hook-ran" in review.stdout
+        done = _run(env, repo, "run", "-p", "three")
+        assert done.returncode == 0, done.stderr
+        assert (repo / "changed-hook-ran").exists()
+    finally:
+        if runtime == "service":
+            _run(env, tmp_path, "service", "stop")
