@@ -288,7 +288,7 @@ def _tightens(dotted: str, value: Any, base: Mapping[str, Any]) -> bool:
         )
     if dotted in ("tools.sandbox.network", "tools.sandbox.allowUnsandboxed"):
         return value is False
-    if dotted == "services.session.redactSecrets":
+    if dotted in ("services.session.redactSecrets", "services.loopDetection.enabled"):
         return value is True
     if dotted == "provider.ollama.host":
         return isinstance(value, str) and _loopback(value)

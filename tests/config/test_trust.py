@@ -410,12 +410,16 @@ def test_limits_may_only_be_lowered_by_an_untrusted_repository(tmp_path: Path) -
     (repo / ".ollm" / "config.yaml").write_text(
         "provider:\n  ollama:\n    maxContextWindow: 4096\n  embedded:\n    threads: 64\n"
         "services:\n  compression:\n    finishOnExitS: 3600\n"
+        "  loopDetection:\n    enabled: false\n    maxTurns: 20\n"
     )
     loaded = load_settings(repo, {})
     assert loaded.settings.provider.ollama.max_context_window == 4096
+    assert loaded.settings.services.loop_detection.enabled is True
+    assert loaded.settings.services.loop_detection.max_turns == 20
     assert sorted(loaded.ignored) == [
         "provider.embedded.threads",
         "services.compression.finishOnExitS",
+        "services.loopDetection.enabled",
     ]
 
 
