@@ -32,7 +32,7 @@ class ContextShell(ShellBase):
             settings.services.context,
             workspace,
             ContextEntryStore(settings.services.session.data_dir / ".context"),
-            load_extensions().context_entries,
+            load_extensions(workspace=workspace).context_entries,
             clock,
         )
 

@@ -27,7 +27,7 @@ class ToolWorkerShell(ShellBase):
 
     def __init__(self, settings: OllmSettings, workspace: Path) -> None:
         registry = ToolRegistry.builtin()
-        for tool in load_extensions().tools:
+        for tool in load_extensions(workspace=workspace).tools:
             try:
                 registry.register(tool)
             except ToolError as error:

@@ -1,8 +1,8 @@
 """``ollm trust`` and ``ollm untrust``: which folders' own configuration OLLM obeys in full.
 
-Until a folder is trusted, its ``.ollm/config.yaml`` may not add hooks nor loosen
-approvals, the sandbox, the environment lists, redaction or data folders
-(see :mod:`ollm_cli.config.trust`). ``ollm run`` in a terminal asks once; ``-p`` and
+Until a folder is trusted, its ``.ollm/config.yaml`` may set only harmless keys
+(see :data:`ollm_cli.config.trust.ALLOWED_KEYS`); trusting it pins the restricted
+keys it sets as they are now. ``ollm run`` in a terminal asks once; ``-p`` and
 ``ollm batch`` never ask (``--trust-workspace`` trusts the folder for that run).
 """
 
@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from ollm_cli.cli.output import console, err_console, print_json, strip_control
 from ollm_cli.cli.state import loaded_settings, reset, trust_for_this_run
-from ollm_cli.config.trust import is_trusted, load_trusted, trust_file, trust_folder, untrust_folder
-from ollm_cli.pipeline.errors import UsageError
+from ollm_cli.pipeline.errors import ConfigError, UsageError
+
+if TYPE_CHECKING:  # imported when a command needs it: `ollm run` in a folder with no
+    # config of its own has no trust to settle
+    from ollm_cli.config.trust import TrustReview
 
 TrustWorkspaceOption = Annotated[
     bool,
@@ -30,36 +33,114 @@ TrustWorkspaceOption = Annotated[
 ]
 
 
+def _review_lines(review: TrustReview) -> list[str]:
+    """What trusting ``review.folder`` pins: its restricted keys, or what changed."""
+    if review.previous is None:
+        if not review.pin.keys:
+            return ["its .ollm/config.yaml sets no restricted key"]
+        return [
+            "its .ollm/config.yaml sets these restricted keys:",
+            *(f"  {key} = {pinned.shown}" for key, pinned in review.pin.keys.items()),
+        ]
+    changes = review.changes
+    if not changes:
+        return ["its .ollm/config.yaml's restricted keys are as you trusted them"]
+    lines = ["its .ollm/config.yaml changed since you trusted it:"]
+    for change in changes:
+        if change.was is None:
+            lines.append(f"  + {change.key} = {change.now}")
+        elif change.now is None:
+            lines.append(f"  - {change.key} (was {change.was})")
+        else:
+            lines.append(f"  ~ {change.key}: {change.was} -> {change.now}")
+    return lines
+
+
+def _folder_state(folder: str) -> tuple[str, list[str]]:
+    """Whether a trusted folder's config still matches what was trusted."""
+    from ollm_cli.config.loader import workspace_restricted_part
+    from ollm_cli.config.trust import workspace_trust
+
+    if not Path(folder).is_dir():
+        return "missing", []
+    try:
+        verdict = workspace_trust(Path(folder), workspace_restricted_part(Path(folder)), env={})
+    except ConfigError:
+        return "unreadable", []
+    if verdict.trusted:
+        return "matches", []
+    return verdict.state, list(verdict.changed)
+
+
+_STATE_WORDS = {
+    "matches": "config as trusted",
+    "changed": "config CHANGED since trusted: {keys} (review: `ollm trust {folder}`)",
+    "unpinned": "trusted before pinning: {keys} ignored (review: `ollm trust {folder}`)",
+    "missing": "folder not found",
+    "unreadable": "config unreadable",
+}
+
+
 def trust(
     path: Annotated[
         Path | None, typer.Argument(help="Folder to trust (default: the current folder).")
     ] = None,
-    list_: Annotated[bool, typer.Option("--list", help="List the trusted folders.")] = False,
+    list_: Annotated[
+        bool,
+        typer.Option("--list", help="List the trusted folders and whether each config matches."),
+    ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Trust a folder: its .ollm/config.yaml may then set hooks and security settings.
 
     Examples: `ollm trust`, `ollm trust ~/src/app`, `ollm trust --list`.
-    Trusting a folder trusts the folders inside it. The list is kept in
+    What is trusted is the folder's .ollm/config.yaml as it is now: the restricted
+    keys it sets are printed (secrets masked), and when they later change they are
+    ignored until you run `ollm trust` again, which shows the difference. A config
+    in a folder inside it is not trusted with it. The list is kept in
     `$OLLM_HOME/trusted-folders.json`.
     """
+    from ollm_cli.config.trust import load_trusted, review_trust, trust_file, trust_folder
+
     if list_:
         if path is not None:
             raise UsageError("--list takes no folder", hint="use `ollm trust --list` alone")
         folders = load_trusted()
+        states = {folder: _folder_state(folder) for folder in folders}
         if json_output:
-            print_json({"file": str(trust_file()), "folders": folders})
+            print_json(
+                {
+                    "file": str(trust_file()),
+                    "folders": folders,
+                    "status": [
+                        {"folder": folder, "state": state, "changed": keys}
+                        for folder, (state, keys) in states.items()
+                    ],
+                }
+            )
         elif not folders:
             console.print("no trusted folders (trust one with `ollm trust PATH`)", markup=False)
         else:
-            for folder in folders:
-                console.print(strip_control(folder), markup=False)
+            for folder, (state, keys) in states.items():
+                words = _STATE_WORDS[state].format(keys=", ".join(keys), folder=folder)
+                console.print(strip_control(f"{folder}  {words}"), markup=False, soft_wrap=True)
         return
-    stored = trust_folder(path or Path.cwd())
+    review = review_trust(path or Path.cwd())
+    stored = trust_folder(Path(review.folder), review)
     reset()
     if json_output:
-        print_json({"trusted": stored})
+        print_json(
+            {
+                "trusted": stored,
+                "keys": {key: pinned.shown for key, pinned in review.pin.keys.items()},
+                "changes": [change.model_dump() for change in review.changes]
+                if review.previous is not None
+                else [],
+            }
+        )
         return
+    for line in _review_lines(review):
+        console.print(strip_control(line), markup=False, soft_wrap=True)
     console.print(f"trusted {escape(strip_control(stored))}")
 
 
@@ -71,6 +152,8 @@ def untrust(
 
     Example: `ollm untrust ~/src/app`
     """
+    from ollm_cli.config.trust import untrust_folder
+
     removed = untrust_folder(path)
     reset()
     shown = strip_control(str(path.expanduser().resolve()))
@@ -87,7 +170,8 @@ def settle_workspace_trust(*, flag: bool, may_ask: bool) -> None:
     """Before a command runs: apply ``--trust-workspace``, or ask once in a terminal.
 
     ``ollm run`` in a terminal asks when the workspace's config sets keys that
-    are ignored for want of trust; ``-p`` and ``ollm batch`` never ask.
+    are ignored for want of trust (or because they changed since the folder was
+    trusted), showing them first; ``-p`` and ``ollm batch`` never ask.
     """
     if flag:
         trust_for_this_run()
@@ -97,16 +181,21 @@ def settle_workspace_trust(*, flag: bool, may_ask: bool) -> None:
         return
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         return
-    folder = Path.cwd().resolve()
-    if is_trusted(folder):
+    from ollm_cli.config.trust import review_trust, trust_folder
+
+    review = review_trust(Path.cwd())
+    if not review.pin.keys:
         return
     err_console.print(
-        f"This folder's .ollm/config.yaml sets {escape(', '.join(loaded.ignored))}: it could "
-        f"run commands on your machine or loosen the sandbox.",
+        "This folder's .ollm/config.yaml sets keys that could run commands on your machine, "
+        "read your environment, or send your conversations elsewhere.",
         soft_wrap=True,
+        markup=False,
     )
-    if typer.confirm(f"Trust {strip_control(str(folder))} from now on?", default=False):
-        trust_folder(folder)
+    for line in _review_lines(review):
+        err_console.print(strip_control(line), soft_wrap=True, markup=False)
+    if typer.confirm(f"Trust {strip_control(review.folder)} from now on?", default=False):
+        trust_folder(Path(review.folder), review)
         reset()
     else:
         err_console.print("not trusted: those keys stay ignored for this run", style="dim")

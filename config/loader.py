@@ -27,7 +27,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -35,6 +35,9 @@ from ollm_cli.config.paths import user_config_path, workspace_config_path
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.config.standard_env import standard_env_values
 from ollm_cli.pipeline.errors import ConfigError
+
+if TYPE_CHECKING:  # trust is imported when a workspace has a config file
+    from ollm_cli.config.trust import WorkspaceTrust
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +61,8 @@ class LoadedSettings:
     workspace_trusted: bool = True
     ignored: list[str] = field(default_factory=list)
     """Keys of the workspace file left out because the folder is not trusted."""
+    trust: WorkspaceTrust | None = None
+    """Why the workspace file was (not) trusted; ``None`` without a workspace file."""
 
     def source_of(self, dotted_key: str) -> str:
         """Where ``dotted_key`` (camelCase, e.g. ``services.compression.threshold``) came from."""
@@ -72,9 +77,9 @@ class LoadedSettings:
 
 
 def _redact(text: str) -> str:
-    from ollm_cli.pipeline.environment import redact
+    from ollm_cli.config.masking import mask_secrets
 
-    return redact(text)
+    return mask_secrets(text)
 
 
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -251,7 +256,7 @@ def _format_validation_error(exc: ValidationError, loaded: LoadedSettings) -> Co
         source = loaded.source_of(dotted)
         value = err.get("input")
         shown = _redact(repr(value)) if not isinstance(value, dict) else "a mapping"
-        message = err["msg"]
+        message = _redact(err["msg"])  # a parser's message may repeat the value
         if err["type"] == "extra_forbidden":
             message = "unknown key (check its spelling; keys are camelCase)"
         elif err["type"] == "literal_error":
@@ -270,6 +275,8 @@ _APPROVAL_RANK = {"allow": 0, "ask": 1, "deny": 2}
 
 def _tightens(dotted: str, value: Any, base: Mapping[str, Any]) -> bool:
     """Whether setting ``dotted`` to ``value`` only makes things stricter than ``base``."""
+    from ollm_cli.config.trust import lower_only
+
     current = base.get(dotted)
     if dotted.startswith("tools.approval.") or dotted == "tools.defaultApproval":
         if current is None and dotted.startswith("tools.approval."):
@@ -281,11 +288,11 @@ def _tightens(dotted: str, value: Any, base: Mapping[str, Any]) -> bool:
         )
     if dotted in ("tools.sandbox.network", "tools.sandbox.allowUnsandboxed"):
         return value is False
-    if dotted == "services.session.redactSecrets":
+    if dotted in ("services.session.redactSecrets", "services.loopDetection.enabled"):
         return value is True
     if dotted == "provider.ollama.host":
         return isinstance(value, str) and _loopback(value)
-    if dotted.startswith("tools.sandbox.") and isinstance(current, int | float):
+    if lower_only(dotted) and isinstance(current, int | float):
         return (
             isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= current
         )
@@ -303,6 +310,14 @@ def _loopback(url: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
+def _canonical_flat(layer: Mapping[str, Any]) -> dict[str, Any]:
+    """The layer's leaves by dotted key, each spelt as the file's camelCase key (a key
+    that names no setting is kept as written, for validation to name)."""
+    from ollm_cli.config.trust import canonical_key
+
+    return {canonical_key(k) or k: v for k, v in _flatten(layer).items()}
+
+
 def _untrusted_layer(
     layer: dict[str, Any], base: Mapping[str, Any], *, trusted: bool
 ) -> tuple[dict[str, Any], list[str]]:
@@ -311,16 +326,27 @@ def _untrusted_layer(
 
     kept: dict[str, Any] = {}
     ignored: list[str] = []
-    for dotted, value in _flatten(layer).items():
+    for dotted, value in _canonical_flat(layer).items():
         if restricted(dotted, trusted=trusted) and (trusted or not _tightens(dotted, value, base)):
             ignored.append(dotted)
             continue
-        cursor = kept
-        parts = dotted.split(".")
-        for key in parts[:-1]:
-            cursor = cursor.setdefault(key, {})
-        cursor[parts[-1]] = value
+        _merge(kept, _nested(tuple(dotted.split(".")), value))
     return kept, ignored
+
+
+def restricted_part(layer: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of a workspace ``layer`` an untrusted workspace may not set (whatever
+    their value), by canonical dotted key: what trusting the folder pins."""
+    from ollm_cli.config.trust import restricted
+
+    return {k: v for k, v in _canonical_flat(layer).items() if restricted(k, trusted=False)}
+
+
+def workspace_restricted_part(workspace: Path) -> dict[str, Any]:
+    """:func:`restricted_part` of ``workspace``'s ``.ollm/config.yaml`` as it is now
+    (empty without a file)."""
+    path = workspace_config_path(workspace)
+    return restricted_part(_read_yaml(path)) if path.is_file() else {}
 
 
 def load_settings(
@@ -332,12 +358,11 @@ def load_settings(
 ) -> LoadedSettings:
     """Load the effective settings, raising :class:`ConfigError` for a bad layer.
 
-    ``trusted`` says whether the workspace's own file may set security keys
-    (:data:`ollm_cli.config.trust.RESTRICTED_KEYS`); by default the trusted folders list
-    (and ``OLLM_TRUST_WORKSPACE=1``) decide.
+    ``trusted`` says whether the workspace's own file may set the keys outside
+    :data:`ollm_cli.config.trust.ALLOWED_KEYS`; by default the trusted folders list
+    decides (the folder trusted with exactly the file's restricted part), or
+    ``OLLM_TRUST_WORKSPACE=1`` for one run.
     """
-    from ollm_cli.config.trust import TRUST_ENV, is_trusted
-
     environ = os.environ if env is None else env
     user = user_file or user_config_path()
     workspace_file = workspace_config_path(workspace)
@@ -351,16 +376,20 @@ def load_settings(
         seen.add(resolved)
         layer = _read_yaml(path)
         if path is workspace_file:
+            from ollm_cli.config.trust import WorkspaceTrust, workspace_trust
+
+            folder = workspace or Path.cwd()
             if trusted is None:
-                trusted = environ.get(TRUST_ENV, "") == "1" or is_trusted(
-                    workspace or Path.cwd(), env=dict(environ)
-                )
+                verdict = workspace_trust(folder, restricted_part(layer), env=environ)
+            else:
+                verdict = WorkspaceTrust("trusted" if trusted else "untrusted")
             base = _flatten(OllmSettings.defaults().model_dump(mode="json", by_alias=True))
             base.update(_flatten(merged))
-            layer, loaded.ignored = _untrusted_layer(layer, base, trusted=trusted)
-            loaded.workspace_trusted = trusted
+            layer, loaded.ignored = _untrusted_layer(layer, base, trusted=verdict.trusted)
+            loaded.workspace_trusted = verdict.trusted
+            loaded.trust = verdict
             if loaded.ignored:
-                _warn_ignored(workspace_file, workspace or Path.cwd(), loaded.ignored, trusted)
+                _warn_ignored(workspace_file, folder, loaded.ignored, verdict)
         _merge(merged, layer)
         for dotted in _flatten(layer):
             loaded.sources[dotted] = str(path)
@@ -380,22 +409,42 @@ def load_settings(
     return loaded
 
 
-def _warn_ignored(path: Path, workspace: Path, keys: list[str], trusted: bool) -> None:
-    if trusted:
+def _warn_ignored(path: Path, workspace: Path, keys: list[str], trust: WorkspaceTrust) -> None:
+    """One line naming the ignored keys and what to do about them."""
+    folder = workspace.resolve()
+    if trust.trusted:
         logger.warning(
             "%s: ignored %s: only your own config file (%s) may set them",
             path,
             ", ".join(keys),
             user_config_path(),
         )
-        return
-    logger.warning(
-        "%s: this folder is not trusted, so its config may not set %s (ignored). If you "
-        "trust this repository, run `ollm trust %s` (or pass --trust-workspace for one run)",
-        path,
-        ", ".join(keys),
-        workspace.resolve(),
-    )
+    elif trust.state == "changed":
+        logger.warning(
+            "%s changed since you trusted this folder (%s), so its restricted keys are "
+            "ignored (%s). Review the change and trust it again with `ollm trust %s`",
+            path,
+            ", ".join(trust.changed),
+            ", ".join(keys),
+            folder,
+        )
+    elif trust.state == "unpinned":
+        logger.warning(
+            "%s: this folder was trusted before OLLM pinned trust to the file's content, so "
+            "%s are ignored. Review them and trust the folder again with `ollm trust %s`",
+            path,
+            ", ".join(keys),
+            folder,
+        )
+    else:
+        logger.warning(
+            "%s: this folder is not trusted, so its config may not set %s (ignored). If you "
+            "trust this repository, run `ollm trust %s` (or pass --trust-workspace for one "
+            "run)",
+            path,
+            ", ".join(keys),
+            folder,
+        )
 
 
 def effective_items(loaded: LoadedSettings) -> list[tuple[str, Any, str]]:

@@ -137,7 +137,10 @@ def check_host_url(value: str) -> str:
     text = value.strip()
     if not text or any(ord(c) < 0x20 or c.isspace() or ord(c) == 0x7F for c in text):
         raise ValueError("must be a URL such as http://127.0.0.1:11434 (no spaces)")
-    parts = urlsplit(text if "://" in text else f"http://{text}")
+    try:
+        parts = urlsplit(text if "://" in text else f"http://{text}")
+    except ValueError:  # its message repeats the address, password included
+        raise ValueError("is not a URL (expected http://HOST:PORT)") from None
     if parts.scheme not in ("http", "https"):
         raise ValueError(f"must be an http:// or https:// URL, not {parts.scheme}://")
     try:

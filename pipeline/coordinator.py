@@ -161,7 +161,7 @@ class Coordinator:
         self._hook_env: dict[str, str] = {}
         self.context = ContextClient(runtime)
         self.hooks = HookRunner(
-            [*settings.hooks, *load_extensions().hooks],
+            [*settings.hooks, *load_extensions(workspace=self.workspace).hooks],
             self.context,
             workspace=self.workspace,
             environment=lambda: self._hook_env,

@@ -176,9 +176,11 @@ def _load_one(entry: EntryPoint, loaded: LoadedExtensions, workspace: Path) -> N
 def load_extensions(group: str = GROUP, *, workspace: Path | None = None) -> LoadedExtensions:
     """Load every extension installed in this Python environment.
 
-    One installed inside the workspace (the current folder by default) is
-    loaded only when that folder is trusted: a repository must not bring code
-    that runs because the folder happens to be on ``sys.path``.
+    One installed inside the workspace is loaded only when that folder is
+    trusted: a repository must not bring code that runs because the folder
+    happens to be on ``sys.path``. The pipeline passes the conversation's
+    workspace (the service's own current folder is not it); the current folder
+    is the default for the commands that run in the user's folder.
     """
     loaded = LoadedExtensions()
     root = workspace or Path.cwd()

@@ -12,7 +12,12 @@ from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ollm_cli.pipeline.environment._logging import configure_logging
-    from ollm_cli.pipeline.environment._redaction import Redactor, default_redactor, redact
+    from ollm_cli.pipeline.environment._redaction import (
+        Redactor,
+        default_redactor,
+        find_secrets,
+        redact,
+    )
     from ollm_cli.pipeline.environment._sanitizer import (
         EnvDecision,
         EnvironmentSanitizationService,
@@ -25,6 +30,7 @@ __all__ = [
     "Redactor",
     "configure_logging",
     "default_redactor",
+    "find_secrets",
     "redact",
     "secret_name_word",
 ]
@@ -36,6 +42,7 @@ __getattr__ = lazy_exports(
         "_redaction": (
             "Redactor",
             "default_redactor",
+            "find_secrets",
             "redact",
         ),
         "_sanitizer": (

@@ -127,3 +127,35 @@ def test_the_ollama_host_is_checked_when_the_config_loads(host: str, tmp_path: P
 @pytest.mark.parametrize("host", ["http://127.0.0.1:11434", "localhost:11434", "https://h/x"])
 def test_good_hosts_are_kept(host: str, tmp_path: Path) -> None:
     assert load_settings(tmp_path, {"OLLM_OLLAMA_HOST": host}).settings.provider.ollama.host == host
+
+
+PASSWORD = "S3cretPass-Kq9"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("OLLAMA_HOST", f"http://bob:{PASSWORD}@127.0.0.1:notaport"),
+        ("OLLAMA_HOST", f"bob:{PASSWORD}@[::1"),
+        ("OLLM_OLLAMA_HOST", f"ftp://bob:{PASSWORD}@gpu.lan"),
+        ("OLLM_PROVIDER__OPENAI__API_KEY_ENV", "sk-proj-Zq7Lm2Xp9Rt4Vb8Nc1Kd6Hf3Jg5Ws0Ye2Ua4"),
+    ],
+)
+def test_a_config_error_never_prints_a_password(name: str, value: str, tmp_path: Path) -> None:
+    """Issue 27 (8): an address with a password used to be printed whole by the
+    parser's own message, in every command's error, its hint and ``--json``."""
+    secret = PASSWORD if PASSWORD in value else "Zq7Lm2Xp9Rt4Vb8Nc1Kd6"
+    for args in (["config", "show"], ["config", "show", "--json"]):
+        done = ollm(args, tmp_path / "home", tmp_path, {name: value})
+        shown = done.stderr.decode() + done.stdout.decode()
+        assert done.returncode == 3, shown
+        assert name in shown and "REDACTED" in shown
+        assert secret not in shown
+
+
+def test_the_loader_masks_a_password_in_the_error_itself(tmp_path: Path) -> None:
+    """What a caller gets (the service, a script) is masked before any printer sees it."""
+    with pytest.raises(ConfigError) as caught:
+        load_settings(tmp_path, {"OLLAMA_HOST": f"http://bob:{PASSWORD}@127.0.0.1:notaport"})
+    assert PASSWORD not in caught.value.message and PASSWORD not in (caught.value.hint or "")
+    assert "provider.ollama.host" in caught.value.message
