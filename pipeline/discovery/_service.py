@@ -11,8 +11,9 @@ Inside a git work tree the listing equals ``git ls-files --cached --others
 
 - files git tracks are always listed, whatever the ignore rules say (only a
   ``.ollmignore`` rule hides them): the index is read with ``git ls-files -z
-  --cached`` when it exists, and an ignored directory holding tracked files is
-  entered for those files only;
+  --cached`` when it exists (run so that nothing the repository's own config
+  names can run: :mod:`ollm_cli.pipeline.discovery._git`), and an ignored
+  directory holding tracked files is entered for those files only;
 - a nested repository (a directory with its own ``.git``) is one entry,
   ``name/``, and is not walked into; a submodule is one entry, ``name``;
 - only regular files and symbolic links are listed (no FIFOs, sockets, devices);
@@ -44,9 +45,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import shutil
 import stat
-import subprocess
 import threading
 import time
 from collections import OrderedDict
@@ -60,6 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from ollm_cli.config.settings import FileDiscoverySettings
+from ollm_cli.pipeline.discovery._git import GitView, read_git
 from ollm_cli.pipeline.discovery._ignore_rules import (
     GITIGNORE,
     IGNORED_BY_OLLM,
@@ -68,12 +68,8 @@ from ollm_cli.pipeline.discovery._ignore_rules import (
     IgnoreStack,
     IgnoreTree,
     NeverMatchesError,
-    Repository,
     RuleSet,
-    TrackedFiles,
     builtin_rules,
-    default_excludes_file,
-    find_repository,
     log_symlinked_gitignore,
     parse_rule,
     root_stack,
@@ -90,10 +86,6 @@ ChangeCallback = Callable[[ChangeEvent, str], None]
 # the same filesystem timestamp tick; such a scan is not trusted by mtimes alone.
 _RACY_S = 0.25
 _MISSING = -1
-#: How long the ``git`` commands that read the index and the config may take.
-GIT_TIMEOUT_S = 10.0
-#: Environment variables that would point git elsewhere than the scanned tree.
-_GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
 
 
 class _Model(BaseModel):
@@ -234,83 +226,6 @@ class _Walk:
     truncated: bool = False
     cancelled: bool = False
     depth_cut: int = 0
-
-
-@dataclass(frozen=True)
-class GitView:
-    """What git says about a scan root: the tracked paths (from the index) and the
-    global excludes file. ``repository`` is ``None`` outside a work tree."""
-
-    repository: Repository | None = None
-    tracked: TrackedFiles = field(default_factory=TrackedFiles)
-    excludes_file: str | None = None
-    consulted: tuple[str, ...] = ()
-    problem: str | None = None
-
-
-def _git_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
-
-
-def read_git(root: str) -> GitView:
-    """The tracked files under ``root`` and the global excludes file, from git.
-
-    ``git ls-files -z --cached`` runs only when the repository has an index (a
-    fresh ``git init`` has none), ``git config core.excludesFile`` at the same
-    time; without git installed the index is not read (a note says so) and the
-    excludes file is git's default one.
-    """
-    repository = find_repository(root)
-    if repository is None:
-        return GitView()
-    index = os.path.join(repository.git_dir, "index")
-    consulted = [index, os.path.join(repository.common_dir, "config")]
-    git = shutil.which("git")
-    if git is None:
-        excludes = default_excludes_file()
-        missing = "git is not installed: files git tracks but ignores are not listed"
-        return GitView(repository, TrackedFiles(), excludes, tuple(consulted), missing)
-    env = _git_env()
-    config = subprocess.Popen(
-        [git, "config", "--path", "--get", "core.excludesFile"],
-        cwd=root,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    tracked = TrackedFiles()
-    problem: str | None = None
-    try:
-        if os.path.exists(index):
-            listing = subprocess.run(
-                [git, "ls-files", "-z", "--cached"],
-                cwd=root,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=GIT_TIMEOUT_S,
-                check=False,
-            )
-            if listing.returncode == 0:
-                tracked = TrackedFiles(
-                    os.fsdecode(path) for path in listing.stdout.split(b"\0") if path
-                )
-            else:
-                reason = listing.stderr.decode(errors="replace").strip().splitlines()
-                problem = (
-                    f"git could not read the index ({reason[-1] if reason else 'failed'}): "
-                    "files git tracks but ignores are not listed"
-                )
-        out, _ = config.communicate(timeout=GIT_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        config.kill()
-        config.communicate()
-        problem = f"git did not answer within {GIT_TIMEOUT_S:g} s: the index was not read"
-        out = b""
-    configured = os.fsdecode(out.rstrip(b"\n")) if config.returncode == 0 else ""
-    excludes = configured or default_excludes_file()
-    return GitView(repository, tracked, excludes, tuple(consulted), problem)
 
 
 @dataclass
