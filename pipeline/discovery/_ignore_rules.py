@@ -165,14 +165,24 @@ def _translate_class(pattern: str, start: int) -> tuple[str, int]:
     return (f"(?!/)[{body}]" if body else "(?!)"), i
 
 
+# Tokens of a pattern for :func:`_assemble`: a fixed-width piece (a literal, ``?``, a
+# class), a literal ``/``, a ``*`` (``[^/]*``), ``**/`` (any directories, maybe none)
+# and a final ``/**``'s ``**`` (anything).
+_FIXED, _SLASH, _STAR, _DIRS, _REST = range(5)
+
+
 def translate(pattern: str) -> str:
     """The regex (to be full-matched) of one wildmatch pattern, git's WM_PATHNAME mode.
 
     ``pattern`` has no leading ``!``, no leading ``/`` and no trailing ``/``.
     Raises :class:`NeverMatchesError` for patterns git can never match.
+
+    The regex never backtracks more than linearly, whatever the pattern: see
+    :func:`_assemble` (``a*a*a*a*a*a*a*a*a*a*a*a*a*b`` against a long name of
+    ``a`` is one pass, not years).
     """
     n = len(pattern)
-    out: list[str] = []
+    tokens: list[tuple[int, str]] = []
     i = 0
     while i < n:
         char = pattern[i]
@@ -182,27 +192,71 @@ def translate(pattern: str) -> str:
                 j += 1
             at_boundary_before = i == 0 or pattern[i - 1] == "/"
             if j - i >= 2 and at_boundary_before and j == n:
-                out.append(".*")
+                tokens.append((_REST, ".*"))
             elif j - i >= 2 and at_boundary_before and pattern[j] == "/":
-                out.append("(?:.*/)?")
+                tokens.append((_DIRS, "(?:.*/)?"))
                 j += 1
             else:
-                out.append("[^/]*")
+                tokens.append((_STAR, "[^/]*"))
             i = j
         elif char == "?":
-            out.append("[^/]")
+            tokens.append((_FIXED, "[^/]"))
             i += 1
         elif char == "[":
             regex, i = _translate_class(pattern, i)
-            out.append(regex)
+            tokens.append((_FIXED, regex))
         elif char == "\\":
             if i + 1 >= n:
                 raise NeverMatchesError
-            out.append(re.escape(pattern[i + 1]))
+            escaped = pattern[i + 1]
+            tokens.append((_SLASH, "/") if escaped == "/" else (_FIXED, re.escape(escaped)))
             i += 2
-        else:
-            out.append(re.escape(char))
+        elif char == "/":
+            tokens.append((_SLASH, "/"))
             i += 1
+        else:
+            tokens.append((_FIXED, re.escape(char)))
+            i += 1
+    return _assemble(tokens)
+
+
+def _assemble(tokens: Sequence[tuple[int, str]]) -> str:
+    """The regex of ``tokens``, with the choices no later part can undo made once.
+
+    A ``*`` stands before a fixed-width run (the text up to the next ``*``, ``**``
+    or the end). When that run holds a ``/``, or another ``*`` follows it, the
+    leftmost place where the run matches is as good as any other (the ``*``
+    cannot cross a ``/``, and the next ``*`` absorbs what a later place would
+    have skipped), so it is taken in an atomic group, ``(?>[^/]*?RUN)``, and
+    never tried again. Likewise ``**/`` before a part that ends at another
+    ``**``: the leftmost directory where that part matches will do. Only the
+    last ``*`` of the last name and the last ``**/`` are left to the regex engine,
+    which then backtracks over one of them at a time: O(n·m) per match, where a
+    plain translation of ``a*a*...*b`` is O(n^k).
+    """
+    out: list[str] = []
+    count = len(tokens)
+    i = 0
+    while i < count:
+        kind, text = tokens[i]
+        if kind in (_FIXED, _SLASH, _REST):
+            out.append(text)
+            i += 1
+            continue
+        j = i + 1
+        if kind == _STAR:
+            while j < count and tokens[j][0] in (_FIXED, _SLASH):
+                j += 1
+            run = tokens[i + 1 : j]
+            body = "".join(piece for _, piece in run)
+            settled = (j < count and tokens[j][0] == _STAR) or any(k == _SLASH for k, _ in run)
+            out.append(f"(?>[^/]*?{body})" if settled else f"[^/]*{body}")
+        else:  # _DIRS
+            while j < count and tokens[j][0] not in (_DIRS, _REST):
+                j += 1
+            inner = _assemble(tokens[i + 1 : j])
+            out.append(f"(?>(?:.*?/)??{inner})" if j < count else f"(?:.*/)?{inner}")
+        i = j
     return "".join(out)
 
 
