@@ -26,6 +26,10 @@ Depth: files directly in the root are at depth 0, files in ``root/a`` at depth
 When the limit leaves directories out, the result says so (a ``depth_limit``
 note and ``depth_limited``).
 
+Time: a scan walks for at most ``scanTimeS`` (10 s); one that runs out stops
+with a ``time_limit`` note naming the directories it did not list (and
+``time_limited``), and is not cached.
+
 Example::
 
     service = FileDiscoveryService()
@@ -123,7 +127,9 @@ class DiscoveryOptions(_Model):
 class DiscoveryNote(_Model):
     """Something the user should know about a scan: it is never silent."""
 
-    kind: Literal["unreadable", "cap_reached", "symlink_loop", "depth_limit", "git_unavailable"]
+    kind: Literal[
+        "unreadable", "cap_reached", "symlink_loop", "depth_limit", "git_unavailable", "time_limit"
+    ]
     path: str
     message: str
 
@@ -150,6 +156,9 @@ class DiscoveryResult(_Model):
     truncated: bool = False
     depth_limited: bool = False
     """Directories below the depth limit were left out (see the ``depth_limit`` note)."""
+    time_limited: bool = False
+    """The scan ran out of time (``scanTimeS``) and left directories out (see the
+    ``time_limit`` note)."""
     tracked: int = 0
     """How many paths git's index holds under the root (0 outside a work tree)."""
     from_cache: bool = False
@@ -209,6 +218,7 @@ class _Plan:
     max_depth: int
     follow_symlinks: bool
     max_files: int
+    time_s: float
     include: RuleSet | None
     exclude: RuleSet | None
     builtin: tuple[str, ...]
@@ -226,6 +236,8 @@ class _Walk:
     truncated: bool = False
     cancelled: bool = False
     depth_cut: int = 0
+    timed_out: list[str] = field(default_factory=list)
+    """The directories (relative) left unlisted when the time ran out."""
 
 
 @dataclass
@@ -407,6 +419,7 @@ class FileDiscoveryService:
         watch_debounce_ms: int = 200,
         watch_step_ms: int = 10,
         racy_window_s: float = _RACY_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings or FileDiscoverySettings()
         self._builtin = builtin_rules(self.settings.builtin_ignores)
@@ -417,6 +430,7 @@ class FileDiscoveryService:
         self._watch_debounce_ms = watch_debounce_ms
         self._watch_step_ms = watch_step_ms
         self._racy_ns = int(racy_window_s * 1e9)
+        self._clock = clock
 
     # -- discovery -------------------------------------------------------------------
 
@@ -575,6 +589,7 @@ class FileDiscoveryService:
             max_depth=max_depth,
             follow_symlinks=follow,
             max_files=max_files,
+            time_s=settings.scan_time_s,
             include=_compile_globs(options.include_patterns, "include"),
             exclude=_compile_globs(options.exclude_patterns, "exclude"),
             builtin=builtin,
@@ -611,17 +626,26 @@ class FileDiscoveryService:
     ) -> DiscoveryResult:
         started_ns = time.time_ns()
         started = time.perf_counter()
+        deadline = self._clock() + plan.time_s
         with self._lock:
             watcher = None if plan.follow_symlinks else self._watcher_for(plan.root)
             generation = watcher.generation if watcher is not None else 0
         git_view = read_git(plan.root)
         stack, consulted = root_stack(plan.root, self._builtin, git_view.excludes_file)
-        walk = _walk(plan, stack, git_view, on_batch, cancel)
+        walk = _walk(plan, stack, git_view, on_batch, cancel, _Deadline(self._clock, deadline))
         walk.stamps.extend((path, _mtime_ns(path)) for path in (*consulted, *git_view.consulted))
         walk.files.sort()
         if git_view.problem is not None:
             walk.notes.append(
                 DiscoveryNote(kind="git_unavailable", path=".", message=git_view.problem)
+            )
+        if walk.timed_out:
+            walk.notes.append(_time_note(plan, walk.timed_out))
+            logger.warning(
+                "file discovery under %s stopped after %g s; %d directories not listed",
+                plan.root,
+                plan.time_s,
+                len(walk.timed_out),
             )
         if walk.depth_cut:
             walk.notes.append(
@@ -647,12 +671,13 @@ class FileDiscoveryService:
             notes=tuple(walk.notes),
             truncated=walk.truncated,
             depth_limited=walk.depth_cut > 0,
+            time_limited=bool(walk.timed_out),
             tracked=len(git_view.tracked),
             stats=stats,
         )
         if walk.truncated:
             logger.warning("file discovery under %s stopped at %d files", plan.root, plan.max_files)
-        if not walk.cancelled:
+        if not walk.cancelled and not walk.timed_out:
             trust = all(mtime < started_ns - self._racy_ns for _, mtime in walk.stamps)
             cached = result.model_copy(update={"from_cache": True})
             with self._lock:
@@ -688,8 +713,10 @@ def _walk(
     git_view: GitView,
     on_batch: Callable[[list[tuple[str, EntryKind]]], None] | None,
     cancel: threading.Event | None,
+    deadline: _Deadline,
 ) -> _Walk:
-    """Walk ``plan.root`` depth first, pruning ignored directories as it goes.
+    """Walk ``plan.root`` depth first, pruning ignored directories as it goes,
+    until ``deadline`` passes (then the directories not yet listed are named).
 
     An ignored directory that holds files git tracks is entered in *tracked-only*
     mode: there, and below, only tracked files are listed, as git does.
@@ -713,6 +740,9 @@ def _walk(
     while pending:
         if cancel is not None and cancel.is_set():
             walk.cancelled = True
+            break
+        if deadline.passed():
+            walk.timed_out = [pending_dir[1] or "." for pending_dir in reversed(pending)]
             break
         directory, rel_dir, depth, rules, ancestors, tracked_only = pending.pop()
         try:
@@ -845,6 +875,33 @@ def _walk(
             on_batch(batch)
         pending.extend(reversed(subdirs))
     return walk
+
+
+@dataclass(frozen=True)
+class _Deadline:
+    clock: Callable[[], float]
+    at: float
+
+    def passed(self) -> bool:
+        return self.clock() >= self.at
+
+
+#: How many of the directories a timed-out scan left out its note names.
+_NAMED_CUT = 5
+
+
+def _time_note(plan: _Plan, left_out: list[str]) -> DiscoveryNote:
+    named = ", ".join(left_out[:_NAMED_CUT])
+    more = len(left_out) - _NAMED_CUT
+    rest = f" and {more} more" if more > 0 else ""
+    return DiscoveryNote(
+        kind="time_limit",
+        path=left_out[0],
+        message=f"stopped after {plan.time_s:g} s (services.fileDiscovery.scanTimeS): "
+        f"{len(left_out)} director{'y was' if len(left_out) == 1 else 'ies were'} "
+        f"not listed ({named}{rest}); "
+        "the listing is incomplete: scan a smaller folder or raise the limit",
+    )
 
 
 def _cap(walk: _Walk, plan: _Plan, rel_dir: str) -> None:
