@@ -45,9 +45,11 @@ Example::
 from __future__ import annotations
 
 import bisect
+import errno
 import logging
 import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -72,6 +74,31 @@ _POSIX_CLASSES: dict[str, str] = {
     "upper": "A-Z",
     "xdigit": "0-9A-Fa-f",
 }
+
+
+#: An ignore file larger than this is skipped, with a warning.
+MAX_IGNORE_FILE_BYTES = 100 * 1024 * 1024
+
+
+def _read_regular(path: str, limit: int) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes;
+    ``OSError`` otherwise (the open never blocks on a FIFO)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit and (chunk := os.read(fd, min(1 << 20, limit + 1 - size))):
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise OSError(errno.EFBIG, f"larger than {limit} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 class NeverMatchesError(ValueError):
@@ -371,10 +398,13 @@ class RuleSet:
 
     @classmethod
     def from_file(cls, path: str, base: str = "") -> RuleSet | None:
-        """Read and compile an ignore file; ``None`` if it cannot be read (logged)."""
+        """Read and compile an ignore file; ``None`` if it cannot be read (logged).
+
+        Only a regular file of at most :data:`MAX_IGNORE_FILE_BYTES` is read: a FIFO
+        (opened without blocking), a device or an endless file is skipped, so a
+        planted ``.gitignore`` cannot hold a scan."""
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
+            data = _read_regular(path, MAX_IGNORE_FILE_BYTES)
         except OSError as error:
             logger.warning(
                 "ignore file %s could not be read (%s); its rules are skipped",

@@ -4,6 +4,8 @@ left out instead of hanging."""
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,7 @@ from typer.testing import CliRunner
 
 from ollm_cli.cli.files_cmd import app
 from ollm_cli.config.settings import FileDiscoverySettings
-from ollm_cli.pipeline.discovery import DiscoveryOptions, FileDiscoveryService
+from ollm_cli.pipeline.discovery import DiscoveryOptions, FileDiscoveryService, _ignore_rules
 from tests.discovery.test_wildmatch import CATASTROPHIC
 from tests.discovery.trees import build
 
@@ -84,3 +86,29 @@ def test_the_files_command_prints_the_time_note(
         result.output
     )
     assert result.stdout.splitlines() == []
+
+
+def test_ignore_files_that_are_fifos_or_endless_do_not_hold_the_scan(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    build(tmp_path, {"a.txt": "", "sub/b.txt": "", "other/c.log": "", "other/.gitignore": "*.log"})
+    os.mkfifo(tmp_path / ".gitignore")  # no writer: a blocking open would never return
+    os.mkfifo(tmp_path / "sub" / ".gitignore")
+    (tmp_path / "sub" / ".ollmignore").symlink_to("/dev/zero")  # endless
+    with caplog.at_level(logging.WARNING):
+        files = FileDiscoveryService().scan(DiscoveryOptions(root=tmp_path)).files
+    assert files == ("a.txt", "other/.gitignore", "sub/.ollmignore", "sub/b.txt")
+    assert "not a regular file" in caplog.text
+    tree = FileDiscoveryService().load_ignore_patterns(tmp_path)
+    assert tree.should_ignore("other/c.log") and not tree.should_ignore("sub/b.txt")
+
+
+def test_an_oversized_ignore_file_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(_ignore_rules, "MAX_IGNORE_FILE_BYTES", 8)
+    build(tmp_path, {".gitignore": "*.txt\n# a long comment\n", "a.txt": "", "b.py": ""})
+    with caplog.at_level(logging.WARNING):
+        files = FileDiscoveryService().scan(DiscoveryOptions(root=tmp_path)).files
+    assert files == (".gitignore", "a.txt", "b.py")
+    assert "larger than 8 bytes" in caplog.text
