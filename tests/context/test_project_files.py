@@ -5,6 +5,7 @@ since a conversation last read it is named."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import subprocess
 import sys
@@ -211,3 +212,13 @@ def test_the_chat_prints_a_context_notice() -> None:
     finally:
         loop.close()
     assert captured.get().strip() == "⚠ /w/OLLM.md [changed]"
+
+
+def test_digests_that_cannot_be_kept_are_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "data").write_text("a file where the folder should be")
+    digests = ProjectFileDigests(tmp_path / "data" / "project-files.json")
+    with caplog.at_level(logging.WARNING):
+        assert digests.changed(S1, {"/p/OLLM.md": "1"}) == []
+    assert "cannot keep the digests of the project files" in caplog.text

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from ollm_cli.cli.files_cmd import app
 from ollm_cli.config.settings import SandboxSettings
-from ollm_cli.pipeline.discovery import DiscoveryOptions, FileDiscoveryService
+from ollm_cli.pipeline.discovery import DiscoveryOptions, FileDiscoveryService, _git
 from ollm_cli.pipeline.discovery._git import git_environment, read_git
 from ollm_cli.pipeline.discovery._ignore_rules import find_repository
 from ollm_cli.pipeline.tools import ToolContext
@@ -182,4 +182,33 @@ def test_the_excludes_file_of_the_user_still_counts(workspace: Path) -> None:
     build(workspace, {"notes.swp": "", "keep.txt": ""})
     files = FileDiscoveryService().scan(DiscoveryOptions(root=workspace)).files
     assert "keep.txt" in files and "notes.swp" not in files
+    assert not marker(workspace).exists()
+
+
+def test_without_git_the_scan_says_so(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(workspace.parent / "no-bin"))
+    view = read_git(str(workspace))
+    assert view.problem is not None and view.problem.startswith("git is not installed")
+    assert view.excludes_file == str(workspace.parent / ".config" / "git" / "ignore")
+
+
+def test_a_damaged_index_is_a_note_not_a_failure(workspace: Path) -> None:
+    (workspace / ".git" / "index").write_bytes(b"DIRC not an index at all")
+    result = FileDiscoveryService().scan(DiscoveryOptions(root=workspace))
+    assert "README.md" in result.files
+    [note] = [note for note in result.notes if note.kind == "git_unavailable"]
+    assert note.message.startswith("git could not read the index (")
+
+
+def test_a_config_that_never_ends_is_cut_by_the_git_time_limit(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an include of a FIFO nobody writes: git blocks reading its configuration
+    nested = workspace / "a" / "b" / "sub"
+    fifo = workspace.parent / "config-fifo"
+    os.mkfifo(fifo)
+    git(nested, "config", "include.path", str(fifo))
+    monkeypatch.setattr(_git, "GIT_TIMEOUT_S", 0.5)
+    view = read_git(str(nested))
+    assert view.problem == "git did not answer within 0.5 s: the index was not read"
     assert not marker(workspace).exists()
