@@ -8,6 +8,7 @@ import logging
 import os
 from pathlib import Path
 
+import orjson
 import pytest
 from typer.testing import CliRunner
 
@@ -86,6 +87,9 @@ def test_the_files_command_prints_the_time_note(
         result.output
     )
     assert result.stdout.splitlines() == []
+    payload = orjson.loads(CliRunner().invoke(app, [str(tmp_path), "--json"]).stdout)
+    assert payload["timeLimited"] is True and payload["files"] == []
+    assert [note["kind"] for note in payload["notes"]] == ["time_limit"]
 
 
 def test_ignore_files_that_are_fifos_or_endless_do_not_hold_the_scan(
