@@ -49,14 +49,7 @@ MAX_PROJECT_FILE_BYTES = 1024 * 1024
 #: How many sessions' digests :class:`ProjectFileDigests` keeps (the oldest go first).
 MAX_SESSIONS_KEPT = 500
 
-_OPEN_FLAGS = (
-    os.O_RDONLY
-    | os.O_NOFOLLOW
-    | os.O_NONBLOCK
-    | os.O_NOCTTY
-    | os.O_CLOEXEC
-    | getattr(os, "O_NOATIME", 0)
-)
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
     (stat.S_ISFIFO, "a FIFO"),
