@@ -222,3 +222,30 @@ def test_digests_that_cannot_be_kept_are_a_warning(
     with caplog.at_level(logging.WARNING):
         assert digests.changed(S1, {"/p/OLLM.md": "1"}) == []
     assert "cannot keep the digests of the project files" in caplog.text
+
+
+def test_the_service_says_why_the_project_file_was_not_read(tmp_path: Path) -> None:
+    # the default runtime: the conversation runs in the local service, the notice
+    # travels back to the command like the turn's other events
+    from tests.service.conftest import ollm, service_env
+
+    home = tmp_path / "home"
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "OLLM.md").symlink_to("/proc/self/environ")
+    with FakeOllama() as server:
+        server.default_reply = lambda body: Reply.text("Bonjour.")
+        env = service_env(
+            home,
+            server,
+            OLLM_SERVICES__CONTEXT__LOAD_PROJECT_FILES="true",
+            OLLM_TEST_SECRET=SECRET,
+        )
+        try:
+            done = ollm("run", "-p", "hi", env=env, cwd=folder)
+        finally:
+            ollm("service", "stop", env=env, cwd=folder)
+        requests = server.chat_requests
+    assert done.returncode == 0, done.stderr
+    assert "OLLM.md is a symbolic link (context files are never followed)" in done.stderr
+    assert requests and all(SECRET not in str(request["messages"]) for request in requests)
