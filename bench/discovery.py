@@ -27,7 +27,9 @@ For each tree, the median of ``--runs`` runs, interleaved, of:
 
 Targets: ``cold`` within 3 times ``fd``; ``cached`` at least 10 times faster
 than ``fd``; in a git tree, our listing equals git's. Then the cost of one
-sandboxed ``true`` against a plain subprocess.
+sandboxed ``true`` against a plain subprocess, and the hostile ignore pattern
+``a*a*a*a*a*a*a*a*a*a*a*a*a*b`` matched against long names: ours, and a plain
+regex translation (``[^/]*`` per star) at the lengths where it still returns.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ import sysconfig
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from ollm_cli.config.settings import DEFAULT_BUILTIN_IGNORES, SandboxSettings
@@ -250,6 +253,32 @@ def bench_sandbox(runs: int) -> None:
         )
 
 
+HOSTILE = "a*a*a*a*a*a*a*a*a*a*a*a*a*b"
+
+
+def bench_hostile_pattern(runs: int) -> tuple[str, str, bool]:
+    """One match of :data:`HOSTILE` against names of ``a`` (no match: the worst case)."""
+    import re
+
+    from ollm_cli.pipeline.discovery._ignore_rules import RuleSet
+
+    rules = RuleSet.from_lines([HOSTILE, f"/x/**/{HOSTILE}/**/y"])
+    plain = re.compile("a" + "[^/]*a" * 12 + "[^/]*b")
+    print(f"\n## the ignore pattern {HOSTILE}, one non-matching name")
+    print(f"{'what':<34} {'length':>7} {'median ms':>10}")
+    worst = 0.0
+    for length in (255, 4096, 100_000):
+        name = "a" * length
+        took = median_ms([timed(partial(rules.match, name, name, False)) for _ in range(runs)])
+        worst = max(worst, took)
+        print(f"{'ours (RuleSet.match)':<34} {length:>7} {took:>10.3f}")
+    for length in (16, 20, 24):
+        name = "a" * length
+        took = median_ms([timed(partial(plain.fullmatch, name)) for _ in range(runs)])
+        print(f"{'plain regex translation':<34} {length:>7} {took:>10.3f}")
+    return ("hostile pattern: 100,000-char name < 100 ms", f"{worst:.3f} ms", worst < 100)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--files", type=int, default=100_000, help="files in the generated tree")
@@ -281,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         for repo in [Path(__file__).resolve().parents[1], *args.repo]:
             verdicts += bench_tree(repo.name, repo.resolve(), args.runs)
     bench_sandbox(args.sandbox_runs)
+    verdicts.append(bench_hostile_pattern(args.runs))
     print("\n## targets")
     for check, figure, passed in verdicts:
         print(f"{'PASS' if passed else 'FAIL'}  {check:<44} {figure}")

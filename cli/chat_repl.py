@@ -22,6 +22,7 @@ from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.events import (
     CompressionFinished,
     CompressionStarted,
+    ContextNotice,
     LoopDetectedEvent,
     PipelineEvent,
     StatusEvent,
@@ -132,6 +133,8 @@ class ChatRepl:
             )
         elif isinstance(event, CompressionFinished):
             self.console.print(compression_line(event))
+        elif isinstance(event, ContextNotice):
+            self.console.print(f"[yellow]⚠ {escape(event.message)}[/]")
         elif isinstance(event, StatusEvent) and event.activity == "idle" and event.context_window:
             share = 100 * event.tokens_used / event.context_window
             self.console.print(

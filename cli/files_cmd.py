@@ -80,6 +80,7 @@ def _summary(result: DiscoveryResult) -> dict[str, Any]:
         "fromCache": result.from_cache,
         "truncated": result.truncated,
         "depthLimited": result.depth_limited,
+        "timeLimited": result.time_limited,
         "tracked": result.tracked,
     }
 
@@ -160,6 +161,7 @@ def files(
             ],
             "truncated": result.truncated,
             "depthLimited": result.depth_limited,
+            "timeLimited": result.time_limited,
         }
         escaped = [new for new, old in zip(names, result.files, strict=True) if new != old]
         if escaped:

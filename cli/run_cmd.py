@@ -35,7 +35,7 @@ from ollm_cli.cli.trust_cmd import TrustWorkspaceOption, settle_workspace_trust
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.coordinator import Coordinator, raise_if_stopped
 from ollm_cli.pipeline.errors import OllmError, SessionNotFoundError, StorageError, UsageError
-from ollm_cli.pipeline.events import EventBus, LoopDetectedEvent, PipelineEvent
+from ollm_cli.pipeline.events import ContextNotice, EventBus, LoopDetectedEvent, PipelineEvent
 from ollm_cli.pipeline.recording import CloseReport
 from ollm_cli.pipeline.service import ServiceRuntime, open_runtime
 
@@ -135,6 +135,7 @@ def run(
         else:
             assert prompt is not None
             events.subscribe(_warn_on_loop, {"loop:detected"})
+            events.subscribe(_warn_on_notice, {"context:notice"})
             _one_turn(loop, coordinator, session_id, prompt, json_output)
     except BaseException:
         failed = True
@@ -196,6 +197,7 @@ def _run_in_service(
         else:
             assert prompt is not None
             events.subscribe(_warn_on_loop, {"loop:detected"})
+            events.subscribe(_warn_on_notice, {"context:notice"})
             _one_turn(loop, client, session_id, prompt, json_output)
     finally:
         try:
@@ -275,6 +277,11 @@ def _not_saved_error(report: CloseReport, data_dir: Path) -> StorageError:
         hint="free some disk space (or fix the folder's permissions), then run "
         "`ollm sessions doctor --fix` or any chat to bring them in",
     )
+
+
+def _warn_on_notice(event: PipelineEvent) -> None:
+    if isinstance(event, ContextNotice):
+        err_console.print(f"[yellow]{escape(event.message)}[/]")
 
 
 def _warn_on_loop(event: PipelineEvent) -> None:

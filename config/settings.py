@@ -224,6 +224,8 @@ class FileDiscoverySettings(ConfigModel):
     follow_symlinks: bool = False
     builtin_ignores: list[str] = Field(default_factory=lambda: list(DEFAULT_BUILTIN_IGNORES))
     max_files: Annotated[int, Field(ge=1, le=100_000_000)] = 100_000
+    scan_time_s: Annotated[float, Field(gt=0, le=3600)] = 10.0
+    """Longest a scan may walk; a scan cut by it names the directories left out."""
 
     @field_validator("builtin_ignores", mode="after")
     @classmethod

@@ -48,7 +48,8 @@ class ContextClient:
         changes = self._changes.get(session_id, 0)
         additions: ContextAdditions = await self.service.call(ContextShell.additions, session_id)
         if self._changes.get(session_id, 0) == changes:  # nothing changed meanwhile
-            self._additions[session_id] = additions
+            # its notices are for once: the next turns reuse it without them
+            self._additions[session_id] = additions.model_copy(update={"notices": []})
         return additions
 
     def _changed(self, session_id: str) -> None:

@@ -69,6 +69,7 @@ from ollm_cli.pipeline.compression import (
 from ollm_cli.pipeline.context_client import ContextClient
 from ollm_cli.pipeline.errors import ActorFailedError, LoopDetectedError, OllmError
 from ollm_cli.pipeline.events import (
+    ContextNotice,
     EventBus,
     LoopDetectedEvent,
     MessageRecorded,
@@ -344,6 +345,8 @@ class Coordinator:
                 gate = asyncio.ensure_future(self._record_first(conversation, user, begin))
             await self.hooks.settle(session_id)
             additions = await self.context.additions(session_id)
+            for notice in additions.notices:
+                self.events.publish(ContextNotice(session_id=session_id, message=notice))
             schemas = await self._schemas()
             conversation.extra_tokens = self._schema_tokens + additions.tokens
             self.compaction.apply_ready(conversation)

@@ -25,7 +25,7 @@ from ollm_cli.pipeline.records import now_iso
 
 logger = logging.getLogger(__name__)
 
-EventKind = Literal[HookEvent, "model:text", "model:thinking", "pipeline:status"]
+EventKind = Literal[HookEvent, "model:text", "model:thinking", "pipeline:status", "context:notice"]
 
 
 class PipelineEvent(BaseModel):
@@ -107,6 +107,14 @@ class ThinkingDelta(PipelineEvent):
     text: str
 
 
+class ContextNotice(PipelineEvent):
+    """Something the user should know about the context files: one was refused (a
+    link, a FIFO, too large...) or changed since a conversation last read it."""
+
+    kind: Literal["context:notice"] = "context:notice"
+    message: str
+
+
 class StatusEvent(PipelineEvent):
     """What the pipeline is doing now, and how full the window is."""
 
@@ -127,6 +135,7 @@ AnyEvent = Annotated[
     | CompressionFinished
     | TextDelta
     | ThinkingDelta
+    | ContextNotice
     | StatusEvent,
     Field(discriminator="kind"),
 ]

@@ -20,7 +20,9 @@ prompt.
   warning is logged whenever the set of dropped keys changes.
 - Project files: :meth:`ContextManager.load_project_files` loads ``OLLM.md``
   from the workspace root and from the OLLM home (``~/.ollm/OLLM.md``) as
-  entries of source ``system``.
+  entries of source ``system``, never through a link and never from anything
+  but a regular file (:mod:`ollm_cli.pipeline.context._project_files`); a
+  refused file is a notice, carried once by the next :class:`ContextAdditions`.
 
 Example::
 
@@ -47,6 +49,10 @@ from pydantic.alias_generators import to_camel
 from ollm_cli.config.paths import ollm_home
 from ollm_cli.config.settings import ContextSettings
 from ollm_cli.pipeline.compression import encoding
+from ollm_cli.pipeline.context._project_files import (
+    MAX_PROJECT_FILE_BYTES as MAX_PROJECT_FILE_BYTES,  # a larger project file is not loaded
+)
+from ollm_cli.pipeline.context._project_files import read_project_file
 from ollm_cli.pipeline.errors import InvalidContextError
 
 logger = logging.getLogger(__name__)
@@ -60,8 +66,6 @@ WORKSPACE_FILE_KEY = "project:workspace/OLLM.md"
 USER_FILE_KEY = "project:user/OLLM.md"
 WORKSPACE_FILE_PRIORITY = 100
 USER_FILE_PRIORITY = 90
-#: A project file larger than this is skipped with a warning.
-MAX_PROJECT_FILE_BYTES = 1024 * 1024
 SECTION_SEPARATOR = "\n\n"
 
 
@@ -90,6 +94,9 @@ class ContextAdditions(BaseModel):
     valid_until: float | None = None
     """When (epoch seconds) the first entry expires and the additions change by
     themselves; ``None`` when no entry has a TTL."""
+    notices: list[str] = []
+    """Lines for the user, given once: a project file refused or changed since the
+    session last read it."""
 
 
 def count_tokens_cl100k(text: str) -> int:
@@ -136,6 +143,9 @@ class ContextManager:
         self._last_dropped: list[str] = []
         self._last_text = ""
         self._last_tokens = 0
+        self._notices: list[str] = []
+        self.project_digests: dict[str, str] = {}
+        """Path -> sha256 of each project file last loaded (``""``: no file there)."""
 
     # -- changing the context ----------------------------------------------------------
 
@@ -259,12 +269,14 @@ class ContextManager:
                 )
             self._last_dropped = dropped_keys
         expiries = [s.expires for s in slots if s.expires is not None]
+        notices, self._notices = self._notices, []
         return ContextAdditions(
             text=text,
             included_keys=[s.entry.key for s in kept],
             dropped_keys=dropped_keys,
             tokens=tokens,
             valid_until=min(expiries) if expiries else None,
+            notices=notices,
         )
 
     def _joined(self, kept: list[_Slot]) -> tuple[str, int]:
@@ -278,51 +290,38 @@ class ContextManager:
         """Markdown sections of every active entry that fits the budget, highest priority first."""
         return self.build_additions().text
 
-    # -- project files -----------------------------------------------------------------
+    # -- notices and project files ------------------------------------------------------
+
+    def add_notice(self, notice: str) -> None:
+        """A line for the user, carried once by the next :meth:`build_additions`."""
+        if notice not in self._notices:
+            self._notices.append(notice)
 
     def load_project_files(self, workspace: Path, home: Path | None = None) -> list[str]:
         """(Re)load ``OLLM.md`` of the workspace root and of the OLLM home as system entries.
 
         ``home`` is the OLLM home (``~/.ollm``, moved by ``OLLM_HOME``). A file
-        that disappeared removes its entry; an unreadable or oversized file is
-        skipped with a warning. Does nothing when ``loadProjectFiles`` is off.
-        Returns the keys loaded.
+        that disappeared removes its entry; a file that is a link, not a regular
+        file, oversized, not UTF-8 or unreadable is not read, and a notice says
+        why (:meth:`add_notice`). :attr:`project_digests` holds what was read.
+        Does nothing when ``loadProjectFiles`` is off. Returns the keys loaded.
         """
         if not self.settings.load_project_files:
             return []
         loaded = []
         sources = (
-            (USER_FILE_KEY, (home or ollm_home()) / PROJECT_FILE_NAME, USER_FILE_PRIORITY),
-            (WORKSPACE_FILE_KEY, workspace / PROJECT_FILE_NAME, WORKSPACE_FILE_PRIORITY),
+            (USER_FILE_KEY, home or ollm_home(), USER_FILE_PRIORITY),
+            (WORKSPACE_FILE_KEY, workspace, WORKSPACE_FILE_PRIORITY),
         )
-        for key, path, priority in sources:
-            content = _read_project_file(path)
-            if content is None:
+        for key, folder, priority in sources:
+            read = read_project_file(folder, PROJECT_FILE_NAME)
+            if read.notice is not None:
+                self.add_notice(read.notice)
+            else:
+                self.project_digests[read.path] = read.digest or ""
+            if read.text is None:
                 self.remove_context(key)
                 continue
-            self.add_context(key, content, priority=priority, source="system")
+            self.add_context(key, read.text, priority=priority, source="system")
             loaded.append(key)
         return loaded
-
-
-def _read_project_file(path: Path) -> str | None:
-    try:
-        if not path.is_file():
-            return None
-        size = path.stat().st_size
-        if size > MAX_PROJECT_FILE_BYTES:
-            logger.warning(
-                "context: %s is %d bytes, over the %d-byte limit; not loaded",
-                path,
-                size,
-                MAX_PROJECT_FILE_BYTES,
-            )
-            return None
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        logger.warning("context: %s is not UTF-8 text; not loaded", path)
-        return None
-    except OSError as exc:
-        logger.warning("context: cannot read %s (%s); not loaded", path, exc.strerror)
-        return None
-    return text if text.strip() else None

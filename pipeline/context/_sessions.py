@@ -7,6 +7,10 @@ entries extensions contribute, and the entries saved for the session by the
 what the user and the hooks added). Entries the user or a hook adds without a
 time to live are saved again at once.
 
+When a project file differs from what this session (a new session: the last
+one) read, the session's first additions carry a notice naming it: a tool may
+have written it since (see :class:`ProjectFileDigests`).
+
 Example::
 
     contexts = SessionContexts(settings.services.context, workspace, store, [])
@@ -29,6 +33,7 @@ from ollm_cli.pipeline.context._manager import (
     ContextManager,
     ContextSource,
 )
+from ollm_cli.pipeline.context._project_files import ProjectFileDigests
 from ollm_cli.pipeline.extensions import ExtensionContext
 
 
@@ -48,6 +53,7 @@ class SessionContexts:
         self.workspace = workspace
         self.store = store
         self.extension_entries = list(extension_entries)
+        self.digests = ProjectFileDigests(store.folder / "project-files.json")
         self._managers: dict[str, ContextManager] = {}
 
     def manager(self, session_id: str) -> ContextManager:
@@ -58,6 +64,11 @@ class SessionContexts:
         manager = ContextManager(self.settings, clock=self.clock)
         if self.settings.load_project_files:
             manager.load_project_files(self.workspace, ollm_home())
+            for path in self.digests.changed(session_id, manager.project_digests):
+                manager.add_notice(
+                    f"{path} changed since a conversation last read it (a tool may have "
+                    "written it): the model sees it as it is now; check it"
+                )
         for contributed in self.extension_entries:
             manager.add_context(
                 contributed.key,

@@ -45,9 +45,11 @@ Example::
 from __future__ import annotations
 
 import bisect
+import errno
 import logging
 import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -72,6 +74,31 @@ _POSIX_CLASSES: dict[str, str] = {
     "upper": "A-Z",
     "xdigit": "0-9A-Fa-f",
 }
+
+
+#: An ignore file larger than this is skipped, with a warning.
+MAX_IGNORE_FILE_BYTES = 100 * 1024 * 1024
+
+
+def _read_regular(path: str, limit: int) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes;
+    ``OSError`` otherwise (the open never blocks on a FIFO)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit and (chunk := os.read(fd, min(1 << 20, limit + 1 - size))):
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise OSError(errno.EFBIG, f"larger than {limit} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 class NeverMatchesError(ValueError):
@@ -165,14 +192,24 @@ def _translate_class(pattern: str, start: int) -> tuple[str, int]:
     return (f"(?!/)[{body}]" if body else "(?!)"), i
 
 
+# Tokens of a pattern for :func:`_assemble`: a fixed-width piece (a literal, ``?``, a
+# class), a literal ``/``, a ``*`` (``[^/]*``), ``**/`` (any directories, maybe none)
+# and a final ``/**``'s ``**`` (anything).
+_FIXED, _SLASH, _STAR, _DIRS, _REST = range(5)
+
+
 def translate(pattern: str) -> str:
     """The regex (to be full-matched) of one wildmatch pattern, git's WM_PATHNAME mode.
 
     ``pattern`` has no leading ``!``, no leading ``/`` and no trailing ``/``.
     Raises :class:`NeverMatchesError` for patterns git can never match.
+
+    The regex never backtracks more than linearly, whatever the pattern: see
+    :func:`_assemble` (``a*a*a*a*a*a*a*a*a*a*a*a*a*b`` against a long name of
+    ``a`` is one pass, not years).
     """
     n = len(pattern)
-    out: list[str] = []
+    tokens: list[tuple[int, str]] = []
     i = 0
     while i < n:
         char = pattern[i]
@@ -182,27 +219,71 @@ def translate(pattern: str) -> str:
                 j += 1
             at_boundary_before = i == 0 or pattern[i - 1] == "/"
             if j - i >= 2 and at_boundary_before and j == n:
-                out.append(".*")
+                tokens.append((_REST, ".*"))
             elif j - i >= 2 and at_boundary_before and pattern[j] == "/":
-                out.append("(?:.*/)?")
+                tokens.append((_DIRS, "(?:.*/)?"))
                 j += 1
             else:
-                out.append("[^/]*")
+                tokens.append((_STAR, "[^/]*"))
             i = j
         elif char == "?":
-            out.append("[^/]")
+            tokens.append((_FIXED, "[^/]"))
             i += 1
         elif char == "[":
             regex, i = _translate_class(pattern, i)
-            out.append(regex)
+            tokens.append((_FIXED, regex))
         elif char == "\\":
             if i + 1 >= n:
                 raise NeverMatchesError
-            out.append(re.escape(pattern[i + 1]))
+            escaped = pattern[i + 1]
+            tokens.append((_SLASH, "/") if escaped == "/" else (_FIXED, re.escape(escaped)))
             i += 2
-        else:
-            out.append(re.escape(char))
+        elif char == "/":
+            tokens.append((_SLASH, "/"))
             i += 1
+        else:
+            tokens.append((_FIXED, re.escape(char)))
+            i += 1
+    return _assemble(tokens)
+
+
+def _assemble(tokens: Sequence[tuple[int, str]]) -> str:
+    """The regex of ``tokens``, with the choices no later part can undo made once.
+
+    A ``*`` stands before a fixed-width run (the text up to the next ``*``, ``**``
+    or the end). When that run holds a ``/``, or another ``*`` follows it, the
+    leftmost place where the run matches is as good as any other (the ``*``
+    cannot cross a ``/``, and the next ``*`` absorbs what a later place would
+    have skipped), so it is taken in an atomic group, ``(?>[^/]*?RUN)``, and
+    never tried again. Likewise ``**/`` before a part that ends at another
+    ``**``: the leftmost directory where that part matches will do. Only the
+    last ``*`` of the last name and the last ``**/`` are left to the regex engine,
+    which then backtracks over one of them at a time: O(n·m) per match, where a
+    plain translation of ``a*a*...*b`` is O(n^k).
+    """
+    out: list[str] = []
+    count = len(tokens)
+    i = 0
+    while i < count:
+        kind, text = tokens[i]
+        if kind in (_FIXED, _SLASH, _REST):
+            out.append(text)
+            i += 1
+            continue
+        j = i + 1
+        if kind == _STAR:
+            while j < count and tokens[j][0] in (_FIXED, _SLASH):
+                j += 1
+            run = tokens[i + 1 : j]
+            body = "".join(piece for _, piece in run)
+            settled = (j < count and tokens[j][0] == _STAR) or any(k == _SLASH for k, _ in run)
+            out.append(f"(?>[^/]*?{body})" if settled else f"[^/]*{body}")
+        else:  # _DIRS
+            while j < count and tokens[j][0] not in (_DIRS, _REST):
+                j += 1
+            inner = _assemble(tokens[i + 1 : j])
+            out.append(f"(?>(?:.*?/)??{inner})" if j < count else f"(?:.*/)?{inner}")
+        i = j
     return "".join(out)
 
 
@@ -317,10 +398,13 @@ class RuleSet:
 
     @classmethod
     def from_file(cls, path: str, base: str = "") -> RuleSet | None:
-        """Read and compile an ignore file; ``None`` if it cannot be read (logged)."""
+        """Read and compile an ignore file; ``None`` if it cannot be read (logged).
+
+        Only a regular file of at most :data:`MAX_IGNORE_FILE_BYTES` is read: a FIFO
+        (opened without blocking), a device or an endless file is skipped, so a
+        planted ``.gitignore`` cannot hold a scan."""
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
+            data = _read_regular(path, MAX_IGNORE_FILE_BYTES)
         except OSError as error:
             logger.warning(
                 "ignore file %s could not be read (%s); its rules are skipped",

@@ -11,8 +11,9 @@ Inside a git work tree the listing equals ``git ls-files --cached --others
 
 - files git tracks are always listed, whatever the ignore rules say (only a
   ``.ollmignore`` rule hides them): the index is read with ``git ls-files -z
-  --cached`` when it exists, and an ignored directory holding tracked files is
-  entered for those files only;
+  --cached`` when it exists (run so that nothing the repository's own config
+  names can run: :mod:`ollm_cli.pipeline.discovery._git`), and an ignored
+  directory holding tracked files is entered for those files only;
 - a nested repository (a directory with its own ``.git``) is one entry,
   ``name/``, and is not walked into; a submodule is one entry, ``name``;
 - only regular files and symbolic links are listed (no FIFOs, sockets, devices);
@@ -24,6 +25,10 @@ Depth: files directly in the root are at depth 0, files in ``root/a`` at depth
 1; ``max_depth=N`` lists files down to depth ``N`` (``fd --max-depth N+1``).
 When the limit leaves directories out, the result says so (a ``depth_limit``
 note and ``depth_limited``).
+
+Time: a scan walks for at most ``scanTimeS`` (10 s); one that runs out stops
+with a ``time_limit`` note naming the directories it did not list (and
+``time_limited``), and is not cached.
 
 Example::
 
@@ -44,9 +49,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import shutil
 import stat
-import subprocess
 import threading
 import time
 from collections import OrderedDict
@@ -60,6 +63,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from ollm_cli.config.settings import FileDiscoverySettings
+from ollm_cli.pipeline.discovery._git import GitView, read_git
 from ollm_cli.pipeline.discovery._ignore_rules import (
     GITIGNORE,
     IGNORED_BY_OLLM,
@@ -68,12 +72,8 @@ from ollm_cli.pipeline.discovery._ignore_rules import (
     IgnoreStack,
     IgnoreTree,
     NeverMatchesError,
-    Repository,
     RuleSet,
-    TrackedFiles,
     builtin_rules,
-    default_excludes_file,
-    find_repository,
     log_symlinked_gitignore,
     parse_rule,
     root_stack,
@@ -90,10 +90,6 @@ ChangeCallback = Callable[[ChangeEvent, str], None]
 # the same filesystem timestamp tick; such a scan is not trusted by mtimes alone.
 _RACY_S = 0.25
 _MISSING = -1
-#: How long the ``git`` commands that read the index and the config may take.
-GIT_TIMEOUT_S = 10.0
-#: Environment variables that would point git elsewhere than the scanned tree.
-_GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
 
 
 class _Model(BaseModel):
@@ -131,7 +127,9 @@ class DiscoveryOptions(_Model):
 class DiscoveryNote(_Model):
     """Something the user should know about a scan: it is never silent."""
 
-    kind: Literal["unreadable", "cap_reached", "symlink_loop", "depth_limit", "git_unavailable"]
+    kind: Literal[
+        "unreadable", "cap_reached", "symlink_loop", "depth_limit", "git_unavailable", "time_limit"
+    ]
     path: str
     message: str
 
@@ -158,6 +156,9 @@ class DiscoveryResult(_Model):
     truncated: bool = False
     depth_limited: bool = False
     """Directories below the depth limit were left out (see the ``depth_limit`` note)."""
+    time_limited: bool = False
+    """The scan ran out of time (``scanTimeS``) and left directories out (see the
+    ``time_limit`` note)."""
     tracked: int = 0
     """How many paths git's index holds under the root (0 outside a work tree)."""
     from_cache: bool = False
@@ -217,6 +218,7 @@ class _Plan:
     max_depth: int
     follow_symlinks: bool
     max_files: int
+    time_s: float
     include: RuleSet | None
     exclude: RuleSet | None
     builtin: tuple[str, ...]
@@ -234,83 +236,8 @@ class _Walk:
     truncated: bool = False
     cancelled: bool = False
     depth_cut: int = 0
-
-
-@dataclass(frozen=True)
-class GitView:
-    """What git says about a scan root: the tracked paths (from the index) and the
-    global excludes file. ``repository`` is ``None`` outside a work tree."""
-
-    repository: Repository | None = None
-    tracked: TrackedFiles = field(default_factory=TrackedFiles)
-    excludes_file: str | None = None
-    consulted: tuple[str, ...] = ()
-    problem: str | None = None
-
-
-def _git_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
-
-
-def read_git(root: str) -> GitView:
-    """The tracked files under ``root`` and the global excludes file, from git.
-
-    ``git ls-files -z --cached`` runs only when the repository has an index (a
-    fresh ``git init`` has none), ``git config core.excludesFile`` at the same
-    time; without git installed the index is not read (a note says so) and the
-    excludes file is git's default one.
-    """
-    repository = find_repository(root)
-    if repository is None:
-        return GitView()
-    index = os.path.join(repository.git_dir, "index")
-    consulted = [index, os.path.join(repository.common_dir, "config")]
-    git = shutil.which("git")
-    if git is None:
-        excludes = default_excludes_file()
-        missing = "git is not installed: files git tracks but ignores are not listed"
-        return GitView(repository, TrackedFiles(), excludes, tuple(consulted), missing)
-    env = _git_env()
-    config = subprocess.Popen(
-        [git, "config", "--path", "--get", "core.excludesFile"],
-        cwd=root,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    tracked = TrackedFiles()
-    problem: str | None = None
-    try:
-        if os.path.exists(index):
-            listing = subprocess.run(
-                [git, "ls-files", "-z", "--cached"],
-                cwd=root,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=GIT_TIMEOUT_S,
-                check=False,
-            )
-            if listing.returncode == 0:
-                tracked = TrackedFiles(
-                    os.fsdecode(path) for path in listing.stdout.split(b"\0") if path
-                )
-            else:
-                reason = listing.stderr.decode(errors="replace").strip().splitlines()
-                problem = (
-                    f"git could not read the index ({reason[-1] if reason else 'failed'}): "
-                    "files git tracks but ignores are not listed"
-                )
-        out, _ = config.communicate(timeout=GIT_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        config.kill()
-        config.communicate()
-        problem = f"git did not answer within {GIT_TIMEOUT_S:g} s: the index was not read"
-        out = b""
-    configured = os.fsdecode(out.rstrip(b"\n")) if config.returncode == 0 else ""
-    excludes = configured or default_excludes_file()
-    return GitView(repository, tracked, excludes, tuple(consulted), problem)
+    timed_out: list[str] = field(default_factory=list)
+    """The directories (relative) left unlisted when the time ran out."""
 
 
 @dataclass
@@ -492,6 +419,7 @@ class FileDiscoveryService:
         watch_debounce_ms: int = 200,
         watch_step_ms: int = 10,
         racy_window_s: float = _RACY_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings or FileDiscoverySettings()
         self._builtin = builtin_rules(self.settings.builtin_ignores)
@@ -502,6 +430,7 @@ class FileDiscoveryService:
         self._watch_debounce_ms = watch_debounce_ms
         self._watch_step_ms = watch_step_ms
         self._racy_ns = int(racy_window_s * 1e9)
+        self._clock = clock
 
     # -- discovery -------------------------------------------------------------------
 
@@ -660,6 +589,7 @@ class FileDiscoveryService:
             max_depth=max_depth,
             follow_symlinks=follow,
             max_files=max_files,
+            time_s=settings.scan_time_s,
             include=_compile_globs(options.include_patterns, "include"),
             exclude=_compile_globs(options.exclude_patterns, "exclude"),
             builtin=builtin,
@@ -696,17 +626,26 @@ class FileDiscoveryService:
     ) -> DiscoveryResult:
         started_ns = time.time_ns()
         started = time.perf_counter()
+        deadline = self._clock() + plan.time_s
         with self._lock:
             watcher = None if plan.follow_symlinks else self._watcher_for(plan.root)
             generation = watcher.generation if watcher is not None else 0
         git_view = read_git(plan.root)
         stack, consulted = root_stack(plan.root, self._builtin, git_view.excludes_file)
-        walk = _walk(plan, stack, git_view, on_batch, cancel)
+        walk = _walk(plan, stack, git_view, on_batch, cancel, _Deadline(self._clock, deadline))
         walk.stamps.extend((path, _mtime_ns(path)) for path in (*consulted, *git_view.consulted))
         walk.files.sort()
         if git_view.problem is not None:
             walk.notes.append(
                 DiscoveryNote(kind="git_unavailable", path=".", message=git_view.problem)
+            )
+        if walk.timed_out:
+            walk.notes.append(_time_note(plan, walk.timed_out))
+            logger.warning(
+                "file discovery under %s stopped after %g s; %d directories not listed",
+                plan.root,
+                plan.time_s,
+                len(walk.timed_out),
             )
         if walk.depth_cut:
             walk.notes.append(
@@ -732,12 +671,13 @@ class FileDiscoveryService:
             notes=tuple(walk.notes),
             truncated=walk.truncated,
             depth_limited=walk.depth_cut > 0,
+            time_limited=bool(walk.timed_out),
             tracked=len(git_view.tracked),
             stats=stats,
         )
         if walk.truncated:
             logger.warning("file discovery under %s stopped at %d files", plan.root, plan.max_files)
-        if not walk.cancelled:
+        if not walk.cancelled and not walk.timed_out:
             trust = all(mtime < started_ns - self._racy_ns for _, mtime in walk.stamps)
             cached = result.model_copy(update={"from_cache": True})
             with self._lock:
@@ -773,8 +713,10 @@ def _walk(
     git_view: GitView,
     on_batch: Callable[[list[tuple[str, EntryKind]]], None] | None,
     cancel: threading.Event | None,
+    deadline: _Deadline,
 ) -> _Walk:
-    """Walk ``plan.root`` depth first, pruning ignored directories as it goes.
+    """Walk ``plan.root`` depth first, pruning ignored directories as it goes,
+    until ``deadline`` passes (then the directories not yet listed are named).
 
     An ignored directory that holds files git tracks is entered in *tracked-only*
     mode: there, and below, only tracked files are listed, as git does.
@@ -798,6 +740,9 @@ def _walk(
     while pending:
         if cancel is not None and cancel.is_set():
             walk.cancelled = True
+            break
+        if deadline.passed():
+            walk.timed_out = [pending_dir[1] or "." for pending_dir in reversed(pending)]
             break
         directory, rel_dir, depth, rules, ancestors, tracked_only = pending.pop()
         try:
@@ -930,6 +875,33 @@ def _walk(
             on_batch(batch)
         pending.extend(reversed(subdirs))
     return walk
+
+
+@dataclass(frozen=True)
+class _Deadline:
+    clock: Callable[[], float]
+    at: float
+
+    def passed(self) -> bool:
+        return self.clock() >= self.at
+
+
+#: How many of the directories a timed-out scan left out its note names.
+_NAMED_CUT = 5
+
+
+def _time_note(plan: _Plan, left_out: list[str]) -> DiscoveryNote:
+    named = ", ".join(left_out[:_NAMED_CUT])
+    more = len(left_out) - _NAMED_CUT
+    rest = f" and {more} more" if more > 0 else ""
+    return DiscoveryNote(
+        kind="time_limit",
+        path=left_out[0],
+        message=f"stopped after {plan.time_s:g} s (services.fileDiscovery.scanTimeS): "
+        f"{len(left_out)} director{'y was' if len(left_out) == 1 else 'ies were'} "
+        f"not listed ({named}{rest}); "
+        "the listing is incomplete: scan a smaller folder or raise the limit",
+    )
 
 
 def _cap(walk: _Walk, plan: _Plan, rel_dir: str) -> None:

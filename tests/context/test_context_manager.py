@@ -6,6 +6,7 @@ import logging
 import os
 import string
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -310,13 +311,21 @@ def test_project_file_without_permission_is_skipped(
     path.chmod(0)
     if os.geteuid() == 0:
         # root reads any file whatever its mode: make the refusal happen anyway.
-        def refuse(self: Path, *args: object, **kwargs: object) -> str:
-            raise PermissionError(13, "Permission denied", str(self))
+        real_open = os.open
 
-        monkeypatch.setattr(Path, "read_text", refuse)
+        def refuse(name: str, *args: Any, **kwargs: Any) -> int:
+            if name == "OLLM.md":
+                raise PermissionError(13, "Permission denied", name)
+            return real_open(name, *args, **kwargs)
+
+        monkeypatch.setattr(os, "open", refuse)
+    context = manager()
     with caplog.at_level(logging.WARNING):
-        assert manager().load_project_files(tmp_path, tmp_path / "nohome") == []
-    assert "cannot read" in caplog.text and "Permission denied" in caplog.text
+        assert context.load_project_files(tmp_path, tmp_path / "nohome") == []
+    assert "cannot be opened (Permission denied)" in caplog.text
+    assert context.build_additions().notices == [
+        f"{path} cannot be opened (Permission denied): not read into the prompt"
+    ]
 
 
 def test_project_file_that_is_a_directory_is_ignored(tmp_path: Path) -> None:

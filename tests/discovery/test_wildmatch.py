@@ -1,0 +1,103 @@
+"""The translated patterns match as git's wildmatch does, and never backtrack without
+end (issue 27: ``a*a*a*a*a*a*a*a*a*a*a*a*a*b`` in a ``.gitignore`` pinned a core).
+
+The reference below is git's ``dowild`` (WM_PATHNAME) written plainly, with
+memoisation so that it stays polynomial on the small inputs hypothesis makes.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ollm_cli.pipeline.discovery._ignore_rules import RuleSet, translate
+
+CATASTROPHIC = "a*a*a*a*a*a*a*a*a*a*a*a*a*b"
+
+
+def wildmatch(pattern: str, text: str) -> bool:
+    """git's wildmatch in WM_PATHNAME mode, for ``a``, ``b``, ``/``, ``*``, ``?`` and
+    the classes ``[ab]`` and ``[!a]``."""
+    end = len(pattern)
+
+    @cache
+    def match(i: int, j: int) -> bool:
+        if i == end:
+            return j == len(text)
+        char = pattern[i]
+        if char == "*":
+            k = i
+            while k < end and pattern[k] == "*":
+                k += 1
+            boundary = i == 0 or pattern[i - 1] == "/"
+            if k - i >= 2 and boundary and k == end:
+                return True
+            if k - i >= 2 and boundary and pattern[k] == "/":
+                # "**/": no directory, or any run of them ending at a "/"
+                return match(k + 1, j) or any(
+                    text[at] == "/" and match(k + 1, at + 1) for at in range(j, len(text))
+                )
+            for at in range(j, len(text) + 1):
+                if match(k, at):
+                    return True
+                if at < len(text) and text[at] == "/":
+                    return False
+            return False
+        if j == len(text):
+            return False
+        got = text[j]
+        if char == "[":
+            close = pattern.index("]", i + 2)
+            members = pattern[i + 1 : close]
+            negated = members.startswith("!")
+            inside = got in members.lstrip("!")
+            return got != "/" and inside != negated and match(close + 1, j + 1)
+        if char == "?":
+            return got != "/" and match(i + 1, j + 1)
+        return got == char and match(i + 1, j + 1)
+
+    return match(0, 0)
+
+
+PIECES = st.sampled_from(["a", "b", "/", "*", "**", "?", "[ab]", "[!a]", "a", "b"])
+
+
+@st.composite
+def patterns(draw: st.DrawFn) -> str:
+    pattern = "".join(draw(st.lists(PIECES, min_size=1, max_size=9))).strip("/")
+    return pattern or "a"
+
+
+TEXTS = st.text(alphabet="ab/", max_size=12)
+
+
+@settings(max_examples=600)
+@given(patterns(), TEXTS)
+def test_translation_matches_like_git(pattern: str, text: str) -> None:
+    found = re.fullmatch(f"(?s:{translate(pattern)})", text) is not None
+    assert found == wildmatch(pattern, text), (pattern, text, translate(pattern))
+
+
+@settings(max_examples=300)
+@given(st.lists(patterns(), min_size=1, max_size=5), TEXTS)
+def test_a_rule_set_picks_the_last_matching_rule(lines: list[str], text: str) -> None:
+    rules = RuleSet.from_lines([f"/{line}" for line in lines])
+    expected = next(
+        (True for line in reversed(lines) if wildmatch(line, text)),
+        None,
+    )
+    assert rules.match(text, text.rpartition("/")[2], False) == expected
+
+
+def test_the_catastrophic_pattern_returns() -> None:
+    # a plain regex translation tries every way to share the a's among 13 stars
+    rules = RuleSet.from_lines([CATASTROPHIC, f"/x/**/{CATASTROPHIC}/**/y"])
+    long_name = "a" * 5000
+    assert rules.match(long_name, long_name, False) is None
+    assert rules.match(long_name + "b", long_name + "b", False) is True
+    deep = "x/" + "/".join(["a" * 40] * 60) + "/y"
+    assert rules.match(deep, "y", False) is None
+    assert wildmatch(CATASTROPHIC, "a" * 30) is False
