@@ -207,7 +207,9 @@ class OpenAIProvider(Provider):
         if error.status_code in (401, 403):
             return self._refused_key()
         if error.status_code == 404:
-            known = self._known_models(quiet=True)
+            # listing the models is what failed when no model is named: asking
+            # for the list again would send the same request without end
+            known = self._known_models(quiet=True) if model else []
             if known and model and model not in known:
                 return self._model_missing(model, known)
             return ProviderError(

@@ -233,3 +233,41 @@ def test_reasoning_fields_and_think_tags_of_a_delta_are_kept_apart() -> None:
     assert first is not None and (first.thinking, first.text) == ("Hm.", "")
     assert second is not None and second.thinking == " Yes."
     assert third is not None and (third.thinking, third.text) == ("so", "Done.")
+
+
+def test_a_server_that_answers_404_everywhere_is_asked_once_per_listing() -> None:
+    """A 404 while listing the models is reported, not answered by listing again:
+    the provider once sent hundreds of ``/v1/models`` requests and hit the
+    recursion limit."""
+    import http.server
+    import threading
+
+    paths: list[str] = []
+
+    class NotFound(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            paths.append(self.path)
+            body = b'{"error": {"message": "not found"}}'
+            self.send_response(404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        provider = OpenAIProvider(OpenAISettings(base_url=url), env={})
+        with provider, pytest.raises(ProviderError) as caught:
+            provider.list_models()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "HTTP 404" in caught.value.message
+    assert "/v1" in (caught.value.hint or "")
+    assert paths == ["/v1/models"]
