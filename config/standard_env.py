@@ -55,6 +55,9 @@ def ollama_host_from_env(value: str) -> str:
     elif scheme == "https":
         default_port = "443"
     hostport, _, path = hostport.partition("/")
+    # user:password@ belongs to the URL, not to the host (Ollama's client parses
+    # the value as a URL too); only the host and port are normalised
+    userinfo, at, hostport = hostport.rpartition("@")
     split = _split_host_port(hostport)
     if split is None:
         host, port = "127.0.0.1", default_port
@@ -73,7 +76,7 @@ def ollama_host_from_env(value: str) -> str:
     host = _UNSPECIFIED.get(host, host)
     shown = f"[{host}]" if ":" in host else host
     tail = f"/{path}" if path else ""
-    return f"{scheme}://{shown}:{port}{tail}"
+    return f"{scheme}://{userinfo}{at}{shown}:{port}{tail}"
 
 
 def _as_is(value: str) -> str:

@@ -43,6 +43,9 @@ OLLM = [sys.executable, "-c", "from ollm_cli.cli.app import main; main()"]
         ("gpu.lan:notaport", "http://gpu.lan:11434"),
         ("gpu.lan:99999", "http://gpu.lan:11434"),
         ("https://proxy.lan:8443/ollama", "https://proxy.lan:8443/ollama"),
+        ("http://bob:S3cret@gpu.lan:9", "http://bob:S3cret@gpu.lan:9"),
+        ("bob:S3cret@gpu.lan", "http://bob:S3cret@gpu.lan:11434"),
+        ("https://bob@[fd00::5]/o", "https://bob@[fd00::5]:443/o"),
     ],
 )
 def test_ollama_host_is_read_as_ollama_reads_it(value: str, url: str) -> None:
