@@ -19,7 +19,7 @@ A thread, a conversation, or a response logged on its own is one session.
 
 Example::
 
-    sessions = read_llm(Path("~/.config/io.datasette.llm/logs.db").expanduser())
+    sessions = read_llm(Path("~/.config/io.datasette.llm/logs.db").expanduser(), DamagedLines())
 """
 
 from __future__ import annotations
@@ -32,7 +32,13 @@ from typing import Final, Literal
 import orjson
 
 from ollm_cli.pipeline.errors import SessionError
-from ollm_cli.pipeline.importers._sessions import SQLITE_MAGIC, SessionBuilder, bad_file, iso_time
+from ollm_cli.pipeline.importers._sessions import (
+    SQLITE_MAGIC,
+    DamagedLines,
+    SessionBuilder,
+    bad_file,
+    iso_time,
+)
 from ollm_cli.pipeline.records import Session
 
 SOURCE: Final = "llm"
@@ -44,8 +50,9 @@ _ROLES: dict[str, Literal["user", "assistant", "system"]] = {
 }
 
 
-def read_llm(path: Path) -> list[Session]:
-    """Every conversation of an llm log database."""
+def read_llm(path: Path, damaged: DamagedLines) -> list[Session]:
+    """Every conversation of an llm log database (a database has no damaged lines to
+    skip: ``damaged`` is for the readers' common signature)."""
     try:
         with path.open("rb") as stream:
             magic = stream.read(len(SQLITE_MAGIC))
@@ -113,6 +120,7 @@ def _threads(db: sqlite3.Connection, path: Path, tables: set[str]) -> list[Sessi
             builder.completion_tokens += int(turn["output_tokens"] or 0)
         for position, message_hash in enumerate(chain):
             role = parents[message_hash][1]
+            builder.next_message()
             for part in parts[message_hash]:
                 _store_part(builder, role, part, times[position], fragments, path)
         session = builder.build()
@@ -218,10 +226,11 @@ def _responses(db: sqlite3.Connection, path: Path, tables: set[str]) -> list[Ses
                 )
             if row["system"] and not builder.messages:
                 builder.say("system", row["system"], at)
+            builder.next_message()
             builder.say("user", row["prompt"] or "", at)
-            builder.say("assistant", row["response"] or "", at)
             if "reasoning" in columns and row["reasoning"]:
                 builder.think(row["reasoning"], at)
+            builder.say("assistant", row["response"] or "", at)
             for call in calls.get(row["id"], []):
                 builder.call(call["tool_call_id"], call["name"], call["arguments"], at)
             if "input_tokens" in columns:
@@ -248,6 +257,7 @@ def _logs(db: sqlite3.Connection, path: Path) -> list[Session]:
         for row in rows:
             at = iso_time(row[time_column] if time_column else None)
             builder.model = row["model"] or builder.model
+            builder.next_message()
             builder.say("user", row["prompt"] or "", at)
             builder.say("assistant", row["response"] or "", at)
         session = builder.build()

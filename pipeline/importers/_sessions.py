@@ -11,7 +11,13 @@ creates nothing new.
 
 A file that is not what it claims raises :class:`ImportFormatError`, whose
 message names the file and the line (or the table row) and what was expected.
-Text in imported files is data: it is stored and shown, never obeyed.
+A damaged line in a file that is otherwise what it claims (cut short, not JSON,
+not the shape its tool writes) is skipped and its number kept in
+:class:`DamagedLines`, unless the import is strict, which refuses the file.
+Images become :class:`ImagePart` references (never their bytes) and any other
+part that is not kept becomes a bracketed placeholder text, so that nothing
+vanishes silently. Text in imported files is data: it is stored and shown,
+never obeyed.
 
 Example::
 
@@ -32,6 +38,7 @@ import orjson
 
 from ollm_cli.pipeline.errors import SessionError
 from ollm_cli.pipeline.records import (
+    ImagePart,
     Session,
     SessionMessage,
     SessionMetadata,
@@ -64,6 +71,25 @@ def bad_file(path: Path, where: str, problem: str, source: str) -> ImportFormatE
     )
 
 
+@dataclass
+class DamagedLines:
+    """The lines of one file skipped as damaged (``strict``: the first one refuses the file)."""
+
+    strict: bool = False
+    lines: list[int] = field(default_factory=list)
+
+    def skip(self, number: int, error: ImportFormatError) -> None:
+        """Skip line ``number`` (or raise ``error`` when strict)."""
+        if self.strict:
+            error.hint = (
+                f"{error.hint}; without --strict, damaged lines are skipped and counted"
+                if error.hint
+                else "without --strict, damaged lines are skipped and counted"
+            )
+            raise error
+        self.lines.append(number)
+
+
 def imported_session_id(source: str, source_id: str) -> str:
     """The OLLM id of the session ``source`` calls ``source_id`` (the same every time)."""
     return str(uuid.uuid5(_NAMESPACE, f"{source}:{source_id}"))
@@ -84,8 +110,11 @@ def iso_time(value: Any, fallback: str | None = None) -> str:
     return fallback or now_iso()
 
 
-def json_lines(path: Path, source: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` for each non-empty line of a JSONL file."""
+def json_lines(
+    path: Path, source: str, damaged: DamagedLines
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each non-empty line of a JSONL file; a line that
+    is not a JSON object goes to ``damaged``."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -98,11 +127,12 @@ def json_lines(path: Path, source: str) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             value = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            raise bad_file(path, f"line {number}", f"not JSON ({exc.msg})", source) from None
+            damaged.skip(number, bad_file(path, f"line {number}", f"not JSON ({exc.msg})", source))
+            continue
         if not isinstance(value, dict):
-            raise bad_file(
-                path, f"line {number}", f"a {type(value).__name__}, not a JSON object", source
-            )
+            problem = f"a {type(value).__name__}, not a JSON object"
+            damaged.skip(number, bad_file(path, f"line {number}", problem, source))
+            continue
         yield number, value
 
 
@@ -132,10 +162,58 @@ def text_of(value: Any) -> str:
         pieces = [text_of(item) for item in value]
         return "\n".join(piece for piece in pieces if piece)
     if isinstance(value, dict):
+        image = image_of(value)
+        if image is not None:
+            return placeholder_text(f"image{f' ({image.mime_type})' if image.mime_type else ''}")
         for key in ("text", "output", "content"):
             if isinstance(value.get(key), str | list):
                 return text_of(value[key])
     return orjson.dumps(value).decode()
+
+
+def placeholder_text(what: str) -> str:
+    """The text that stands for a part not imported (``what``: what it was)."""
+    return f"[{what}: not imported]"
+
+
+_IMAGE_TYPES = {"image", "input_image", "image_url"}
+
+
+def _mime_of_data_url(url: str) -> str | None:
+    head = url[5:].split(",", 1)[0].split(";", 1)[0]
+    return head or None
+
+
+def image_of(block: dict[str, Any]) -> ImagePart | None:
+    """The image reference of a content block of any tool (Anthropic ``image``,
+    OpenAI ``input_image``, Gemini ``inlineData``/``fileData``), ``None`` if not an
+    image. Only a web address is kept; embedded bytes are not."""
+    url: Any = None
+    mime: Any = None
+    if block.get("type") in _IMAGE_TYPES:
+        source = block.get("source")
+        if isinstance(source, dict):  # Anthropic: base64 or url
+            mime, url = source.get("media_type"), source.get("url")
+        else:
+            url = block.get("image_url")
+            if isinstance(url, dict):
+                url = url.get("url")
+    elif isinstance(block.get("inlineData"), dict):
+        mime = block["inlineData"].get("mimeType")
+        if not (isinstance(mime, str) and mime.startswith("image/")):
+            return None
+    elif isinstance(block.get("fileData"), dict):
+        mime, url = block["fileData"].get("mimeType"), block["fileData"].get("fileUri")
+        if not (isinstance(mime, str) and mime.startswith("image/")):
+            return None
+    else:
+        return None
+    if isinstance(url, str) and url.startswith("data:"):
+        mime, url = mime or _mime_of_data_url(url), None
+    return ImagePart(
+        url=url if isinstance(url, str) and url else None,
+        mime_type=mime if isinstance(mime, str) and mime else None,
+    )
 
 
 def arguments(value: Any) -> dict[str, Any]:
@@ -153,7 +231,14 @@ def arguments(value: Any) -> dict[str, Any]:
 
 @dataclass
 class SessionBuilder:
-    """Collects one imported conversation in order and makes it a :class:`Session`."""
+    """Collects one imported conversation in order and makes it a :class:`Session`.
+
+    Each message keeps the time its tool wrote for it. Parts of one role join the
+    message being built until :meth:`next_message` starts the next one (a reader
+    calls it where its tool begins a message: a new record, a new message id) or a
+    part of another role or a tool result comes. Reasoning that follows an answer
+    or a call begins the assistant's next reply (for tools that mark no replies).
+    """
 
     source: ImportSource
     source_id: str
@@ -161,6 +246,8 @@ class SessionBuilder:
     model: str = ""
     working_dir: str | None = None
     title: str | None = None
+    started: str | None = None
+    notes: str | None = None
     messages: list[SessionMessage] = field(default_factory=list)
     tool_calls: list[SessionToolCall] = field(default_factory=list)
     prompt_tokens: int = 0
@@ -170,6 +257,11 @@ class SessionBuilder:
     _calls: dict[str, ToolCallPart] = field(default_factory=dict)
     _call_times: dict[str, str] = field(default_factory=dict)
     _answered: set[str] = field(default_factory=set)
+    _open: SessionMessage | None = None
+
+    def next_message(self) -> None:
+        """The parts that follow begin a new message."""
+        self._open = None
 
     def say(self, role: Literal["user", "assistant", "system"], text: str, at: str) -> None:
         """A message of plain text (empty text is skipped)."""
@@ -180,6 +272,14 @@ class SessionBuilder:
         """Reasoning the assistant showed before answering."""
         if text.strip():
             self._append("assistant", ThinkingPart(text=text, tokens=tokens), at)
+
+    def image(self, role: Literal["user", "assistant", "system"], part: ImagePart, at: str) -> None:
+        """An image, kept as a reference (its address when it had one, never its bytes)."""
+        self._append(role, part, at)
+
+    def placeholder(self, role: Literal["user", "assistant", "system"], what: str, at: str) -> None:
+        """A part that is not imported, named where it was (nothing vanishes silently)."""
+        self._append(role, TextPart(text=placeholder_text(what)), at)
 
     def call(self, call_id: str | None, name: str, args: Any, at: str) -> str:
         """The assistant called a tool; returns the call's id (made up when it had none)."""
@@ -217,6 +317,7 @@ class SessionBuilder:
         content = text_of(output)
         part = ToolResultPart(tool_call_id=ident, name=tool, content=content, is_error=is_error)
         self.messages.append(SessionMessage(role="tool", parts=[part], timestamp=at))
+        self._open = None
         started = self._call_times.get(ident)
         duration = None
         if started is not None:
@@ -236,24 +337,33 @@ class SessionBuilder:
         )
 
     def _append(self, role: Literal["user", "assistant", "system"], part: Any, at: str) -> None:
-        """Parts of one turn of the same role join the message before them."""
-        last = self.messages[-1] if self.messages else None
+        """A part joins the open message of its role, or starts a message."""
+        current = self._open
         joins = (
-            last is not None
-            and last.role == role
-            and role == "assistant"
-            and not (isinstance(part, ThinkingPart) and last.tool_calls)
+            current is not None
+            and self.messages
+            and self.messages[-1] is current
+            and current.role == role
+            and not (
+                isinstance(part, ThinkingPart)
+                and any(not isinstance(p, ThinkingPart) for p in current.parts)
+            )
         )
-        if joins and last is not None:
-            last.parts.append(part)
-        else:
-            self.messages.append(SessionMessage(role=role, parts=[part], timestamp=at))
+        if joins and current is not None:
+            current.parts.append(part)
+            return
+        message = SessionMessage(role=role, parts=[part], timestamp=at)
+        self.messages.append(message)
+        self._open = message
 
     def build(self) -> Session | None:
         """The session, or ``None`` when the conversation held no message."""
         if not self.messages:
             return None
-        times = sorted(self.messages, key=lambda m: parse_iso(m.timestamp))
+        first = min((m.timestamp for m in self.messages), key=parse_iso)
+        last = max((m.timestamp for m in self.messages), key=parse_iso)
+        if self.started is not None and parse_iso(self.started) < parse_iso(first):
+            first = self.started  # the tool's own start (Codex's header) comes first
         custom = {
             "importedFrom": {
                 "tool": self.source,
@@ -266,6 +376,7 @@ class SessionBuilder:
             working_dir=self.working_dir,
             title=self.title,
             title_source="auto" if self.title else None,
+            notes=self.notes,
             custom=custom,
             prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens,
@@ -275,8 +386,8 @@ class SessionBuilder:
         )
         return Session(
             session_id=imported_session_id(self.source, self.source_id),
-            start_time=times[0].timestamp,
-            last_activity=times[-1].timestamp,
+            start_time=first,
+            last_activity=last,
             model=self.model or "unknown",
             provider=self.source,
             messages=self.messages,

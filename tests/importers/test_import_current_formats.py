@@ -1,0 +1,341 @@
+"""What the peers write today, imported whole (issue 23): Gemini CLI's JSONL logs
+(and sub-agents), Claude Code's sub-agent files, Codex 0.10x's rollouts; one
+message per reply with its own time; placeholders for what is not kept; damaged
+lines skipped and counted; a bad file never stops a folder; masked values counted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from ollm_cli.pipeline.importers import detect_source, read_file, read_sessions
+from ollm_cli.pipeline.importers._sessions import imported_session_id
+from ollm_cli.pipeline.records import ImagePart, Session, TextPart, ThinkingPart, ToolCallPart
+from tests.cli.conftest import invoke
+from tests.importers.tool_files import (
+    CLAUDE_AGENT,
+    CLAUDE_PARENT,
+    CODEX_RECENT,
+    GEMINI_LOG_SESSION,
+    GEMINI_SUBAGENT,
+    WORKDIR,
+    claude_code_subagent,
+    claude_code_v2_transcript,
+    codex_early_rollout,
+    codex_recent_rollout,
+    codex_rollout,
+    gemini_session,
+    gemini_session_log,
+    gemini_subagent_log,
+)
+
+
+def only(sessions: list[tuple[Path, Session]]) -> Session:
+    assert len(sessions) == 1
+    return sessions[0][1]
+
+
+def kinds(session: Session) -> list[list[str]]:
+    return [[p.type for p in m.parts] for m in session.messages]
+
+
+def placeholders(session: Session) -> list[str]:
+    return [
+        p.text
+        for m in session.messages
+        for p in m.parts
+        if isinstance(p, TextPart) and p.text.endswith("not imported]")
+    ]
+
+
+# -- Gemini CLI ---------------------------------------------------------------------------
+
+
+def test_gemini_session_log_is_replayed_one_message_per_reply(tmp_path: Path) -> None:
+    path = gemini_session_log(tmp_path / "tmp")
+    assert detect_source(path) == "gemini"
+    session = only(read_sessions(path))
+    assert [m.role for m in session.messages] == ["user", "assistant", "tool", "assistant"]
+    question, first, result, answer = session.messages
+    # the user's image is a reference without its bytes; the code part a placeholder
+    assert question.text.startswith("What does this list say?")
+    [image] = [p for p in question.parts if isinstance(p, ImagePart)]
+    assert (image.mime_type, image.url, image.path) == ("image/png", None, None)
+    assert placeholders(session) == ["[a Gemini CLI executableCode part: not imported]"]
+    # the reply rewritten three times is one message, in its first place, timed when
+    # recorded; its thought is its reasoning part; its tokens are counted once
+    assert kinds(session)[1] == ["thinking", "tool_call"]
+    assert first.timestamp == "2026-05-02T08:00:06.000Z"
+    assert first.thinking == "**Reading the file** I will read notes.txt first."
+    assert result.parts[0].content == "buy milk"  # type: ignore[union-attr]
+    assert session.metadata.prompt_tokens == 800
+    # the rewound answer is gone; the one after it keeps its own time
+    assert "buy eggs" not in "".join(m.text for m in session.messages)
+    assert answer.text == "It says: buy milk."
+    assert answer.thinking == "**Answering** The file has one line."
+    assert answer.timestamp == "2026-05-02T08:00:12.000Z"
+    assert session.metadata.title == "What the shopping list says"
+    assert session.start_time == "2026-05-02T07:59:59.000Z"
+    assert session.session_id == imported_session_id("gemini", GEMINI_LOG_SESSION)
+
+
+def test_gemini_recorded_json_keeps_thoughts_in_their_reply_at_its_time(tmp_path: Path) -> None:
+    session = only(read_sessions(gemini_session(tmp_path / "tmp")))
+    reply = session.messages[1]
+    assert [p.type for p in reply.parts] == ["thinking", "tool_call"]
+    assert reply.timestamp == "2025-09-01T10:00:05.000Z"  # not the thought's 10:00:02
+
+
+def test_gemini_subagent_log_is_its_own_session_naming_its_parent(tmp_path: Path) -> None:
+    path = gemini_subagent_log(tmp_path / "tmp")
+    session = only(read_sessions(path, "gemini"))
+    assert [m.text for m in session.messages] == [
+        "Find every TODO in the project.",
+        "There are none.",
+    ]
+    origin = session.metadata.custom["importedFrom"]
+    assert origin["parent"] == GEMINI_LOG_SESSION
+    assert origin["parentSessionId"] == imported_session_id("gemini", GEMINI_LOG_SESSION)
+    assert GEMINI_LOG_SESSION in (session.metadata.notes or "")
+    assert session.session_id == imported_session_id("gemini", GEMINI_SUBAGENT)
+
+
+def test_gemini_default_folder_imports_logs_sub_agents_and_old_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    tmp = tmp_path / "home" / ".gemini" / "tmp"
+    gemini_session_log(tmp)
+    gemini_subagent_log(tmp)
+    gemini_session(tmp)
+    outcome = invoke("import", "--from", "gemini", "--json")
+    assert outcome.exit_code == 0, outcome.stderr
+    rows = orjson.loads(outcome.stdout)
+    assert sorted(Path(r["file"]).suffix for r in rows) == [".json", ".jsonl", ".jsonl"]
+    assert {r["status"] for r in rows} == {"imported"}
+
+
+def test_gemini_log_migrated_beside_its_json_is_one_session(tmp_path: Path) -> None:
+    """Resuming an old session makes Gemini CLI write ``session-x.jsonl`` beside
+    ``session-x.json``: the longer, later one is imported, the other named as the same."""
+    old = gemini_session(tmp_path / "tmp")
+    record = orjson.loads(old.read_bytes())
+    messages = record.pop("messages")
+    later = {
+        "id": "m5",
+        "timestamp": "2025-09-02T10:00:00.000Z",
+        "type": "user",
+        "content": "And now?",
+    }
+    log = old.with_suffix(".jsonl")
+    log.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in [record, *messages, later]))
+    outcome = invoke("import", str(old.parent), "--json")
+    assert outcome.exit_code == 0, outcome.stderr
+    rows = {Path(r["file"]).suffix: r for r in orjson.loads(outcome.stdout)}
+    assert rows[".jsonl"]["status"] == "imported"
+    assert (rows[".json"]["status"], rows[".json"]["sameAs"]) == ("same session as", str(log))
+
+
+def test_a_damaged_gemini_log_line_is_skipped_and_the_format_still_recognised(
+    tmp_path: Path,
+) -> None:
+    path = gemini_session_log(tmp_path / "tmp")
+    lines = path.read_bytes().splitlines()
+    metadata = lines[0]
+    lines[0] = metadata[:40]  # the metadata line cut short…
+    lines.insert(1, metadata)  # …and written again whole, as a resumed session does
+    lines[5] = b'{"id": "g1", "timest'
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    assert detect_source(path) == "gemini"
+    outcome = read_file(path, None)
+    assert outcome.error is None
+    assert outcome.damaged_lines == [1, 6]
+    [session] = outcome.sessions
+    assert session.messages[-1].text == "It says: buy milk."
+    strict = read_file(path, None, strict=True)
+    assert strict.error is not None and f"{path}: line 1: not JSON" in strict.error.message
+    assert "without --strict" in (strict.error.hint or "")
+
+
+def test_the_gemini_log_of_the_issue_was_refused_before_and_is_imported_now(
+    tmp_path: Path,
+) -> None:
+    path = gemini_session_log(tmp_path / "tmp")
+    outcome = invoke("import", str(path))
+    assert outcome.exit_code == 0, outcome.stderr
+    assert f"Imported gemini session {GEMINI_LOG_SESSION}" in outcome.stdout
+    assert "not JSON" not in outcome.stderr
+
+
+# -- Claude Code --------------------------------------------------------------------------
+
+
+def test_claude_code_reply_per_message_id_with_images_and_web_search(tmp_path: Path) -> None:
+    path = claude_code_v2_transcript(tmp_path / "projects")
+    session = only(read_sessions(path))
+    assert [m.role for m in session.messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+    ]
+    question = session.messages[0]
+    [image] = [p for p in question.parts if isinstance(p, ImagePart)]
+    assert image.mime_type == "image/png"
+    assert "[a Claude Code document block: not imported]" in placeholders(session)
+    search = session.messages[1]
+    [call] = search.tool_calls
+    assert (call.name, call.args) == ("web_search", {"query": "notes-app latest release"})
+    assert search.timestamp == "2026-01-10T12:00:02.000Z"
+    found = session.messages[2].parts[0]
+    assert "https://example.org/notes-app/releases" in found.content  # type: ignore[union-attr]
+    assert session.messages[3].text == "A settings page; 2.0 is current."
+    # the next message id is the next reply, even with no tool result between them
+    second = session.messages[4]
+    assert second.timestamp == "2026-01-10T12:00:07.000Z"
+    assert second.text == "Anything else?"
+    assert second.thinking == "[Claude Code's redacted reasoning: not imported]"
+    assert session.model == "claude-opus-4-5-20251101"
+
+
+def test_claude_code_subagent_file_is_its_own_session_linked_to_its_parent(
+    tmp_path: Path,
+) -> None:
+    projects = tmp_path / "projects"
+    claude_code_v2_transcript(projects)
+    agent = claude_code_subagent(projects)
+    assert detect_source(agent) == "claude-code"
+    found = dict((p, s) for p, s in read_sessions(projects, "claude-code"))
+    assert len(found) == 2
+    sub = found[agent]
+    assert [m.text for m in sub.messages] == ["Find every TODO.", "No TODO found."]
+    origin = sub.metadata.custom["importedFrom"]
+    assert origin["id"] == f"{CLAUDE_PARENT}/agent-{CLAUDE_AGENT}"
+    assert origin["parentSessionId"] == imported_session_id("claude-code", CLAUDE_PARENT)
+    parent = next(s for p, s in found.items() if p != agent)
+    assert parent.session_id == origin["parentSessionId"]
+    assert CLAUDE_PARENT in (sub.metadata.notes or "")
+    assert sub.model == "claude-haiku-4-5-20251001"
+
+
+def test_cli_imports_the_subagents_of_a_project_folder_and_says_whose_they_are(
+    tmp_path: Path,
+) -> None:
+    projects = tmp_path / "projects"
+    claude_code_v2_transcript(projects)
+    claude_code_subagent(projects)
+    outcome = invoke("import", str(projects))
+    assert outcome.exit_code == 0, outcome.stderr
+    assert "No sessions found" not in outcome.stderr
+    parent = imported_session_id("claude-code", CLAUDE_PARENT)
+    assert f"It is a sub-agent of session {parent}." in outcome.stdout
+    assert len(orjson.loads(invoke("list", "--json").stdout)) == 2
+
+
+# -- Codex --------------------------------------------------------------------------------
+
+
+def test_codex_recent_rollout_keeps_images_web_searches_and_compactions(tmp_path: Path) -> None:
+    path = codex_recent_rollout(tmp_path / "sessions")
+    session = only(read_sessions(path))
+    assert session.session_id == imported_session_id("codex", CODEX_RECENT)
+    assert session.start_time == "2026-02-20T09:00:00.000Z"
+    assert session.model == "gpt-5.3-codex"
+    assert session.metadata.custom["importedFrom"]["version"] == "0.104.0"
+    question = session.messages[0]
+    assert question.text == "Why does this page look broken?"
+    [image] = [p for p in question.parts if isinstance(p, ImagePart)]
+    assert image.mime_type == "image/jpeg" and image.url is None
+    calls = [p for m in session.messages for p in m.parts if isinstance(p, ToolCallPart)]
+    assert [(c.name, c.args.get("query")) for c in calls] == [
+        ("web_search", "css grid overflow"),
+        ("view_image", None),
+    ]
+    output = session.tool_calls[0].result.llm_content
+    assert "attached" in output and "[image (image/png): not imported]" in output
+    assert "base64" not in output
+    assert "[Codex compacted the conversation here: not imported]" in placeholders(session)
+    assert "[a Codex tool_search_call item: not imported]" in placeholders(session)
+    assert "ghost" not in orjson.dumps([m.to_dict() for m in session.messages]).decode()
+
+
+def test_codex_early_rollout_is_timed_from_its_header(tmp_path: Path) -> None:
+    session = only(read_sessions(codex_early_rollout(tmp_path / "sessions")))
+    assert session.start_time == "2025-05-07T17:24:21.123Z"
+    assert {m.timestamp for m in session.messages} == {"2025-05-07T17:24:21.123Z"}
+
+
+def test_codex_reasoning_after_a_call_starts_the_next_reply(tmp_path: Path) -> None:
+    session = only(read_sessions(codex_rollout(tmp_path / "sessions")))
+    assert [[p.type for p in m.parts] for m in session.messages][1] == ["thinking", "tool_call"]
+    assert all(
+        not isinstance(m.parts[0], ThinkingPart) or m.role == "assistant" for m in session.messages
+    )
+
+
+# -- folders, bad files, redaction --------------------------------------------------------
+
+
+def test_a_folder_import_goes_past_a_bad_file_and_reports_every_file(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    good = codex_rollout(sessions)
+    recent = codex_recent_rollout(sessions)
+    bad = sessions / "2026" / "03" / "01" / "rollout-2026-03-01T00-00-00-broken.jsonl"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b'\x00\x01 not a rollout\n{"half": \n')
+    outcome = invoke("import", "--from", "codex", str(sessions), "--json")
+    assert outcome.exit_code == 4
+    rows = {r["file"]: r for r in orjson.loads(outcome.stdout)}
+    assert rows[str(good)]["status"] == rows[str(recent)]["status"] == "imported"
+    assert rows[str(bad)]["status"] == "failed"
+    assert "line 1" in rows[str(bad)]["error"]
+    assert "does not look like" in rows[str(bad)]["hint"]
+    assert "1 of 3 files could not be imported" in outcome.stderr
+    assert len(orjson.loads(invoke("list", "--json").stdout)) == 2
+
+    said = invoke("import", "--from", "codex", str(sessions))
+    assert said.exit_code == 4
+    assert f"Not imported: {bad}: line 1" in said.stderr
+    assert "2 session(s) were already imported" in said.stderr
+
+
+def test_an_import_says_how_many_values_it_masked_and_no_redact_keeps_them(
+    tmp_path: Path, ollm_home: Path
+) -> None:
+    secret = "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8"
+    path = gemini_session_log(tmp_path / "tmp")
+    path.write_text(path.read_text().replace("buy milk", f"buy milk with {secret}"))
+    outcome = invoke("import", str(path), "--json")
+    assert outcome.exit_code == 0, outcome.stderr
+    [row] = orjson.loads(outcome.stdout)
+    assert row["masked"] == 2  # in the tool result and in the answer
+    invoke("delete", row["sessionId"], "--yes")
+    said = invoke("import", str(path))
+    assert "Masked 2 secret value(s)" in said.stderr
+    assert "--no-redact" in said.stderr
+
+    kept_home = tmp_path / "other"
+    other = gemini_session_log(kept_home)
+    raw = other.read_text().replace("buy milk", f"buy milk with {secret}")
+    other.write_text(raw.replace(GEMINI_LOG_SESSION, "11111111-2222-4333-8444-555555555555"))
+    kept = invoke("import", str(other), "--no-redact")
+    assert kept.exit_code == 0, kept.stderr
+    assert "Secrets were not masked" in kept.stderr
+    stored = [p.read_bytes() for p in ollm_home.rglob("*") if p.is_file()]
+    assert any(secret.encode() in data for data in stored)
+
+
+def test_import_help_documents_strict_and_no_redact() -> None:
+    shown = invoke("import", "--help")
+    assert "--strict" in shown.stdout and "--no-redact" in shown.stdout
+
+
+def test_working_folder_of_a_subagent_is_kept(tmp_path: Path) -> None:
+    agent = claude_code_subagent(tmp_path / "projects")
+    assert only(read_sessions(agent)).metadata.working_dir == WORKDIR
