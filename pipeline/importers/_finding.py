@@ -199,6 +199,10 @@ def read_file(file: Path, source: ImportSource | None, *, strict: bool = False) 
     damaged = DamagedLines(strict=strict)
     try:
         sessions = reader_for(kind)(file, damaged)
+        if not sessions and damaged.lines and detect_source(file) not in (kind, None):
+            first, count = damaged.lines[0], len(damaged.lines)
+            problem = f"no {NAMES[kind]} conversation ({count} lines not of its shape)"
+            raise ImportFormatError(f"{file}: line {first}: {problem}")
     except ImportFormatError as exc:
         return FileOutcome(path=file, source=kind, error=_looks_like(file, exc, kind))
     return FileOutcome(path=file, source=kind, sessions=sessions, damaged_lines=damaged.lines)

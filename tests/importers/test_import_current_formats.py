@@ -339,3 +339,13 @@ def test_import_help_documents_strict_and_no_redact() -> None:
 def test_working_folder_of_a_subagent_is_kept(tmp_path: Path) -> None:
     agent = claude_code_subagent(tmp_path / "projects")
     assert only(read_sessions(agent)).metadata.working_dir == WORKDIR
+
+
+def test_a_gemini_log_named_as_claude_code_is_refused_naming_gemini(tmp_path: Path) -> None:
+    path = gemini_session_log(tmp_path / "tmp")
+    outcome = read_file(path, "claude-code")
+    assert outcome.error is not None and not outcome.sessions
+    assert "looks like a Gemini CLI file: pass --from gemini" in (outcome.error.hint or "")
+    said = invoke("import", "--from", "claude-code", str(path))
+    assert said.exit_code == 4
+    assert "--from gemini" in said.stderr
