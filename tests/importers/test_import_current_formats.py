@@ -22,6 +22,7 @@ from tests.importers.tool_files import (
     GEMINI_SUBAGENT,
     WORKDIR,
     claude_code_subagent,
+    claude_code_transcript,
     claude_code_v2_transcript,
     codex_early_rollout,
     codex_recent_rollout,
@@ -349,3 +350,50 @@ def test_a_gemini_log_named_as_claude_code_is_refused_naming_gemini(tmp_path: Pa
     said = invoke("import", "--from", "claude-code", str(path))
     assert said.exit_code == 4
     assert "--from gemini" in said.stderr
+
+
+def test_damaged_lines_of_every_kind_are_skipped_by_number(tmp_path: Path) -> None:
+    claude = claude_code_transcript(tmp_path / "projects")
+    lines = claude.read_bytes().splitlines()
+    lines[1:1] = [
+        b'{"type": "user", "uuid": "x1", "sessionId": "s"',  # cut short
+        b"[1, 2, 3]",  # not an object
+        b'{"uuid": "x2", "note": "no type"}',
+        b'{"type": "user", "uuid": "x3", "sessionId": "s"}',  # no message
+    ]
+    claude.write_bytes(b"\n".join(lines) + b"\n")
+    outcome = read_file(claude, "claude-code")
+    assert outcome.error is None
+    assert outcome.damaged_lines == [2, 3, 4, 5]
+    [session] = outcome.sessions
+    assert session.messages[-1].text == "It says: buy milk."
+
+    codex = codex_rollout(tmp_path / "sessions")
+    lines = codex.read_bytes().splitlines()
+    lines[2:2] = [
+        b'{"timestamp": "2025-10-29T00:59:38.320Z", "type": "response_item", "payload": "x"}',
+        b'{"neither": "type nor payload"}',
+        b'{"timestamp": "2025-10-29T00:59:38.320Z", "type": "later_kind", "payload": {}}',
+    ]
+    codex.write_bytes(b"\n".join(lines) + b"\n")
+    outcome = read_file(codex, None)
+    assert (outcome.error, outcome.damaged_lines) == (None, [3, 4])  # a later kind is not damage
+    assert outcome.sessions[0].messages[0].text == "List the files here."
+
+
+def test_images_of_each_tool_are_references_never_bytes() -> None:
+    from ollm_cli.pipeline.importers._sessions import image_of
+
+    anthropic_url = image_of(
+        {"type": "image", "source": {"type": "url", "url": "https://e.org/a.png"}}
+    )
+    assert anthropic_url == ImagePart(url="https://e.org/a.png")
+    openai = image_of({"type": "input_image", "image_url": {"url": "data:image/webp;base64,UklG"}})
+    assert openai == ImagePart(mime_type="image/webp")
+    gemini_file = image_of({"fileData": {"mimeType": "image/jpeg", "fileUri": "gs://b/c.jpg"}})
+    assert gemini_file == ImagePart(url="gs://b/c.jpg", mime_type="image/jpeg")
+    assert (
+        image_of({"fileData": {"mimeType": "application/pdf", "fileUri": "gs://b/c.pdf"}}) is None
+    )
+    assert image_of({"inlineData": {"mimeType": "audio/wav", "data": "UklG"}}) is None
+    assert image_of({"type": "text", "text": "no"}) is None
