@@ -258,6 +258,7 @@ class SessionBuilder:
     _call_times: dict[str, str] = field(default_factory=dict)
     _answered: set[str] = field(default_factory=set)
     _open: SessionMessage | None = None
+    _made_up: int = 0
 
     def next_message(self) -> None:
         """The parts that follow begin a new message."""
@@ -282,8 +283,9 @@ class SessionBuilder:
         self._append(role, TextPart(text=placeholder_text(what)), at)
 
     def call(self, call_id: str | None, name: str, args: Any, at: str) -> str:
-        """The assistant called a tool; returns the call's id (made up when it had none)."""
-        ident = call_id or f"call_{uuid.uuid4().hex[:16]}"
+        """The assistant called a tool; returns the call's id (numbered in order when it
+        had none, so that importing the same file twice gives the same ids)."""
+        ident = call_id or self._made_up_id()
         part = ToolCallPart(id=ident, name=name or "tool", args=arguments(args))
         self._calls[ident] = part
         self._call_times[ident] = at
@@ -311,7 +313,7 @@ class SessionBuilder:
                 call_id,
             )
         call = self._calls.get(call_id or "")
-        ident = call_id or f"call_{uuid.uuid4().hex[:16]}"
+        ident = call_id or self._made_up_id()
         self._answered.add(ident)
         tool = name or (call.name if call else "tool")
         content = text_of(output)
@@ -335,6 +337,10 @@ class SessionBuilder:
                 error=content[:500] if is_error else None,
             )
         )
+
+    def _made_up_id(self) -> str:
+        self._made_up += 1
+        return f"imported_call_{self._made_up}"
 
     def _append(self, role: Literal["user", "assistant", "system"], part: Any, at: str) -> None:
         """A part joins the open message of its role, or starts a message."""

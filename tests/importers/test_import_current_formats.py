@@ -397,3 +397,10 @@ def test_images_of_each_tool_are_references_never_bytes() -> None:
     )
     assert image_of({"inlineData": {"mimeType": "audio/wav", "data": "UklG"}}) is None
     assert image_of({"type": "text", "text": "no"}) is None
+
+
+def test_calls_without_an_id_get_the_same_made_up_id_every_import(tmp_path: Path) -> None:
+    path = codex_recent_rollout(tmp_path / "sessions")
+    first, second = (only(read_sessions(path)) for _ in range(2))
+    assert first.messages[1].tool_calls[0].id == "imported_call_1"
+    assert first.to_json() == second.to_json()
