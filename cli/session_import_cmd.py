@@ -98,6 +98,9 @@ def import_from_tools(
     rows: list[dict[str, Any]] = []
     for outcome in outcomes:
         base: dict[str, Any] = {"file": str(outcome.path), "tool": outcome.source}
+        if not outcome.recognised:
+            rows.append(base | {"status": "not recognised"})
+            continue
         if outcome.error is not None:
             rows.append(
                 base
@@ -130,7 +133,8 @@ def import_from_tools(
     failed = [r for r in rows if r["status"] == "failed"]
     if failed:
         raise SessionError(
-            f"{len(failed)} of {len(outcomes)} files could not be imported (each is named above)",
+            f"{len(failed)} of {sum(o.recognised for o in outcomes)} files could not be imported "
+            "(each is named above)",
             hint="the other files were imported; fix or leave out the ones named, or pass "
             "--from when the format was not recognised",
         )
@@ -191,6 +195,15 @@ def _report(rows: list[dict[str, Any]], redact: bool) -> None:
             err_console.print(
                 f"{row['file']}{damage}.", markup=False, highlight=False, soft_wrap=True
             )
+    unknown = sum(1 for r in rows if r["status"] == "not recognised")
+    if unknown:
+        err_console.print(
+            f"{unknown} file(s) there are no session of Claude Code, Codex, Gemini CLI or llm "
+            "and were left alone (--json lists them; --from reads files as that tool's).",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     already = sum(1 for r in rows if r["status"] in ("already imported", "same session as"))
     if already:
         err_console.print(f"{already} session(s) were already imported; nothing new for them.")
@@ -211,5 +224,5 @@ def _report(rows: list[dict[str, Any]], redact: bool) -> None:
                 highlight=False,
                 soft_wrap=True,
             )
-    if not rows:
+    if all(r["status"] == "not recognised" for r in rows):
         err_console.print("No sessions found there.")

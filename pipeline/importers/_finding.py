@@ -135,10 +135,14 @@ def files_under(path: Path, source: ImportSource | None) -> list[Path]:
         if source == "gemini":  # its logs are in chats/ (a sub-agent's one folder deeper)
             found = {p for p in found if p.suffix == ".json" or "chats" in p.parts}
         return sorted(found)
-    candidates = [
-        p for p in path.rglob("*") if p.is_file() and p.suffix in {".jsonl", ".json", ".db"}
-    ]
-    return sorted(p for p in candidates if detect_source(p) not in (None, "ollm"))
+    return [p for p in _candidates(path) if detect_source(p) not in (None, "ollm")]
+
+
+def _candidates(folder: Path) -> list[Path]:
+    """The files in ``folder`` that could be some tool's sessions, by their suffix."""
+    return sorted(
+        p for p in folder.rglob("*") if p.is_file() and p.suffix in {".jsonl", ".json", ".db"}
+    )
 
 
 Reader = Callable[[Path, DamagedLines], list[Session]]
@@ -158,13 +162,15 @@ def reader_for(source: ImportSource) -> Reader:
 @dataclass
 class FileOutcome:
     """What reading one file gave: its sessions and the damaged lines skipped, or
-    ``error`` when the file could not be read at all."""
+    ``error`` when the file could not be read at all. A file of a folder searched
+    without a tool named that is no tool's we know is not ``recognised``."""
 
     path: Path
     source: ImportSource | None
     sessions: list[Session] = field(default_factory=list)
     damaged_lines: list[int] = field(default_factory=list)
     error: ImportFormatError | None = None
+    recognised: bool = True
 
 
 def _looks_like(file: Path, error: ImportFormatError, tried: ImportSource) -> ImportFormatError:
@@ -223,7 +229,16 @@ def read_files(
             f"{path} is not a regular file or a folder (a FIFO, socket or device is not read)",
             hint="give a session file or a folder of them",
         )
-    return [read_file(file, source, strict=strict) for file in files_under(path, source)]
+    if source is not None or path.is_file():
+        return [read_file(file, source, strict=strict) for file in files_under(path, source)]
+    outcomes = []
+    for file in _candidates(path):
+        kind = detect_source(file)
+        if kind is None or kind == "ollm":
+            outcomes.append(FileOutcome(path=file, source=None, recognised=False))
+        else:
+            outcomes.append(read_file(file, kind, strict=strict))
+    return outcomes
 
 
 def read_sessions(

@@ -404,3 +404,16 @@ def test_calls_without_an_id_get_the_same_made_up_id_every_import(tmp_path: Path
     first, second = (only(read_sessions(path)) for _ in range(2))
     assert first.messages[1].tool_calls[0].id == "imported_call_1"
     assert first.to_json() == second.to_json()
+
+
+def test_files_no_tool_wrote_are_counted_not_silently_skipped(tmp_path: Path) -> None:
+    folder = tmp_path / "mixed"
+    codex_rollout(folder)
+    (folder / "notes.jsonl").write_bytes(b'{"a": 1}\n')
+    (folder / "settings.json").write_bytes(b"{}")
+    listed = invoke("import", str(folder), "--json")
+    assert listed.exit_code == 0, listed.stderr
+    statuses = sorted(r["status"] for r in orjson.loads(listed.stdout))
+    assert statuses == ["imported", "not recognised", "not recognised"]
+    said = invoke("import", str(folder))
+    assert "2 file(s) there are no session of Claude Code, Codex, Gemini CLI or llm" in said.stderr
