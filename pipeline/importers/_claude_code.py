@@ -63,7 +63,7 @@ _KNOWN = _CONVERSATION | {
 def read_claude_code(path: Path, damaged: DamagedLines) -> list[Session]:
     """The session of one transcript file (none when it holds no message)."""
     sidechain = path.name.startswith("agent-")
-    builder = SessionBuilder(source=SOURCE, source_id=path.stem, path=path)
+    builder = SessionBuilder(marks_replies=True, source=SOURCE, source_id=path.stem, path=path)
     usage: dict[str, tuple[int, int]] = {}
     recognised = False
     reply_id: str | None = None

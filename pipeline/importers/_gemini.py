@@ -113,7 +113,9 @@ def _by_id(messages: list[Any]) -> dict[str, dict[str, Any]]:
 
 def _recorded(path: Path, document: dict[str, Any]) -> SessionBuilder:
     source_id = document.get("sessionId")
-    builder = SessionBuilder(source=SOURCE, source_id=str(source_id or path.stem), path=path)
+    builder = SessionBuilder(
+        marks_replies=True, source=SOURCE, source_id=str(source_id or path.stem), path=path
+    )
     if isinstance(document.get("projectHash"), str):
         builder.extra["projectHash"] = document["projectHash"]
     if isinstance(document.get("summary"), str):
@@ -213,7 +215,9 @@ def _response_text(result: Any) -> str:
 
 
 def _saved(path: Path, history: list[Any]) -> SessionBuilder:
-    builder = SessionBuilder(source=SOURCE, source_id=f"{path.parent.name}/{path.stem}", path=path)
+    builder = SessionBuilder(
+        marks_replies=True, source=SOURCE, source_id=f"{path.parent.name}/{path.stem}", path=path
+    )
     try:
         at = iso_time(path.stat().st_mtime)
     except OSError:

@@ -236,8 +236,10 @@ class SessionBuilder:
     Each message keeps the time its tool wrote for it. Parts of one role join the
     message being built until :meth:`next_message` starts the next one (a reader
     calls it where its tool begins a message: a new record, a new message id) or a
-    part of another role or a tool result comes. Reasoning that follows an answer
-    or a call begins the assistant's next reply (for tools that mark no replies).
+    part of another role or a tool result comes. For tools that mark no replies
+    (``marks_replies`` false), reasoning that follows an answer or a call begins
+    the assistant's next reply; where they are marked, a reply may interleave
+    reasoning with its calls.
     """
 
     source: ImportSource
@@ -248,6 +250,7 @@ class SessionBuilder:
     title: str | None = None
     started: str | None = None
     notes: str | None = None
+    marks_replies: bool = False
     messages: list[SessionMessage] = field(default_factory=list)
     tool_calls: list[SessionToolCall] = field(default_factory=list)
     prompt_tokens: int = 0
@@ -351,7 +354,8 @@ class SessionBuilder:
             and self.messages[-1] is current
             and current.role == role
             and not (
-                isinstance(part, ThinkingPart)
+                not self.marks_replies
+                and isinstance(part, ThinkingPart)
                 and any(not isinstance(p, ThinkingPart) for p in current.parts)
             )
         )

@@ -30,6 +30,7 @@ from tests.importers.tool_files import (
     gemini_session,
     gemini_session_log,
     gemini_subagent_log,
+    write_jsonl,
 )
 
 
@@ -417,3 +418,37 @@ def test_files_no_tool_wrote_are_counted_not_silently_skipped(tmp_path: Path) ->
     assert statuses == ["imported", "not recognised", "not recognised"]
     said = invoke("import", str(folder))
     assert "2 file(s) there are no session of Claude Code, Codex, Gemini CLI or llm" in said.stderr
+
+
+def test_a_claude_reply_interleaving_reasoning_and_calls_stays_one_message(
+    tmp_path: Path,
+) -> None:
+    reply = {"id": "msg_I", "role": "assistant", "model": "claude-opus-4-5"}
+    blocks = [
+        {"type": "thinking", "thinking": "First look."},
+        {"type": "tool_use", "id": "toolu_a", "name": "Read", "input": {}},
+        {"type": "thinking", "thinking": "Then search."},
+        {"type": "tool_use", "id": "toolu_b", "name": "Grep", "input": {}},
+    ]
+    lines = [
+        {
+            "type": "user",
+            "uuid": "q",
+            "sessionId": "s1",
+            "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"role": "user", "content": "go"},
+        },
+    ] + [
+        {
+            "type": "assistant",
+            "uuid": f"l{i}",
+            "sessionId": "s1",
+            "timestamp": f"2026-01-01T00:00:0{i + 1}Z",
+            "message": reply | {"content": [block]},
+        }
+        for i, block in enumerate(blocks)
+    ]
+    path = write_jsonl(tmp_path / "p" / "s1.jsonl", lines)
+    session = only(read_sessions(path, "claude-code"))
+    assert kinds(session) == [["text"], ["thinking", "tool_call", "thinking", "tool_call"]]
+    assert session.messages[1].timestamp == "2026-01-01T00:00:01Z"
