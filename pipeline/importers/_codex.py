@@ -11,7 +11,8 @@ One JSON object a line, ``{"timestamp", "type", "payload"}``:
   (``call_id``, ``output``), ``custom_tool_call``/``custom_tool_call_output``
   and ``local_shell_call`` (``action.command``);
 - ``event_msg``: UI events, of which ``token_count`` gives the usage so far;
-- ``compacted``: a summary that replaced history (kept as a placeholder note);
+- ``compacted``: a summary that replaced history (kept as a system message; a
+  placeholder when the summary is not written out);
 - ``world_state``, ``inter_agent_communication``: context, not the conversation.
 
 Later versions (0.10x) add ``web_search_call`` (``action.query``), kept as a
@@ -112,7 +113,12 @@ def read_codex(path: Path, damaged: DamagedLines) -> list[Session]:
         elif kind == "response_item":
             _item(builder, payload, at)
         elif kind == "compacted":
-            builder.placeholder("system", "Codex compacted the conversation here", at)
+            summary = payload.get("message")
+            if isinstance(summary, str) and summary.strip():
+                builder.next_message()
+                builder.say("system", f"(Codex compacted the conversation here:)\n{summary}", at)
+            else:
+                builder.placeholder("system", "Codex compacted the conversation here", at)
     if not meta_seen:
         raise bad_file(path, "line 1", "no Codex session header or rollout line", _NAME)
     session = builder.build()

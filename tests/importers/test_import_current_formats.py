@@ -267,6 +267,19 @@ def test_codex_recent_rollout_keeps_images_web_searches_and_compactions(tmp_path
     assert "ghost" not in orjson.dumps([m.to_dict() for m in session.messages]).decode()
 
 
+def test_a_codex_compaction_summary_is_kept_as_a_system_message(tmp_path: Path) -> None:
+    path = codex_rollout(tmp_path / "sessions")
+    compacted = {
+        "timestamp": "2025-10-29T01:30:00.000Z",
+        "type": "compacted",
+        "payload": {"message": "The user listed the files."},
+    }
+    path.write_bytes(path.read_bytes() + orjson.dumps(compacted) + b"\n")
+    last = only(read_sessions(path)).messages[-1]
+    assert (last.role, last.timestamp) == ("system", "2025-10-29T01:30:00.000Z")
+    assert last.text.endswith("The user listed the files.")
+
+
 def test_codex_early_rollout_is_timed_from_its_header(tmp_path: Path) -> None:
     session = only(read_sessions(codex_early_rollout(tmp_path / "sessions")))
     assert session.start_time == "2025-05-07T17:24:21.123Z"
