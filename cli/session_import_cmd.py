@@ -89,9 +89,6 @@ def import_from_tools(
     json_output: bool,
 ) -> None:
     """Import every session under ``paths`` (the tool's default location when none)."""
-    from ollm_cli.pipeline.environment import default_redactor
-    from ollm_cli.pipeline.recording import redact_record
-
     kind: ImportSource | None = source.value if source is not None else None
     outcomes = _read(paths, kind, strict)
     chosen = _chosen(outcomes)
@@ -120,9 +117,7 @@ def import_from_tools(
             elif _recorded(store, session.session_id):
                 row["status"] = "already imported"
             else:
-                stored = redact_record(session, default_redactor()) if redact else session
-                store.import_session(stored)
-                row |= {"status": "imported", "masked": masked_count(session, stored)}
+                row |= _store(store, session, outcome.path, redact)
             rows.append(row)
     if len(outcomes) == 1 and outcomes[0].error is not None:
         raise outcomes[0].error  # one file: its own error is the whole story
@@ -154,6 +149,28 @@ def _read(paths: list[Path], kind: ImportSource | None, strict: bool) -> list[Fi
     for path in paths:
         outcomes.extend(read_files(path.expanduser(), kind, strict=strict))
     return outcomes
+
+
+def _store(
+    store: ChatRecordingService, session: Session, file: Path, redact: bool
+) -> dict[str, Any]:
+    """Store one session (redacted when asked); its row's status, and what was masked."""
+    from ollm_cli.pipeline.environment import default_redactor
+    from ollm_cli.pipeline.recording import redact_record
+
+    try:
+        stored = redact_record(session, default_redactor()) if redact else session
+        masked = masked_count(session, stored)  # also proves the session can be written
+        store.import_session(stored)
+    except (orjson.JSONEncodeError, ValueError):  # what orjson and pydantic raise for
+        return {  # values nested deeper than they write
+            "status": "failed",
+            "error": f"{file}: values nested too deeply to be stored",
+            "hint": "the other sessions were imported; this one cannot be kept as it is",
+        }
+    except SessionError as exc:
+        return {"status": "failed", "error": f"{file}: {exc.message}", "hint": exc.hint}
+    return {"status": "imported", "masked": masked}
 
 
 def _recorded(store: ChatRecordingService, session_id: str) -> bool:

@@ -43,6 +43,7 @@ from ollm_cli.pipeline.importers._sessions import (
     json_lines,
     placeholder_text,
     text_of,
+    token_count,
 )
 from ollm_cli.pipeline.records import Session
 
@@ -115,10 +116,10 @@ def read_claude_code(path: Path, damaged: DamagedLines) -> list[Session]:
         counts = message.get("usage")
         if isinstance(counts, dict) and isinstance(ident, str):
             prompt = sum(
-                int(counts.get(k) or 0)
+                token_count(counts.get(k))
                 for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
             )
-            usage[ident] = (prompt, int(counts.get("output_tokens") or 0))
+            usage[ident] = (prompt, token_count(counts.get("output_tokens")))
     if not recognised:
         raise bad_file(path, "line 1", "no Claude Code transcript entry in the file", _NAME)
     if parent is not None:

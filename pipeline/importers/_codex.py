@@ -45,6 +45,7 @@ from ollm_cli.pipeline.importers._sessions import (
     image_of,
     iso_time,
     json_lines,
+    token_count,
 )
 from ollm_cli.pipeline.records import ImagePart, Session
 
@@ -142,9 +143,9 @@ def _event(builder: SessionBuilder, payload: dict[str, Any]) -> None:
     info = payload.get("info")
     total = info.get("total_token_usage") if isinstance(info, dict) else None
     if isinstance(total, dict):
-        builder.prompt_tokens = int(total.get("input_tokens") or 0)
-        builder.completion_tokens = int(total.get("output_tokens") or 0)
-        builder.thinking_tokens = int(total.get("reasoning_output_tokens") or 0)
+        builder.prompt_tokens = token_count(total.get("input_tokens"))
+        builder.completion_tokens = token_count(total.get("output_tokens"))
+        builder.thinking_tokens = token_count(total.get("reasoning_output_tokens"))
 
 
 def _content_text(content: Any) -> str:

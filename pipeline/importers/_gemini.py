@@ -50,6 +50,7 @@ from ollm_cli.pipeline.importers._sessions import (
     json_lines,
     read_json,
     text_of,
+    token_count,
 )
 from ollm_cli.pipeline.records import Session
 
@@ -183,9 +184,9 @@ def _answer(builder: SessionBuilder, message: dict[str, Any], at: str) -> None:
             builder.think(heading + description, at)
     tokens = message.get("tokens")
     if isinstance(tokens, dict):
-        builder.prompt_tokens += int(tokens.get("input") or 0)
-        builder.completion_tokens += int(tokens.get("output") or 0)
-        builder.thinking_tokens += int(tokens.get("thoughts") or 0)
+        builder.prompt_tokens += token_count(tokens.get("input"))
+        builder.completion_tokens += token_count(tokens.get("output"))
+        builder.thinking_tokens += token_count(tokens.get("thoughts"))
     _content(builder, "assistant", message.get("content"), at)
     calls = message.get("toolCalls")
     for call in calls if isinstance(calls, list) else []:

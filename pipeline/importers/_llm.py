@@ -38,6 +38,7 @@ from ollm_cli.pipeline.importers._sessions import (
     SessionBuilder,
     bad_file,
     iso_time,
+    token_count,
 )
 from ollm_cli.pipeline.records import Session
 
@@ -116,8 +117,8 @@ def _threads(db: sqlite3.Connection, path: Path, tables: set[str]) -> list[Sessi
         times = _message_times(chain, turns[thread["id"]], iso_time(thread["datetime_utc"]))
         for turn in turns[thread["id"]]:
             builder.model = turn["model"] or builder.model
-            builder.prompt_tokens += int(turn["input_tokens"] or 0)
-            builder.completion_tokens += int(turn["output_tokens"] or 0)
+            builder.prompt_tokens += token_count(turn["input_tokens"])
+            builder.completion_tokens += token_count(turn["output_tokens"])
         for position, message_hash in enumerate(chain):
             role = parents[message_hash][1]
             builder.next_message()
@@ -234,8 +235,8 @@ def _responses(db: sqlite3.Connection, path: Path, tables: set[str]) -> list[Ses
             for call in calls.get(row["id"], []):
                 builder.call(call["tool_call_id"], call["name"], call["arguments"], at)
             if "input_tokens" in columns:
-                builder.prompt_tokens += int(row["input_tokens"] or 0)
-                builder.completion_tokens += int(row["output_tokens"] or 0)
+                builder.prompt_tokens += token_count(row["input_tokens"])
+                builder.completion_tokens += token_count(row["output_tokens"])
         session = builder.build()
         if session is not None:
             sessions.append(session)

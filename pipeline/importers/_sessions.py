@@ -27,6 +27,8 @@ Example::
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -127,13 +129,65 @@ def json_lines(
         try:
             value = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            damaged.skip(number, bad_file(path, f"line {number}", f"not JSON ({exc.msg})", source))
-            continue
+            value = _with_lone_surrogates(line)
+            if value is None:
+                problem = f"not JSON ({exc.msg})"
+                damaged.skip(number, bad_file(path, f"line {number}", problem, source))
+                continue
         if not isinstance(value, dict):
             problem = f"a {type(value).__name__}, not a JSON object"
             damaged.skip(number, bad_file(path, f"line {number}", problem, source))
             continue
+        if line.count(b"[") + line.count(b"{") > MAX_DEPTH and too_deep(value):
+            problem = f"values nested more than {MAX_DEPTH} levels deep (OLLM stores fewer)"
+            damaged.skip(number, bad_file(path, f"line {number}", problem, source))
+            continue
         yield number, value
+
+
+MAX_DEPTH = 200
+"""How deep the values of a line may nest: orjson writes at most 255 levels, and a
+session wraps a line's values in a few levels of its own."""
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` levels deep."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item if isinstance(v, dict | list))
+    return False
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _with_lone_surrogates(line: bytes) -> Any | None:
+    """A line orjson refuses only for a lone surrogate escape (``"\\ud800"``, as a
+    cut emoji leaves): valid JSON, parsed by the standard library, each lone
+    surrogate becoming U+FFFD. None when the line is not such JSON."""
+    if b"\\u" not in line:
+        return None
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return _no_surrogates(value)
+
+
+def _no_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_no_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_no_surrogates(k): _no_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def read_json(path: Path, source: str) -> Any:
@@ -169,6 +223,17 @@ def text_of(value: Any) -> str:
             if isinstance(value.get(key), str | list):
                 return text_of(value[key])
     return orjson.dumps(value).decode()
+
+
+def token_count(value: Any) -> int:
+    """A token count as a tool wrote it (a number, or digits); 0 for anything else."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int | float):
+        return max(int(value), 0)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return 0
 
 
 def placeholder_text(what: str) -> str:
@@ -217,13 +282,16 @@ def image_of(block: dict[str, Any]) -> ImagePart | None:
 
 
 def arguments(value: Any) -> dict[str, Any]:
-    """Tool-call arguments as a mapping (JSON text is parsed; anything else is wrapped)."""
+    """Tool-call arguments as a mapping (JSON text is parsed, unless nested too deep to
+    store; anything else is wrapped)."""
     if isinstance(value, dict):
         return value
     if isinstance(value, str):
         try:
             parsed = orjson.loads(value) if value.strip() else {}
         except orjson.JSONDecodeError:
+            return {"input": value}
+        if too_deep(parsed):  # kept as the text it came as, which OLLM can store
             return {"input": value}
         return parsed if isinstance(parsed, dict) else {"input": parsed}
     return {} if value is None else {"input": value}

@@ -5,6 +5,7 @@ lines skipped and counted; a bad file never stops a folder; masked values counte
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import orjson
@@ -465,3 +466,75 @@ def test_a_claude_reply_interleaving_reasoning_and_calls_stays_one_message(
     session = only(read_sessions(path, "claude-code"))
     assert kinds(session) == [["text"], ["thinking", "tool_call", "thinking", "tool_call"]]
     assert session.messages[1].timestamp == "2026-01-01T00:00:01Z"
+
+
+def test_lines_with_lone_surrogates_are_kept_and_too_deep_lines_skipped(tmp_path: Path) -> None:
+    """A cut emoji leaves a lone surrogate escape (valid JSON orjson refuses); a line
+    nested deeper than OLLM can store is damage, not a crash of the whole import."""
+    path = codex_rollout(tmp_path / "sessions")
+    cut = (
+        b'{"timestamp": "2025-10-29T00:59:42.000Z", "type": "response_item", "payload": '
+        b'{"type": "message", "role": "user", "content": [{"type": "input_text", '
+        b'"text": "thanks \\ud83d"}]}}'
+    )
+    deep = json.dumps(  # orjson itself refuses to write it
+        {
+            "timestamp": "2025-10-29T00:59:43.000Z",
+            "type": "response_item",
+            "payload": {"type": "function_call", "name": "x", "call_id": "d", "arguments": "{}"}
+            | {"extra": json_nested(300)},
+        }
+    ).encode()
+    tokens = orjson.dumps(
+        {
+            "timestamp": "2025-10-29T00:59:44.000Z",
+            "type": "event_msg",
+            "payload": {
+                "type": "token_count",
+                "info": {"total_token_usage": {"input_tokens": "n/a"}},
+            },
+        }
+    )
+    deep_args = orjson.dumps(
+        {
+            "timestamp": "2025-10-29T00:59:45.000Z",
+            "type": "response_item",
+            "payload": {"type": "function_call", "name": "deep", "call_id": "e"}
+            | {"arguments": json.dumps(json_nested(300))},
+        }
+    )
+    path.write_bytes(path.read_bytes() + b"\n".join([cut, deep, tokens, deep_args]) + b"\n")
+    outcome = read_file(path, "codex")
+    assert outcome.error is None
+    assert outcome.damaged_lines == [12]
+    [session] = outcome.sessions
+    assert session.messages[-2].text == "thanks \ufffd"
+    [call] = session.messages[-1].tool_calls
+    assert call.args["input"].startswith("[[[")  # the text, not 300 levels of lists
+    assert session.metadata.prompt_tokens == 0
+    imported = invoke("import", str(path), "--json")
+    assert imported.exit_code == 0, imported.stderr
+
+
+def json_nested(depth: int) -> object:
+    value: object = "bottom"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_session_too_deep_to_store_fails_alone(tmp_path: Path) -> None:
+    """An old Gemini CLI record holds its arguments as JSON, so no line check sees them."""
+    folder = tmp_path / "tmp"
+    good = gemini_session_log(folder)
+    old = gemini_session(folder)
+    record = orjson.loads(old.read_bytes())
+    record["messages"][1]["toolCalls"][0]["args"] = {"deep": json_nested(300)}
+    old.write_text(json.dumps(record))
+    outcome = invoke("import", str(folder), "--json")
+    assert outcome.exit_code == 4
+    rows = {r["file"]: r for r in orjson.loads(outcome.stdout)}
+    assert rows[str(good)]["status"] == "imported"
+    assert rows[str(old)]["status"] == "failed"
+    assert "nested too deeply" in rows[str(old)]["error"]
+    assert len(orjson.loads(invoke("list", "--json").stdout)) == 1
