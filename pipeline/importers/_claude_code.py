@@ -71,7 +71,7 @@ def read_claude_code(path: Path, damaged: DamagedLines) -> list[Session]:
     parent: str | None = None
     for number, line in json_lines(path, _NAME, damaged):
         kind = line.get("type")
-        if kind not in _KNOWN:
+        if not isinstance(kind, str) or kind not in _KNOWN:
             if not isinstance(kind, str):
                 problem = "no Claude Code entry type"
                 damaged.skip(number, bad_file(path, f"line {number}", problem, _NAME))

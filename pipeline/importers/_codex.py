@@ -78,7 +78,7 @@ def read_codex(path: Path, damaged: DamagedLines) -> list[Session]:
     for number, line in json_lines(path, _NAME, damaged):
         where = f"line {number}"
         kind = line.get("type")
-        if kind in _LINE_TYPES and "payload" in line:
+        if isinstance(kind, str) and kind in _LINE_TYPES and "payload" in line:
             payload = line["payload"]
             if not isinstance(payload, dict):
                 problem = f"the payload of a {kind} line is not an object"
@@ -207,5 +207,5 @@ def _item(builder: SessionBuilder, item: dict[str, Any], at: str) -> None:
         builder.image("assistant", ImagePart(mime_type="image/png"), at)
     elif kind in ("compaction", "context_compaction"):
         builder.placeholder("system", "Codex compacted the conversation here", at)
-    elif kind not in _NOT_CONVERSATION:
+    elif not (isinstance(kind, str) and kind in _NOT_CONVERSATION):
         builder.placeholder("assistant", f"a Codex {kind or 'untyped'} item", at)

@@ -72,11 +72,14 @@ def _source_of_line(line: dict[str, object]) -> ImportSource | None:
     """The tool whose JSONL files hold a line like ``line``, if one does."""
     if "$set" in line or "$rewindTo" in line or {"sessionId", "projectHash"} <= line.keys():
         return "gemini"
-    if "payload" in line or line.get("type") in _CODEX_TYPES or "record_type" in line:
+    kind = line.get("type")
+    if "payload" in line or "record_type" in line:
+        return "codex"
+    if isinstance(kind, str) and kind in _CODEX_TYPES:
         return "codex"
     if {"id", "timestamp"} <= line.keys() and "type" not in line:
         return "codex"  # the bare header of Codex's first versions
-    if isinstance(line.get("type"), str) and _CLAUDE_KEYS & line.keys():
+    if isinstance(kind, str) and _CLAUDE_KEYS & line.keys():
         return "claude-code"
     return None
 

@@ -101,7 +101,10 @@ def iso_time(value: Any, fallback: str | None = None) -> str:
     """``value`` (ISO text, or seconds or milliseconds since 1970) as an ISO timestamp."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         seconds = value / 1000 if value > 10**11 else value
-        return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        try:
+            return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        except (ValueError, OverflowError, OSError):  # out of the calendar's range
+            return fallback or now_iso()
     if isinstance(value, str) and value:
         try:
             parse_iso(value.replace(" ", "T", 1) if "T" not in value else value)
@@ -255,7 +258,7 @@ def image_of(block: dict[str, Any]) -> ImagePart | None:
     image. Only a web address is kept; embedded bytes are not."""
     url: Any = None
     mime: Any = None
-    if block.get("type") in _IMAGE_TYPES:
+    if isinstance(block.get("type"), str) and block["type"] in _IMAGE_TYPES:
         source = block.get("source")
         if isinstance(source, dict):  # Anthropic: base64 or url
             mime, url = source.get("media_type"), source.get("url")
@@ -353,10 +356,10 @@ class SessionBuilder:
         """A part that is not imported, named where it was (nothing vanishes silently)."""
         self._append(role, TextPart(text=placeholder_text(what)), at)
 
-    def call(self, call_id: str | None, name: str, args: Any, at: str) -> str:
+    def call(self, call_id: Any, name: str, args: Any, at: str) -> str:
         """The assistant called a tool; returns the call's id (numbered in order when it
         had none, so that importing the same file twice gives the same ids)."""
-        ident = call_id or self._made_up_id()
+        ident = str(call_id) if call_id else self._made_up_id()
         part = ToolCallPart(id=ident, name=name or "tool", args=arguments(args))
         self._calls[ident] = part
         self._call_times[ident] = at
@@ -365,15 +368,17 @@ class SessionBuilder:
 
     def result(
         self,
-        call_id: str | None,
+        call_id: Any,
         output: Any,
         at: str,
         *,
-        name: str | None = None,
+        name: Any = None,
         is_error: bool = False,
     ) -> None:
         """What a tool returned, matched to its call by id (by name, the latest
         unanswered call of that name, when the tool wrote no id)."""
+        call_id = str(call_id) if call_id else None
+        name = str(name) if name else None
         if call_id not in self._calls and name:
             call_id = next(
                 (
