@@ -125,11 +125,11 @@ def import_from_tools(
         print_json(rows)
     else:
         _report(rows, redact)
-    failed = [r for r in rows if r["status"] == "failed"]
+    failed = {r["file"] for r in rows if r["status"] == "failed"}
     if failed:
         raise SessionError(
             f"{len(failed)} of {sum(o.recognised for o in outcomes)} files could not be imported "
-            "(each is named above)",
+            "whole (each is named above)",
             hint="the other files were imported; fix or leave out the ones named, or pass "
             "--from when the format was not recognised",
         )
