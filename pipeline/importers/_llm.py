@@ -10,9 +10,13 @@ generations of llm's tables; every one present is read:
   ``payload``, long text possibly as ``text_ref`` pieces of ``fragments``), and
   ``turns`` (one model call: ``model``, token counts, ``datetime_utc``, and the
   ``parent_message_hash``..``tip_message_hash`` span it produced);
+  an ``attachment`` part names a row of ``attachments`` (``type``, ``path``,
+  ``url``): an image becomes an image reference (its address when it had one,
+  never its bytes), anything else a placeholder;
 - the ``conversations``/``responses`` tables of llm 0.4 to 0.2x (``prompt``,
   ``system``, ``response``, ``model``, ``datetime_utc``, token counts), with
-  ``tool_calls`` and ``tool_results`` rows per response where llm had tools;
+  ``tool_calls`` and ``tool_results`` rows per response where llm had tools,
+  and ``prompt_attachments`` naming the attachments of each prompt;
 - the first ``logs`` table (``prompt``, ``response``, ``model``, ``chat_id``).
 
 A thread, a conversation, or a response logged on its own is one session.
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
@@ -40,7 +45,7 @@ from ollm_cli.pipeline.importers._sessions import (
     iso_time,
     token_count,
 )
-from ollm_cli.pipeline.records import Session
+from ollm_cli.pipeline.records import ImagePart, Session
 
 SOURCE: Final = "llm"
 _NAME = "llm logs.db"
@@ -91,6 +96,32 @@ def read_llm(path: Path, damaged: DamagedLines) -> list[Session]:
 # -- the message store -------------------------------------------------------------------------
 
 
+Attachment = ImagePart | str
+"""An attachment as imported: an image reference, or what it was (for a placeholder)."""
+
+
+def _attachments(db: sqlite3.Connection, tables: set[str]) -> dict[str, Attachment]:
+    """Each attachment by id, its bytes left in the database."""
+    if "attachments" not in tables:
+        return {}
+    found: dict[str, Attachment] = {}
+    for row in db.execute("select id, type, url from attachments"):
+        kind = row["type"] if isinstance(row["type"], str) else ""
+        if kind.startswith("image/"):
+            found[row["id"]] = ImagePart(url=row["url"] or None, mime_type=kind)
+        else:
+            found[row["id"]] = f"an llm attachment ({kind})" if kind else "an llm attachment"
+    return found
+
+
+def _attach(builder: SessionBuilder, role: str, attachment: Attachment | None, at: str) -> None:
+    as_role = _ROLES.get(role, "user")
+    if isinstance(attachment, ImagePart):
+        builder.image(as_role, attachment, at)
+    else:
+        builder.placeholder(as_role, attachment or "an llm attachment missing from its table", at)
+
+
 def _threads(db: sqlite3.Connection, path: Path, tables: set[str]) -> list[Session]:
     parents = {
         r["hash"]: (r["parent_hash"], r["role"]) for r in db.execute("select * from messages")
@@ -101,6 +132,7 @@ def _threads(db: sqlite3.Connection, path: Path, tables: set[str]) -> list[Sessi
     fragments: dict[int, str] = {}
     if "fragments" in tables:
         fragments = {r["id"]: r["content"] for r in db.execute("select id, content from fragments")}
+    referenced = _Referenced(fragments, _attachments(db, tables))
     turns: dict[str, list[sqlite3.Row]] = defaultdict(list)
     for row in db.execute("select * from turns order by datetime_utc, rowid"):
         turns[row["thread_id"]].append(row)
@@ -123,7 +155,7 @@ def _threads(db: sqlite3.Connection, path: Path, tables: set[str]) -> list[Sessi
             role = parents[message_hash][1]
             builder.next_message()
             for part in parts[message_hash]:
-                _store_part(builder, role, part, times[position], fragments, path)
+                _store_part(builder, role, part, times[position], referenced, path)
         session = builder.build()
         if session is not None:
             sessions.append(session)
@@ -142,12 +174,20 @@ def _message_times(chain: list[str], turns: list[sqlite3.Row], fallback: str) ->
     return [t or fallback for t in times]
 
 
+@dataclass
+class _Referenced:
+    """What parts refer to by id: long texts (fragments) and attachments."""
+
+    fragments: dict[int, str]
+    attachments: dict[str, Attachment]
+
+
 def _store_part(
     builder: SessionBuilder,
     role: str,
     part: sqlite3.Row,
     at: str,
-    fragments: dict[int, str],
+    referenced: _Referenced,
     path: Path,
 ) -> None:
     try:
@@ -157,7 +197,7 @@ def _store_part(
     text = part["text"]
     if text is None and isinstance(payload.get("text_ref"), list):
         text = "".join(
-            piece.get("literal") or fragments.get(piece.get("fragment", -1), "")
+            piece.get("literal") or referenced.fragments.get(piece.get("fragment", -1), "")
             for piece in payload["text_ref"]
             if isinstance(piece, dict)
         )
@@ -184,6 +224,12 @@ def _store_part(
             name=payload.get("name") or part["tool_name"],
             is_error=failed,
         )
+    elif kind == "attachment":
+        attachment = payload.get("attachment")
+        ident = attachment.get("id") if isinstance(attachment, dict) else None
+        _attach(builder, role, referenced.attachments.get(str(ident)), at)
+    else:
+        builder.placeholder(_ROLES.get(role, "user"), f"an llm {kind} part", at)
 
 
 # -- the responses tables ----------------------------------------------------------------------
@@ -199,6 +245,11 @@ def _responses(db: sqlite3.Connection, path: Path, tables: set[str]) -> list[Ses
     if "tool_results" in tables:
         for row in db.execute("select * from tool_results order by id"):
             results[row["response_id"]].append(row)
+    attachments = _attachments(db, tables)
+    attached: dict[str, list[str]] = defaultdict(list)
+    if "prompt_attachments" in tables:
+        for row in db.execute('select * from prompt_attachments order by "order"'):
+            attached[row["response_id"]].append(row["attachment_id"])
     names: dict[str, str] = {}
     if "conversations" in tables:
         names = {r["id"]: r["name"] for r in db.execute("select id, name from conversations")}
@@ -229,6 +280,8 @@ def _responses(db: sqlite3.Connection, path: Path, tables: set[str]) -> list[Ses
                 builder.say("system", row["system"], at)
             builder.next_message()
             builder.say("user", row["prompt"] or "", at)
+            for ident in attached.get(row["id"], []):
+                _attach(builder, "user", attachments.get(ident), at)
             if "reasoning" in columns and row["reasoning"]:
                 builder.think(row["reasoning"], at)
             builder.say("assistant", row["response"] or "", at)
