@@ -65,6 +65,7 @@ NAMES: dict[ImportSource, str] = {
 }
 _CODEX_TYPES = {"response_item", "session_meta", "turn_context", "event_msg", "compacted"}
 _CLAUDE_KEYS = {"sessionId", "uuid", "parentUuid", "leafUuid", "messageId"}
+_GEMINI_MESSAGE_TYPES = ("user", "gemini", "info", "error", "warning")
 _LINES_LOOKED_AT = 20
 
 
@@ -81,6 +82,8 @@ def _source_of_line(line: dict[str, object]) -> ImportSource | None:
         return "codex"  # the bare header of Codex's first versions
     if isinstance(kind, str) and _CLAUDE_KEYS & line.keys():
         return "claude-code"
+    if kind in _GEMINI_MESSAGE_TYPES and {"id", "content"} <= line.keys():
+        return "gemini"  # a message line of a log whose metadata line is damaged
     return None
 
 
@@ -176,13 +179,20 @@ class FileOutcome:
     recognised: bool = True
 
 
-def _looks_like(file: Path, error: ImportFormatError, tried: ImportSource) -> ImportFormatError:
+def _looks_like(
+    file: Path, error: ImportFormatError, tried: ImportSource, strict: bool
+) -> ImportFormatError:
     """``error`` with a hint naming the format ``file`` does look like."""
     looks = detect_source(file)
-    if looks == tried:
+    if looks == tried and strict:
         hint = (
             f"it looks like a {NAMES[tried]} file, damaged where named; "
             "without --strict a damaged line is skipped and counted, so the rest is imported"
+        )
+    elif looks == tried:
+        hint = (
+            f"it looks like a {NAMES[tried]} file, but lacks what every such file has "
+            "(named above): it may be cut short or of a version this one does not read"
         )
     elif looks == "ollm":
         hint = "it looks like an OLLM session file: import it without --from"
@@ -213,7 +223,7 @@ def read_file(file: Path, source: ImportSource | None, *, strict: bool = False) 
             problem = f"no {NAMES[kind]} conversation ({count} lines not of its shape)"
             raise ImportFormatError(f"{file}: line {first}: {problem}")
     except ImportFormatError as exc:
-        return FileOutcome(path=file, source=kind, error=_looks_like(file, exc, kind))
+        return FileOutcome(path=file, source=kind, error=_looks_like(file, exc, kind, strict))
     return FileOutcome(path=file, source=kind, sessions=sessions, damaged_lines=damaged.lines)
 
 

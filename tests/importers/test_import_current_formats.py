@@ -538,3 +538,17 @@ def test_a_session_too_deep_to_store_fails_alone(tmp_path: Path) -> None:
     assert rows[str(old)]["status"] == "failed"
     assert "nested too deeply" in rows[str(old)]["error"]
     assert len(orjson.loads(invoke("list", "--json").stdout)) == 1
+
+
+def test_a_gemini_log_without_its_metadata_line_is_named_as_gemini_cut_short(
+    tmp_path: Path,
+) -> None:
+    path = gemini_session_log(tmp_path / "tmp")
+    lines = path.read_bytes().splitlines()
+    lines[0] = lines[0][:30]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    assert detect_source(path) == "gemini"
+    outcome = read_file(path, None)
+    assert outcome.error is not None
+    assert "no session metadata line" in outcome.error.message
+    assert "looks like a Gemini CLI file, but lacks" in (outcome.error.hint or "")
