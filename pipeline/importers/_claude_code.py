@@ -16,8 +16,10 @@ A sub-agent's conversation (``isSidechain`` lines, ``agentId``) is written to
 its own file, ``<project>/<session id>/subagents/agent-<agent id>.jsonl``
 (``<project>/agent-<agent id>.jsonl`` before Claude Code 2.1), whose
 ``sessionId`` is its parent's: it is imported as a session of its own, with a
-note naming the parent session (``importedFrom.parent``). Sidechain lines in a
-main transcript are not its conversation.
+note naming the parent session (``importedFrom.parent``); the
+``agent-<agent id>.meta.json`` beside it (``agentType``, ``description``) gives
+its title and kind. Sidechain lines in a main transcript are not its
+conversation.
 
 Images become image references; web searches are calls with their results;
 other blocks (documents, redacted reasoning) become placeholders.
@@ -32,6 +34,8 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Final
+
+import orjson
 
 from ollm_cli.pipeline.importers._sessions import (
     DamagedLines,
@@ -49,6 +53,7 @@ from ollm_cli.pipeline.records import Session
 
 SOURCE: Final = "claude-code"
 _NAME = "Claude Code"
+_META_MAX_BYTES = 65536
 _CONVERSATION = {"user", "assistant"}
 _KNOWN = _CONVERSATION | {
     "summary",
@@ -123,16 +128,42 @@ def read_claude_code(path: Path, damaged: DamagedLines) -> list[Session]:
     if not recognised:
         raise bad_file(path, "line 1", "no Claude Code transcript entry in the file", _NAME)
     if parent is not None:
+        agent_type, description = _agent_meta(path)
+        builder.title = builder.title or description
         builder.extra["parent"] = parent
         builder.extra["parentSessionId"] = imported_session_id(SOURCE, parent)
         builder.notes = (
-            f"A sub-agent of Claude Code session {parent} "
-            f"(imported as {imported_session_id(SOURCE, parent)})."
+            f"A sub-agent{f' ({agent_type})' if agent_type else ''} of Claude Code session "
+            f"{parent} (imported as {imported_session_id(SOURCE, parent)})."
         )
     builder.prompt_tokens = sum(p for p, _ in usage.values())
     builder.completion_tokens = sum(c for _, c in usage.values())
     session = builder.build()
     return [session] if session is not None else []
+
+
+def meta_file(transcript: Path) -> Path:
+    """The ``agent-<id>.meta.json`` that describes the sub-agent of ``transcript``."""
+    return transcript.with_name(f"{transcript.stem}.meta.json")
+
+
+def _agent_meta(transcript: Path) -> tuple[str | None, str | None]:
+    """The sub-agent's type and description from its meta file (``None`` when absent,
+    unreadable or not a small regular file)."""
+    meta = meta_file(transcript)
+    try:
+        if not meta.is_file() or meta.stat().st_size > _META_MAX_BYTES:
+            return None, None
+        data = orjson.loads(meta.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    kind, description = data.get("agentType"), data.get("description")
+    return (
+        kind if isinstance(kind, str) and kind else None,
+        description if isinstance(description, str) and description else None,
+    )
 
 
 def _user(builder: SessionBuilder, content: Any, at: str) -> None:

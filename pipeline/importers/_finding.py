@@ -25,7 +25,7 @@ from typing import Literal
 import orjson
 
 from ollm_cli.pipeline.errors import SessionError
-from ollm_cli.pipeline.importers._claude_code import read_claude_code
+from ollm_cli.pipeline.importers._claude_code import meta_file, read_claude_code
 from ollm_cli.pipeline.importers._codex import read_codex
 from ollm_cli.pipeline.importers._gemini import read_gemini
 from ollm_cli.pipeline.importers._llm import read_llm
@@ -245,7 +245,10 @@ def read_files(
     if source is not None or path.is_file():
         return [read_file(file, source, strict=strict) for file in files_under(path, source)]
     outcomes = []
+    read_along = {meta_file(p) for p in path.rglob("agent-*.jsonl")}  # Claude Code's
     for file in _candidates(path):
+        if file in read_along:
+            continue
         kind = detect_source(file)
         if kind is None or kind == "ollm":
             outcomes.append(FileOutcome(path=file, source=None, recognised=False))

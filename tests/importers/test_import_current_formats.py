@@ -223,7 +223,10 @@ def test_claude_code_subagent_file_is_its_own_session_linked_to_its_parent(
     assert origin["parentSessionId"] == imported_session_id("claude-code", CLAUDE_PARENT)
     parent = next(s for p, s in found.items() if p != agent)
     assert parent.session_id == origin["parentSessionId"]
-    assert CLAUDE_PARENT in (sub.metadata.notes or "")
+    assert f"A sub-agent (Explore) of Claude Code session {CLAUDE_PARENT}" in (
+        sub.metadata.notes or ""
+    )
+    assert sub.metadata.title == "Find TODOs"  # from agent-<id>.meta.json beside it
     assert sub.model == "claude-haiku-4-5-20251001"
 
 
@@ -238,6 +241,7 @@ def test_cli_imports_the_subagents_of_a_project_folder_and_says_whose_they_are(
     assert "No sessions found" not in outcome.stderr
     parent = imported_session_id("claude-code", CLAUDE_PARENT)
     assert f"It is a sub-agent of session {parent}." in outcome.stdout
+    assert "left alone" not in outcome.stderr  # its meta.json is read with it, not skipped
     assert len(orjson.loads(invoke("list", "--json").stdout)) == 2
 
 
