@@ -20,7 +20,8 @@ if TYPE_CHECKING:
         read_files,
         read_sessions,
     )
-    from ollm_cli.pipeline.importers._sessions import ImportFormatError, ImportSource
+    from ollm_cli.pipeline.importers._reading import ImportFormatError
+    from ollm_cli.pipeline.importers._sessions import ImportSource
 
 __all__ = [
     "NAMES",
@@ -46,6 +47,7 @@ __getattr__ = lazy_exports(
             "read_files",
             "read_sessions",
         ),
-        "_sessions": ("ImportFormatError", "ImportSource"),
+        "_reading": ("ImportFormatError",),
+        "_sessions": ("ImportSource",),
     },
 )

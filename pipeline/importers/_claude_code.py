@@ -37,18 +37,15 @@ from typing import Any, Final
 
 import orjson
 
-from ollm_cli.pipeline.importers._sessions import (
-    DamagedLines,
-    SessionBuilder,
-    bad_file,
+from ollm_cli.pipeline.importers._content import (
     image_of,
-    imported_session_id,
     iso_time,
-    json_lines,
     placeholder_text,
     text_of,
     token_count,
 )
+from ollm_cli.pipeline.importers._reading import DamagedLines, bad_file, json_lines
+from ollm_cli.pipeline.importers._sessions import SessionBuilder, imported_session_id
 from ollm_cli.pipeline.records import Session
 
 SOURCE: Final = "claude-code"

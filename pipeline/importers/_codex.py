@@ -38,15 +38,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from ollm_cli.pipeline.importers._sessions import (
-    DamagedLines,
-    SessionBuilder,
-    bad_file,
-    image_of,
-    iso_time,
-    json_lines,
-    token_count,
-)
+from ollm_cli.pipeline.importers._content import image_of, iso_time, token_count
+from ollm_cli.pipeline.importers._reading import DamagedLines, bad_file, json_lines
+from ollm_cli.pipeline.importers._sessions import SessionBuilder
 from ollm_cli.pipeline.records import ImagePart, Session
 
 SOURCE: Final = "codex"

@@ -29,12 +29,8 @@ from ollm_cli.pipeline.importers._claude_code import meta_file, read_claude_code
 from ollm_cli.pipeline.importers._codex import read_codex
 from ollm_cli.pipeline.importers._gemini import read_gemini
 from ollm_cli.pipeline.importers._llm import read_llm
-from ollm_cli.pipeline.importers._sessions import (
-    SQLITE_MAGIC,
-    DamagedLines,
-    ImportFormatError,
-    ImportSource,
-)
+from ollm_cli.pipeline.importers._reading import SQLITE_MAGIC, DamagedLines, ImportFormatError
+from ollm_cli.pipeline.importers._sessions import ImportSource
 from ollm_cli.pipeline.records import Session
 
 

@@ -40,18 +40,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from ollm_cli.pipeline.importers._sessions import (
-    DamagedLines,
-    SessionBuilder,
-    bad_file,
-    image_of,
-    imported_session_id,
-    iso_time,
-    json_lines,
-    read_json,
-    text_of,
-    token_count,
-)
+from ollm_cli.pipeline.importers._content import image_of, iso_time, text_of, token_count
+from ollm_cli.pipeline.importers._reading import DamagedLines, bad_file, json_lines, read_json
+from ollm_cli.pipeline.importers._sessions import SessionBuilder, imported_session_id
 from ollm_cli.pipeline.records import Session
 
 SOURCE: Final = "gemini"

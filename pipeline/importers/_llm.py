@@ -37,14 +37,9 @@ from typing import Final, Literal
 import orjson
 
 from ollm_cli.pipeline.errors import SessionError
-from ollm_cli.pipeline.importers._sessions import (
-    SQLITE_MAGIC,
-    DamagedLines,
-    SessionBuilder,
-    bad_file,
-    iso_time,
-    token_count,
-)
+from ollm_cli.pipeline.importers._content import iso_time, token_count
+from ollm_cli.pipeline.importers._reading import SQLITE_MAGIC, DamagedLines, bad_file
+from ollm_cli.pipeline.importers._sessions import SessionBuilder
 from ollm_cli.pipeline.records import ImagePart, Session
 
 SOURCE: Final = "llm"

@@ -401,7 +401,7 @@ def test_damaged_lines_of_every_kind_are_skipped_by_number(tmp_path: Path) -> No
 
 
 def test_images_of_each_tool_are_references_never_bytes() -> None:
-    from ollm_cli.pipeline.importers._sessions import image_of
+    from ollm_cli.pipeline.importers._content import image_of
 
     anthropic_url = image_of(
         {"type": "image", "source": {"type": "url", "url": "https://e.org/a.png"}}

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from ollm_cli.pipeline.importers import detect_source, read_sessions
-from ollm_cli.pipeline.importers._sessions import ImportFormatError
+from ollm_cli.pipeline.importers._reading import ImportFormatError
 from ollm_cli.pipeline.records import Session, ThinkingPart, ToolCallPart, ToolResultPart
 from tests.cli.conftest import invoke
 from tests.importers.tool_files import (

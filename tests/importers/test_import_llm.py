@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from ollm_cli.pipeline.importers import detect_source, read_sessions
-from ollm_cli.pipeline.importers._sessions import ImportFormatError
+from ollm_cli.pipeline.importers._reading import ImportFormatError
 from ollm_cli.pipeline.records import ImagePart, Session, TextPart, ToolCallPart, ToolResultPart
 from tests.cli.conftest import invoke
 
