@@ -148,26 +148,44 @@ def import_sessions(
     new_id: Annotated[
         bool, typer.Option("--new-id", help="Give each imported session a fresh id.")
     ] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Other tools' files: refuse a file at its first damaged line "
+            "(by default a damaged line is skipped and counted).",
+        ),
+    ] = False,
+    redact: Annotated[
+        bool | None,
+        typer.Option(
+            "--redact/--no-redact",
+            help="Other tools' files: mask secrets in what is imported "
+            "(default: services.session.redactSecrets, on unless set false).",
+            show_default=False,
+        ),
+    ] = None,
     json_output: JsonOption = False,
 ) -> None:
     """Import session files; every file is checked before any is imported.
 
-    An id that is already recorded is refused unless --new-id. Sessions of Claude Code,
-    Codex, Gemini CLI and llm are imported with --from (or recognised); importing them
-    again creates nothing new.
+    An id that is already recorded is refused unless --new-id. Sessions of Claude Code
+    (sub-agents too), Codex, Gemini CLI (.jsonl and the older .json) and llm are imported
+    with --from (or recognised); importing them again creates nothing new. Each of their
+    files is reported: a damaged line is skipped and its number shown (--strict refuses
+    the file instead); a bad file is named with the format it looks like and the others
+    are still imported (exit 4). Secrets are masked and counted unless --no-redact.
 
     Example: `ollm sessions import chat.json --new-id`; also
     `ollm sessions import --from codex`, `ollm sessions import ~/.claude/projects/-home-me-app`
     """
     files = files or []
     if source is not None or not files or is_foreign(files):
+        if redact is None:
+            redact = loaded_settings().settings.services.session.redact_secrets
         with open_store() as store:
             import_from_tools(
-                store,
-                files,
-                source,
-                redact=loaded_settings().settings.services.session.redact_secrets,
-                json_output=json_output,
+                store, files, source, redact=redact, strict=strict, json_output=json_output
             )
         return
     sessions = [read_session_file(path) for path in files]

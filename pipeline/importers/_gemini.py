@@ -1,14 +1,28 @@
-"""Gemini CLI's sessions: ``~/.gemini/tmp/<project hash>/chats/session-*.json`` and the
-chats saved with ``/chat save TAG`` (``checkpoint-TAG.json`` beside them).
+"""Gemini CLI's sessions: ``~/.gemini/tmp/<project hash>/chats/session-*.jsonl`` (since
+v0.39, 2026-04; ``session-*.json`` before) and the chats saved with ``/chat save TAG``
+(``checkpoint-TAG.json`` beside them).
 
-A recorded session is one JSON object: ``sessionId``, ``projectHash``,
+Since v0.39 a session is a JSONL log, appended to as the conversation goes:
+its first line is the metadata (``sessionId``, ``projectHash``, ``startTime``,
+``lastUpdated``, ``kind`` ``main`` or ``subagent``); each message is a line of
+its own, written again whole (same ``id``) when it changes, the later line
+replacing the earlier in place; ``{"$set": {...}}`` updates the metadata (a
+``messages`` list replaces all messages); ``{"$rewindTo": id}`` drops that
+message and every later one. A sub-agent's log lies in a folder named after
+its parent session, ``chats/<parent id>/<id>.jsonl``: it is imported as its own
+session with a note naming the parent.
+
+Before v0.39 a recorded session was one JSON object: ``sessionId``, ``projectHash``,
 ``startTime``, ``lastUpdated`` and ``messages``, each with ``id``,
 ``timestamp``, ``type`` (``user``, ``gemini``, or ``info``/``error``/
 ``warning`` notices, skipped) and ``content`` (text, or a list of Gemini API
 parts). A ``gemini`` message also has ``model``, ``tokens`` (``input``,
 ``output``, ``thoughts``), ``thoughts`` (``subject`` and ``description``) and
 ``toolCalls``: ``id``, ``name``, ``args``, ``status`` and ``result`` (parts
-holding a ``functionResponse``).
+holding a ``functionResponse``). Each ``gemini`` message is one reply, timed
+when it was recorded, its thoughts the reasoning parts it begins with. Images
+(``inlineData``, ``fileData``) become image references; other parts that are
+not text become placeholders.
 
 A saved chat is the API history itself: a list of ``{"role": "user"|"model",
 "parts": [...]}`` whose parts are ``text`` (``thought: true`` for reasoning),
@@ -17,63 +31,124 @@ A saved chat is the API history itself: a list of ``{"role": "user"|"model",
 
 Example::
 
-    [session] = read_gemini(Path("~/.gemini/tmp/ab12…/chats/session-2025-09-01T10-00-3f1c.json"))
+    chats = Path("~/.gemini/tmp/ab12…/chats").expanduser()
+    [session] = read_gemini(chats / "session-2026-05-01T10-00-3f1c.jsonl", DamagedLines())
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
-from ollm_cli.pipeline.importers._sessions import (
-    SessionBuilder,
-    bad_file,
-    iso_time,
-    read_json,
-    text_of,
-)
+from ollm_cli.pipeline.importers._content import image_of, iso_time, text_of, token_count
+from ollm_cli.pipeline.importers._reading import DamagedLines, bad_file, json_lines, read_json
+from ollm_cli.pipeline.importers._sessions import SessionBuilder, imported_session_id
 from ollm_cli.pipeline.records import Session
 
 SOURCE: Final = "gemini"
 _NAME = "Gemini CLI"
 
 
-def read_gemini(path: Path) -> list[Session]:
-    """The session of one recorded-session or saved-chat file."""
-    document = read_json(path, _NAME)
-    if isinstance(document, dict) and isinstance(document.get("messages"), list):
-        builder = _recorded(path, document)
-    elif isinstance(document, list):
-        builder = _saved(path, document)
+def read_gemini(path: Path, damaged: DamagedLines) -> list[Session]:
+    """The session of one session log, recorded-session or saved-chat file."""
+    if path.suffix == ".jsonl":
+        builder = _recorded(path, _replayed(path, damaged))
     else:
-        raise bad_file(
-            path,
-            "line 1",
-            "neither a recorded session (an object with messages) nor a saved chat (a list)",
-            _NAME,
-        )
+        document = read_json(path, _NAME)
+        if isinstance(document, dict) and isinstance(document.get("messages"), list):
+            builder = _recorded(path, document)
+        elif isinstance(document, list):
+            builder = _saved(path, document)
+        else:
+            raise bad_file(
+                path,
+                "line 1",
+                "neither a recorded session (an object with messages) nor a saved chat (a list)",
+                _NAME,
+            )
     session = builder.build()
     return [session] if session is not None else []
 
 
+def _replayed(path: Path, damaged: DamagedLines) -> dict[str, Any]:
+    """The conversation record a session log amounts to, replayed line by line."""
+    metadata: dict[str, Any] = {}
+    messages: dict[str, dict[str, Any]] = {}
+    for number, line in json_lines(path, _NAME, damaged):
+        if isinstance(line.get("$rewindTo"), str):
+            ids = list(messages)
+            cut = ids.index(line["$rewindTo"]) if line["$rewindTo"] in messages else 0
+            for ident in ids[cut:]:
+                del messages[ident]
+        elif isinstance(line.get("id"), str):
+            messages[line["id"]] = line
+        elif isinstance(line.get("$set"), dict):
+            update = line["$set"]
+            if isinstance(update.get("messages"), list):
+                messages = _by_id(update["messages"])
+            metadata.update({k: v for k, v in update.items() if k != "messages"})
+        elif isinstance(line.get("sessionId"), str) and isinstance(line.get("projectHash"), str):
+            metadata.update({k: v for k, v in line.items() if k != "messages"})
+            if isinstance(line.get("messages"), list):
+                messages.update(_by_id(line["messages"]))
+        else:
+            problem = "neither session metadata, a message, $set nor $rewindTo"
+            damaged.skip(number, bad_file(path, f"line {number}", problem, _NAME))
+    if not metadata.get("sessionId"):
+        raise bad_file(path, "line 1", "no session metadata line (sessionId, projectHash)", _NAME)
+    return metadata | {"messages": list(messages.values())}
+
+
+def _by_id(messages: list[Any]) -> dict[str, dict[str, Any]]:
+    return {m["id"]: m for m in messages if isinstance(m, dict) and isinstance(m.get("id"), str)}
+
+
 def _recorded(path: Path, document: dict[str, Any]) -> SessionBuilder:
     source_id = document.get("sessionId")
-    builder = SessionBuilder(source=SOURCE, source_id=str(source_id or path.stem), path=path)
+    builder = SessionBuilder(
+        marks_replies=True, source=SOURCE, source_id=str(source_id or path.stem), path=path
+    )
     if isinstance(document.get("projectHash"), str):
         builder.extra["projectHash"] = document["projectHash"]
     if isinstance(document.get("summary"), str):
         builder.title = document["summary"]
+    if document.get("kind") == "subagent" and path.parent.name != "chats":
+        parent = path.parent.name  # chats/<parent session id>/<id>.jsonl
+        builder.extra["parent"] = parent
+        builder.extra["parentSessionId"] = imported_session_id(SOURCE, parent)
+        builder.notes = (
+            f"A sub-agent of Gemini CLI session {parent} "
+            f"(imported as {imported_session_id(SOURCE, parent)})."
+        )
     start = iso_time(document.get("startTime"))
+    builder.started = start
     for index, message in enumerate(document["messages"]):
         if not isinstance(message, dict) or not isinstance(message.get("type"), str):
             raise bad_file(path, f"messages[{index}]", "a message without a type", _NAME)
         at = iso_time(message.get("timestamp"), start)
         kind = message["type"]
+        builder.next_message()  # each record is one message, each gemini one reply
         if kind == "user":
-            builder.say("user", _text(message.get("content")), at)
+            _content(builder, "user", message.get("content"), at)
         elif kind == "gemini":
             _answer(builder, message, at)
     return builder
+
+
+def _content(
+    builder: SessionBuilder, role: Literal["user", "assistant"], content: Any, at: str
+) -> None:
+    """Text, then an image reference or a placeholder for each part that is not text."""
+    builder.say(role, _text(content), at)
+    for part in content if isinstance(content, list) else []:
+        if not isinstance(part, dict) or isinstance(part.get("text"), str):
+            continue
+        image = image_of(part)
+        if image is not None:
+            builder.image(role, image, at)
+        elif not ({"functionCall", "functionResponse"} & part.keys()):
+            kind = next(iter(part), "empty")
+            builder.placeholder(role, f"a Gemini CLI {kind} part", at)
 
 
 def _text(content: Any) -> str:
@@ -97,13 +172,13 @@ def _answer(builder: SessionBuilder, message: dict[str, Any], at: str) -> None:
             subject = str(thought.get("subject") or "").strip()
             description = str(thought.get("description") or "").strip()
             heading = f"**{subject}** " if subject else ""
-            builder.think(heading + description, iso_time(thought.get("timestamp"), at))
+            builder.think(heading + description, at)
     tokens = message.get("tokens")
     if isinstance(tokens, dict):
-        builder.prompt_tokens += int(tokens.get("input") or 0)
-        builder.completion_tokens += int(tokens.get("output") or 0)
-        builder.thinking_tokens += int(tokens.get("thoughts") or 0)
-    builder.say("assistant", _text(message.get("content")), at)
+        builder.prompt_tokens += token_count(tokens.get("input"))
+        builder.completion_tokens += token_count(tokens.get("output"))
+        builder.thinking_tokens += token_count(tokens.get("thoughts"))
+    _content(builder, "assistant", message.get("content"), at)
     calls = message.get("toolCalls")
     for call in calls if isinstance(calls, list) else []:
         if not isinstance(call, dict):
@@ -132,7 +207,9 @@ def _response_text(result: Any) -> str:
 
 
 def _saved(path: Path, history: list[Any]) -> SessionBuilder:
-    builder = SessionBuilder(source=SOURCE, source_id=f"{path.parent.name}/{path.stem}", path=path)
+    builder = SessionBuilder(
+        marks_replies=True, source=SOURCE, source_id=f"{path.parent.name}/{path.stem}", path=path
+    )
     try:
         at = iso_time(path.stat().st_mtime)
     except OSError:
@@ -141,6 +218,7 @@ def _saved(path: Path, history: list[Any]) -> SessionBuilder:
         if not isinstance(content, dict) or not isinstance(content.get("parts"), list):
             raise bad_file(path, f"item {index}", "a history entry without parts", _NAME)
         role = content.get("role")
+        builder.next_message()
         for part in content["parts"]:
             if not isinstance(part, dict):
                 continue

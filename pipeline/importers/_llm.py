@@ -10,30 +10,37 @@ generations of llm's tables; every one present is read:
   ``payload``, long text possibly as ``text_ref`` pieces of ``fragments``), and
   ``turns`` (one model call: ``model``, token counts, ``datetime_utc``, and the
   ``parent_message_hash``..``tip_message_hash`` span it produced);
+  an ``attachment`` part names a row of ``attachments`` (``type``, ``path``,
+  ``url``): an image becomes an image reference (its address when it had one,
+  never its bytes), anything else a placeholder;
 - the ``conversations``/``responses`` tables of llm 0.4 to 0.2x (``prompt``,
   ``system``, ``response``, ``model``, ``datetime_utc``, token counts), with
-  ``tool_calls`` and ``tool_results`` rows per response where llm had tools;
+  ``tool_calls`` and ``tool_results`` rows per response where llm had tools,
+  and ``prompt_attachments`` naming the attachments of each prompt;
 - the first ``logs`` table (``prompt``, ``response``, ``model``, ``chat_id``).
 
 A thread, a conversation, or a response logged on its own is one session.
 
 Example::
 
-    sessions = read_llm(Path("~/.config/io.datasette.llm/logs.db").expanduser())
+    sessions = read_llm(Path("~/.config/io.datasette.llm/logs.db").expanduser(), DamagedLines())
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
 import orjson
 
 from ollm_cli.pipeline.errors import SessionError
-from ollm_cli.pipeline.importers._sessions import SQLITE_MAGIC, SessionBuilder, bad_file, iso_time
-from ollm_cli.pipeline.records import Session
+from ollm_cli.pipeline.importers._content import iso_time, token_count
+from ollm_cli.pipeline.importers._reading import SQLITE_MAGIC, DamagedLines, bad_file
+from ollm_cli.pipeline.importers._sessions import SessionBuilder
+from ollm_cli.pipeline.records import ImagePart, Session
 
 SOURCE: Final = "llm"
 _NAME = "llm logs.db"
@@ -44,8 +51,9 @@ _ROLES: dict[str, Literal["user", "assistant", "system"]] = {
 }
 
 
-def read_llm(path: Path) -> list[Session]:
-    """Every conversation of an llm log database."""
+def read_llm(path: Path, damaged: DamagedLines) -> list[Session]:
+    """Every conversation of an llm log database (a database has no damaged lines to
+    skip: ``damaged`` is for the readers' common signature)."""
     try:
         with path.open("rb") as stream:
             magic = stream.read(len(SQLITE_MAGIC))
@@ -83,6 +91,32 @@ def read_llm(path: Path) -> list[Session]:
 # -- the message store -------------------------------------------------------------------------
 
 
+Attachment = ImagePart | str
+"""An attachment as imported: an image reference, or what it was (for a placeholder)."""
+
+
+def _attachments(db: sqlite3.Connection, tables: set[str]) -> dict[str, Attachment]:
+    """Each attachment by id, its bytes left in the database."""
+    if "attachments" not in tables:
+        return {}
+    found: dict[str, Attachment] = {}
+    for row in db.execute("select id, type, url from attachments"):
+        kind = row["type"] if isinstance(row["type"], str) else ""
+        if kind.startswith("image/"):
+            found[row["id"]] = ImagePart(url=row["url"] or None, mime_type=kind)
+        else:
+            found[row["id"]] = f"an llm attachment ({kind})" if kind else "an llm attachment"
+    return found
+
+
+def _attach(builder: SessionBuilder, role: str, attachment: Attachment | None, at: str) -> None:
+    as_role = _ROLES.get(role, "user")
+    if isinstance(attachment, ImagePart):
+        builder.image(as_role, attachment, at)
+    else:
+        builder.placeholder(as_role, attachment or "an llm attachment missing from its table", at)
+
+
 def _threads(db: sqlite3.Connection, path: Path, tables: set[str]) -> list[Session]:
     parents = {
         r["hash"]: (r["parent_hash"], r["role"]) for r in db.execute("select * from messages")
@@ -93,6 +127,7 @@ def _threads(db: sqlite3.Connection, path: Path, tables: set[str]) -> list[Sessi
     fragments: dict[int, str] = {}
     if "fragments" in tables:
         fragments = {r["id"]: r["content"] for r in db.execute("select id, content from fragments")}
+    referenced = _Referenced(fragments, _attachments(db, tables))
     turns: dict[str, list[sqlite3.Row]] = defaultdict(list)
     for row in db.execute("select * from turns order by datetime_utc, rowid"):
         turns[row["thread_id"]].append(row)
@@ -109,12 +144,13 @@ def _threads(db: sqlite3.Connection, path: Path, tables: set[str]) -> list[Sessi
         times = _message_times(chain, turns[thread["id"]], iso_time(thread["datetime_utc"]))
         for turn in turns[thread["id"]]:
             builder.model = turn["model"] or builder.model
-            builder.prompt_tokens += int(turn["input_tokens"] or 0)
-            builder.completion_tokens += int(turn["output_tokens"] or 0)
+            builder.prompt_tokens += token_count(turn["input_tokens"])
+            builder.completion_tokens += token_count(turn["output_tokens"])
         for position, message_hash in enumerate(chain):
             role = parents[message_hash][1]
+            builder.next_message()
             for part in parts[message_hash]:
-                _store_part(builder, role, part, times[position], fragments, path)
+                _store_part(builder, role, part, times[position], referenced, path)
         session = builder.build()
         if session is not None:
             sessions.append(session)
@@ -133,12 +169,20 @@ def _message_times(chain: list[str], turns: list[sqlite3.Row], fallback: str) ->
     return [t or fallback for t in times]
 
 
+@dataclass
+class _Referenced:
+    """What parts refer to by id: long texts (fragments) and attachments."""
+
+    fragments: dict[int, str]
+    attachments: dict[str, Attachment]
+
+
 def _store_part(
     builder: SessionBuilder,
     role: str,
     part: sqlite3.Row,
     at: str,
-    fragments: dict[int, str],
+    referenced: _Referenced,
     path: Path,
 ) -> None:
     try:
@@ -148,7 +192,7 @@ def _store_part(
     text = part["text"]
     if text is None and isinstance(payload.get("text_ref"), list):
         text = "".join(
-            piece.get("literal") or fragments.get(piece.get("fragment", -1), "")
+            piece.get("literal") or referenced.fragments.get(piece.get("fragment", -1), "")
             for piece in payload["text_ref"]
             if isinstance(piece, dict)
         )
@@ -175,6 +219,12 @@ def _store_part(
             name=payload.get("name") or part["tool_name"],
             is_error=failed,
         )
+    elif kind == "attachment":
+        attachment = payload.get("attachment")
+        ident = attachment.get("id") if isinstance(attachment, dict) else None
+        _attach(builder, role, referenced.attachments.get(str(ident)), at)
+    else:
+        builder.placeholder(_ROLES.get(role, "user"), f"an llm {kind} part", at)
 
 
 # -- the responses tables ----------------------------------------------------------------------
@@ -190,6 +240,11 @@ def _responses(db: sqlite3.Connection, path: Path, tables: set[str]) -> list[Ses
     if "tool_results" in tables:
         for row in db.execute("select * from tool_results order by id"):
             results[row["response_id"]].append(row)
+    attachments = _attachments(db, tables)
+    attached: dict[str, list[str]] = defaultdict(list)
+    if "prompt_attachments" in tables:
+        for row in db.execute('select * from prompt_attachments order by "order"'):
+            attached[row["response_id"]].append(row["attachment_id"])
     names: dict[str, str] = {}
     if "conversations" in tables:
         names = {r["id"]: r["name"] for r in db.execute("select id, name from conversations")}
@@ -218,15 +273,18 @@ def _responses(db: sqlite3.Connection, path: Path, tables: set[str]) -> list[Ses
                 )
             if row["system"] and not builder.messages:
                 builder.say("system", row["system"], at)
+            builder.next_message()
             builder.say("user", row["prompt"] or "", at)
-            builder.say("assistant", row["response"] or "", at)
+            for ident in attached.get(row["id"], []):
+                _attach(builder, "user", attachments.get(ident), at)
             if "reasoning" in columns and row["reasoning"]:
                 builder.think(row["reasoning"], at)
+            builder.say("assistant", row["response"] or "", at)
             for call in calls.get(row["id"], []):
                 builder.call(call["tool_call_id"], call["name"], call["arguments"], at)
             if "input_tokens" in columns:
-                builder.prompt_tokens += int(row["input_tokens"] or 0)
-                builder.completion_tokens += int(row["output_tokens"] or 0)
+                builder.prompt_tokens += token_count(row["input_tokens"])
+                builder.completion_tokens += token_count(row["output_tokens"])
         session = builder.build()
         if session is not None:
             sessions.append(session)
@@ -248,6 +306,7 @@ def _logs(db: sqlite3.Connection, path: Path) -> list[Session]:
         for row in rows:
             at = iso_time(row[time_column] if time_column else None)
             builder.model = row["model"] or builder.model
+            builder.next_message()
             builder.say("user", row["prompt"] or "", at)
             builder.say("assistant", row["response"] or "", at)
         session = builder.build()

@@ -1,17 +1,19 @@
 """Importing sessions recorded by other tools: Claude Code, Codex, Gemini CLI and llm.
 
 Each tool's reader (``importers/_claude_code.py``, ``_codex.py``,
-``_gemini.py``, ``_llm.py``) turns its files into :class:`Session`
-records through a :class:`SessionBuilder`: messages with their text, reasoning,
-tool calls (name, arguments) and tool results, timestamps, the model and the
-working folder. ``metadata.custom.importedFrom`` keeps the tool, its own id of
-the session and the file; the session's id is derived from the tool and that
-id (a UUID5), so importing the same thing twice finds it already there and
-creates nothing new.
+``_gemini.py``, ``_llm.py``) reads its files (``_reading.py``) and turns them
+into :class:`Session` records through a :class:`SessionBuilder`: messages
+with their text, reasoning, tool calls (name, arguments) and tool results,
+timestamps, the model and the working folder. ``metadata.custom.importedFrom``
+keeps the tool, its own id of the session and the file; the session's id is
+derived from the tool and that id (a UUID5), so importing the same thing twice
+finds it already there and creates nothing new.
 
-A file that is not what it claims raises :class:`ImportFormatError`, whose
-message names the file and the line (or the table row) and what was expected.
-Text in imported files is data: it is stored and shown, never obeyed.
+One message per reply, at the time the tool wrote for it (see
+:class:`SessionBuilder`). Images become :class:`ImagePart` references (never
+their bytes) and any other part that is not kept becomes a bracketed
+placeholder text (``_content.py``), so that nothing vanishes silently. Text in
+imported files is data: it is stored and shown, never obeyed.
 
 Example::
 
@@ -22,16 +24,13 @@ Example::
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
-
-from ollm_cli.pipeline.errors import SessionError
+from ollm_cli.pipeline.importers._content import arguments, placeholder_text, text_of
 from ollm_cli.pipeline.records import (
+    ImagePart,
     Session,
     SessionMessage,
     SessionMetadata,
@@ -41,27 +40,12 @@ from ollm_cli.pipeline.records import (
     ToolCallPart,
     ToolResult,
     ToolResultPart,
-    now_iso,
     parse_iso,
 )
 
 ImportSource = Literal["claude-code", "codex", "gemini", "llm"]
 SOURCES: tuple[ImportSource, ...] = ("claude-code", "codex", "gemini", "llm")
 _NAMESPACE = uuid.UUID("8f2b6c1e-3c1d-5a7e-9f4b-6d0c2e1a7b35")
-SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-class ImportFormatError(SessionError):
-    """A file given to ``ollm sessions import`` is not in the format it claims."""
-
-
-def bad_file(path: Path, where: str, problem: str, source: str) -> ImportFormatError:
-    """The error for ``path`` at ``where`` (``line 3``, ``row 7``) holding ``problem``."""
-    return ImportFormatError(
-        f"{path}: {where}: {problem}",
-        hint=f"this does not look like a {source} file; pass the right --from "
-        "(claude-code, codex, gemini, llm) or leave it out to have the format recognised",
-    )
 
 
 def imported_session_id(source: str, source_id: str) -> str:
@@ -69,91 +53,18 @@ def imported_session_id(source: str, source_id: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, f"{source}:{source_id}"))
 
 
-def iso_time(value: Any, fallback: str | None = None) -> str:
-    """``value`` (ISO text, or seconds or milliseconds since 1970) as an ISO timestamp."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = value / 1000 if value > 10**11 else value
-        return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    if isinstance(value, str) and value:
-        try:
-            parse_iso(value.replace(" ", "T", 1) if "T" not in value else value)
-        except ValueError:
-            pass
-        else:
-            return value.replace(" ", "T", 1) if "T" not in value else value
-    return fallback or now_iso()
-
-
-def json_lines(path: Path, source: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` for each non-empty line of a JSONL file."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SessionError(
-            f"cannot read {path}: {exc.strerror}", hint="check the path and its permissions"
-        ) from None
-    for number, line in enumerate(data.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise bad_file(path, f"line {number}", f"not JSON ({exc.msg})", source) from None
-        if not isinstance(value, dict):
-            raise bad_file(
-                path, f"line {number}", f"a {type(value).__name__}, not a JSON object", source
-            )
-        yield number, value
-
-
-def read_json(path: Path, source: str) -> Any:
-    """The JSON document in ``path``, or an error naming the line where it breaks."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SessionError(
-            f"cannot read {path}: {exc.strerror}", hint="check the path and its permissions"
-        ) from None
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise bad_file(
-            path, f"line {exc.lineno}, column {exc.colno}", f"not JSON ({exc.msg})", source
-        ) from None
-
-
-def text_of(value: Any) -> str:
-    """Readable text of a tool result or message content (strings, lists of blocks, JSON)."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        pieces = [text_of(item) for item in value]
-        return "\n".join(piece for piece in pieces if piece)
-    if isinstance(value, dict):
-        for key in ("text", "output", "content"):
-            if isinstance(value.get(key), str | list):
-                return text_of(value[key])
-    return orjson.dumps(value).decode()
-
-
-def arguments(value: Any) -> dict[str, Any]:
-    """Tool-call arguments as a mapping (JSON text is parsed; anything else is wrapped)."""
-    if isinstance(value, dict):
-        return value
-    if isinstance(value, str):
-        try:
-            parsed = orjson.loads(value) if value.strip() else {}
-        except orjson.JSONDecodeError:
-            return {"input": value}
-        return parsed if isinstance(parsed, dict) else {"input": parsed}
-    return {} if value is None else {"input": value}
-
-
 @dataclass
 class SessionBuilder:
-    """Collects one imported conversation in order and makes it a :class:`Session`."""
+    """Collects one imported conversation in order and makes it a :class:`Session`.
+
+    Each message keeps the time its tool wrote for it. Parts of one role join the
+    message being built until :meth:`next_message` starts the next one (a reader
+    calls it where its tool begins a message: a new record, a new message id) or a
+    part of another role or a tool result comes. For tools that mark no replies
+    (``marks_replies`` false), reasoning that follows an answer or a call begins
+    the assistant's next reply; where they are marked, a reply may interleave
+    reasoning with its calls.
+    """
 
     source: ImportSource
     source_id: str
@@ -161,6 +72,9 @@ class SessionBuilder:
     model: str = ""
     working_dir: str | None = None
     title: str | None = None
+    started: str | None = None
+    notes: str | None = None
+    marks_replies: bool = False
     messages: list[SessionMessage] = field(default_factory=list)
     tool_calls: list[SessionToolCall] = field(default_factory=list)
     prompt_tokens: int = 0
@@ -170,6 +84,12 @@ class SessionBuilder:
     _calls: dict[str, ToolCallPart] = field(default_factory=dict)
     _call_times: dict[str, str] = field(default_factory=dict)
     _answered: set[str] = field(default_factory=set)
+    _open: SessionMessage | None = None
+    _made_up: int = 0
+
+    def next_message(self) -> None:
+        """The parts that follow begin a new message."""
+        self._open = None
 
     def say(self, role: Literal["user", "assistant", "system"], text: str, at: str) -> None:
         """A message of plain text (empty text is skipped)."""
@@ -181,9 +101,18 @@ class SessionBuilder:
         if text.strip():
             self._append("assistant", ThinkingPart(text=text, tokens=tokens), at)
 
-    def call(self, call_id: str | None, name: str, args: Any, at: str) -> str:
-        """The assistant called a tool; returns the call's id (made up when it had none)."""
-        ident = call_id or f"call_{uuid.uuid4().hex[:16]}"
+    def image(self, role: Literal["user", "assistant", "system"], part: ImagePart, at: str) -> None:
+        """An image, kept as a reference (its address when it had one, never its bytes)."""
+        self._append(role, part, at)
+
+    def placeholder(self, role: Literal["user", "assistant", "system"], what: str, at: str) -> None:
+        """A part that is not imported, named where it was (nothing vanishes silently)."""
+        self._append(role, TextPart(text=placeholder_text(what)), at)
+
+    def call(self, call_id: Any, name: str, args: Any, at: str) -> str:
+        """The assistant called a tool; returns the call's id (numbered in order when it
+        had none, so that importing the same file twice gives the same ids)."""
+        ident = str(call_id) if call_id else self._made_up_id()
         part = ToolCallPart(id=ident, name=name or "tool", args=arguments(args))
         self._calls[ident] = part
         self._call_times[ident] = at
@@ -192,15 +121,17 @@ class SessionBuilder:
 
     def result(
         self,
-        call_id: str | None,
+        call_id: Any,
         output: Any,
         at: str,
         *,
-        name: str | None = None,
+        name: Any = None,
         is_error: bool = False,
     ) -> None:
         """What a tool returned, matched to its call by id (by name, the latest
         unanswered call of that name, when the tool wrote no id)."""
+        call_id = str(call_id) if call_id else None
+        name = str(name) if name else None
         if call_id not in self._calls and name:
             call_id = next(
                 (
@@ -211,12 +142,13 @@ class SessionBuilder:
                 call_id,
             )
         call = self._calls.get(call_id or "")
-        ident = call_id or f"call_{uuid.uuid4().hex[:16]}"
+        ident = call_id or self._made_up_id()
         self._answered.add(ident)
         tool = name or (call.name if call else "tool")
         content = text_of(output)
         part = ToolResultPart(tool_call_id=ident, name=tool, content=content, is_error=is_error)
         self.messages.append(SessionMessage(role="tool", parts=[part], timestamp=at))
+        self._open = None
         started = self._call_times.get(ident)
         duration = None
         if started is not None:
@@ -235,25 +167,39 @@ class SessionBuilder:
             )
         )
 
+    def _made_up_id(self) -> str:
+        self._made_up += 1
+        return f"imported_call_{self._made_up}"
+
     def _append(self, role: Literal["user", "assistant", "system"], part: Any, at: str) -> None:
-        """Parts of one turn of the same role join the message before them."""
-        last = self.messages[-1] if self.messages else None
+        """A part joins the open message of its role, or starts a message."""
+        current = self._open
         joins = (
-            last is not None
-            and last.role == role
-            and role == "assistant"
-            and not (isinstance(part, ThinkingPart) and last.tool_calls)
+            current is not None
+            and self.messages
+            and self.messages[-1] is current
+            and current.role == role
+            and not (
+                not self.marks_replies
+                and isinstance(part, ThinkingPart)
+                and any(not isinstance(p, ThinkingPart) for p in current.parts)
+            )
         )
-        if joins and last is not None:
-            last.parts.append(part)
-        else:
-            self.messages.append(SessionMessage(role=role, parts=[part], timestamp=at))
+        if joins and current is not None:
+            current.parts.append(part)
+            return
+        message = SessionMessage(role=role, parts=[part], timestamp=at)
+        self.messages.append(message)
+        self._open = message
 
     def build(self) -> Session | None:
         """The session, or ``None`` when the conversation held no message."""
         if not self.messages:
             return None
-        times = sorted(self.messages, key=lambda m: parse_iso(m.timestamp))
+        first = min((m.timestamp for m in self.messages), key=parse_iso)
+        last = max((m.timestamp for m in self.messages), key=parse_iso)
+        if self.started is not None and parse_iso(self.started) < parse_iso(first):
+            first = self.started  # the tool's own start (Codex's header) comes first
         custom = {
             "importedFrom": {
                 "tool": self.source,
@@ -266,6 +212,7 @@ class SessionBuilder:
             working_dir=self.working_dir,
             title=self.title,
             title_source="auto" if self.title else None,
+            notes=self.notes,
             custom=custom,
             prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens,
@@ -275,8 +222,8 @@ class SessionBuilder:
         )
         return Session(
             session_id=imported_session_id(self.source, self.source_id),
-            start_time=times[0].timestamp,
-            last_activity=times[-1].timestamp,
+            start_time=first,
+            last_activity=last,
             model=self.model or "unknown",
             provider=self.source,
             messages=self.messages,

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from ollm_cli.pipeline.importers import detect_source, read_sessions
-from ollm_cli.pipeline.importers._sessions import ImportFormatError
+from ollm_cli.pipeline.importers._reading import ImportFormatError
 from ollm_cli.pipeline.records import Session, ThinkingPart, ToolCallPart, ToolResultPart
 from tests.cli.conftest import invoke
 from tests.importers.tool_files import (
@@ -83,7 +83,7 @@ def test_codex_rollout_keeps_the_conversation(tmp_path: Path) -> None:
     assert session.metadata.working_dir == WORKDIR
     assert session.metadata.thinking_tokens == 20
     assert session.metadata.custom["importedFrom"]["id"] == CODEX_SESSION
-    assert session.start_time == "2025-10-29T00:59:38.320Z"
+    assert session.start_time == "2025-10-29T00:59:38.308Z"  # the header's own time
 
 
 def test_codex_early_rollout_is_read_too(tmp_path: Path) -> None:
@@ -143,24 +143,38 @@ def test_cli_imports_each_tool_once_and_a_second_import_creates_nothing(
     assert shown.exit_code == 0 and "milk" in shown.stdout
 
 
-def test_a_file_that_is_not_what_it_claims_is_named_with_its_line(tmp_path: Path) -> None:
+def test_a_damaged_line_is_skipped_and_named_and_strict_refuses_the_file(
+    tmp_path: Path,
+) -> None:
     path = codex_rollout(tmp_path / "sessions")
     lines = path.read_bytes().splitlines()
     lines[2] = b'{"timestamp": "2025-10-29T00:59:38.320Z", "type": "response_item", "payl'
     path.write_bytes(b"\n".join(lines) + b"\n")
-    outcome = invoke("import", "--from", "codex", str(path))
-    assert outcome.exit_code == 4
-    assert f"{path}: line 3: not JSON" in outcome.stderr
 
+    strict = invoke("import", "--from", "codex", "--strict", str(path))
+    assert strict.exit_code == 4
+    assert f"{path}: line 3: not JSON" in strict.stderr
+    assert invoke("list", "--json").stdout.strip() in ("[]", "")
+
+    outcome = invoke("import", "--from", "codex", str(path), "--json")
+    assert outcome.exit_code == 0, outcome.stderr
+    [row] = orjson.loads(outcome.stdout)
+    assert (row["status"], row["skippedLines"]) == ("imported", [3])
+    said = invoke("import", "--from", "codex", str(path))
+    assert "1 damaged line(s) skipped: 3" in said.stderr + said.stdout
+
+
+def test_a_file_of_another_format_is_named_with_the_format_it_looks_like(tmp_path: Path) -> None:
     with pytest.raises(ImportFormatError) as caught:
         read_sessions(gemini_session(tmp_path / "g"), "claude-code")
     assert "line 1" in caught.value.message
-    assert "--from" in (caught.value.hint or "")
+    assert "looks like a Gemini CLI file: pass --from gemini" in (caught.value.hint or "")
 
     rollout = codex_rollout(tmp_path / "c")
     with pytest.raises(ImportFormatError) as caught:
         read_sessions(rollout, "gemini")
     assert str(rollout) in caught.value.message
+    assert "looks like a Codex file" in (caught.value.hint or "")
     with pytest.raises(ImportFormatError) as caught:
         read_sessions(rollout, "llm")
     assert "not an SQLite database" in caught.value.message

@@ -13,8 +13,8 @@ import orjson
 import pytest
 
 from ollm_cli.pipeline.importers import detect_source, read_sessions
-from ollm_cli.pipeline.importers._sessions import ImportFormatError
-from ollm_cli.pipeline.records import Session, ToolCallPart, ToolResultPart
+from ollm_cli.pipeline.importers._reading import ImportFormatError
+from ollm_cli.pipeline.records import ImagePart, Session, TextPart, ToolCallPart, ToolResultPart
 from tests.cli.conftest import invoke
 
 llm = pytest.importorskip("llm")
@@ -229,3 +229,62 @@ def test_a_database_that_is_not_llm_s_is_refused(tmp_path: Path) -> None:
         read_sessions(path, "llm")
     assert str(path) in caught.value.message
     assert "not llm's" in caught.value.message
+
+
+class SeeingModel(ScriptedModel):
+    """The scripted model, taking images and PDFs as attachments."""
+
+    model_id = "seeing"
+    attachment_types = frozenset({"image/png", "application/pdf"})
+
+
+def test_attachments_logged_by_llm_are_references_and_placeholders(tmp_path: Path) -> None:
+    path = tmp_path / "logs.db"
+    db = sqlite_utils.Database(path)
+    llm.migrations.migrate(db)
+    response = SeeingModel().prompt(
+        "what are these",
+        attachments=[
+            llm.Attachment(content=b"\x89PNG\r\n\x1a\n-not-really", type="image/png"),
+            llm.Attachment(url="https://example.org/report.pdf", type="application/pdf"),
+        ],
+    )
+    response.text()
+    response.log_to_db(db)
+    db.close()
+    session = only(read_sessions(path, "llm"))
+    question = session.messages[0]
+    assert question.text.startswith("what are these")
+    [image] = [p for p in question.parts if isinstance(p, ImagePart)]
+    assert (image.mime_type, image.url, image.path) == ("image/png", None, None)
+    assert "[an llm attachment (application/pdf): not imported]" in [
+        p.text for p in question.parts if isinstance(p, TextPart)
+    ]
+    assert b"not-really" not in session.to_json()
+
+
+def test_prompt_attachments_of_llm_0_2x(tmp_path: Path) -> None:
+    db = migrated_until(tmp_path / "logs.db", "m022_response_reasoning")
+    db["responses"].insert(
+        {"id": "r1", "model": "gpt-4o", "prompt": "what is this?", "response": "A cat."}
+        | {"datetime_utc": "2025-03-01T10:00:00"}
+    )
+    db["attachments"].insert_all(
+        [
+            {"id": "a1", "type": "image/jpeg", "url": "https://example.org/cat.jpg"},
+            {"id": "a2", "type": "audio/wav", "path": "/home/ada/meow.wav"},
+        ]
+    )
+    db["prompt_attachments"].insert_all(
+        [
+            {"response_id": "r1", "attachment_id": "a1", "order": 0},
+            {"response_id": "r1", "attachment_id": "a2", "order": 1},
+        ]
+    )
+    db.close()
+    session = only(read_sessions(tmp_path / "logs.db", "llm"))
+    question = session.messages[0]
+    assert [p.type for p in question.parts] == ["text", "image", "text"]
+    assert question.parts[1] == ImagePart(url="https://example.org/cat.jpg", mime_type="image/jpeg")
+    assert question.parts[2].text == "[an llm attachment (audio/wav): not imported]"  # type: ignore[union-attr]
+    assert session.messages[1].text == "A cat."

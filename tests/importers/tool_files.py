@@ -397,3 +397,431 @@ def gemini_checkpoint(tmp: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(orjson.dumps(history, option=orjson.OPT_INDENT_2))
     return path
+
+
+GEMINI_LOG_SESSION = "5b6c7d8e-9f01-4a2b-8c3d-4e5f60718293"
+GEMINI_SUBAGENT = "c0ffee00-1234-4abc-9def-0123456789ab"
+PROJECT_HASH = "9a1b" * 16
+
+
+def gemini_session_log(tmp: Path) -> Path:
+    """``tmp/<project hash>/chats/session-…jsonl`` as Gemini CLI writes it since v0.39:
+    the metadata line, each message appended (again, whole, when it changes),
+    ``$set`` updates and a ``$rewindTo`` that drops a message and what followed."""
+    first_reply: dict[str, Any] = {
+        "id": "g1",
+        "timestamp": "2026-05-02T08:00:06.000Z",
+        "type": "gemini",
+        "content": "",
+        "thoughts": [
+            {
+                "subject": "Reading the file",
+                "description": "I will read notes.txt first.",
+                "timestamp": "2026-05-02T08:00:03.000Z",
+            }
+        ],
+        "tokens": None,
+        "model": "gemini-3-pro-preview",
+        "toolCalls": [
+            {
+                "id": "read_file-1777708806000-0",
+                "name": "read_file",
+                "args": {"absolute_path": f"{WORKDIR}/notes.txt"},
+                "status": "executing",
+                "timestamp": "2026-05-02T08:00:06.000Z",
+            }
+        ],
+    }
+    finished_call = first_reply["toolCalls"][0] | {
+        "status": "success",
+        "result": [
+            {
+                "functionResponse": {
+                    "id": "read_file-1777708806000-0",
+                    "name": "read_file",
+                    "response": {"output": "buy milk"},
+                }
+            }
+        ],
+    }
+    lines: list[dict[str, Any]] = [
+        {
+            "sessionId": GEMINI_LOG_SESSION,
+            "projectHash": PROJECT_HASH,
+            "startTime": "2026-05-02T07:59:59.000Z",
+            "lastUpdated": "2026-05-02T07:59:59.000Z",
+            "kind": "main",
+        },
+        {
+            "id": "u1",
+            "timestamp": "2026-05-02T08:00:00.000Z",
+            "type": "user",
+            "content": [
+                {"text": "What does this list say?"},
+                {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}},
+                {"executableCode": {"language": "PYTHON", "code": "print(1)"}},
+            ],
+        },
+        {"$set": {"lastUpdated": "2026-05-02T08:00:00.000Z"}},
+        first_reply,
+        first_reply | {"tokens": {"input": 800, "output": 20, "cached": 0, "thoughts": 9}},
+        first_reply
+        | {
+            "tokens": {"input": 800, "output": 20, "cached": 0, "thoughts": 9},
+            "toolCalls": [finished_call],
+        },
+        {
+            "id": "g2",
+            "timestamp": "2026-05-02T08:00:09.000Z",
+            "type": "gemini",
+            "content": "It says: buy eggs.",
+            "model": "gemini-3-pro-preview",
+        },
+        {"id": "i1", "timestamp": "2026-05-02T08:00:10.000Z", "type": "info", "content": "ok"},
+        {"$rewindTo": "g2"},  # the user rewound the wrong answer away
+        {
+            "id": "g3",
+            "timestamp": "2026-05-02T08:00:12.000Z",
+            "type": "gemini",
+            "content": [{"text": "Thinking…", "thought": True}, {"text": "It says: buy milk."}],
+            "thoughts": [
+                {
+                    "subject": "Answering",
+                    "description": "The file has one line.",
+                    "timestamp": "2026-05-02T08:00:11.000Z",
+                }
+            ],
+            "model": "gemini-3-pro-preview",
+        },
+        {"$set": {"summary": "What the shopping list says"}},
+    ]
+    return write_jsonl(
+        tmp / PROJECT_HASH / "chats" / "session-2026-05-02T08-00-5b6c7d8e.jsonl", lines
+    )
+
+
+def gemini_subagent_log(tmp: Path) -> Path:
+    """``tmp/<hash>/chats/<parent session id>/<id>.jsonl``: a sub-agent's own log."""
+    lines: list[dict[str, Any]] = [
+        {
+            "sessionId": GEMINI_SUBAGENT,
+            "projectHash": PROJECT_HASH,
+            "startTime": "2026-05-02T08:01:00.000Z",
+            "lastUpdated": "2026-05-02T08:01:00.000Z",
+            "kind": "subagent",
+            "directories": [WORKDIR],
+        },
+        {
+            "id": "s1",
+            "timestamp": "2026-05-02T08:01:00.000Z",
+            "type": "user",
+            "content": [{"text": "Find every TODO in the project."}],
+        },
+        {
+            "id": "s2",
+            "timestamp": "2026-05-02T08:01:04.000Z",
+            "type": "gemini",
+            "content": [{"text": "There are none."}],
+            "model": "gemini-3-flash-preview",
+        },
+    ]
+    folder = tmp / PROJECT_HASH / "chats" / GEMINI_LOG_SESSION
+    return write_jsonl(folder / f"{GEMINI_SUBAGENT}.jsonl", lines)
+
+
+CLAUDE_PARENT = "8e1d2c3b-4a59-4687-9a0b-1c2d3e4f5a6b"
+CLAUDE_AGENT = "a3f9c27e81b4d605e"
+
+
+def claude_code_v2_transcript(projects: Path) -> Path:
+    """A Claude Code 2.1 transcript: an image pasted with the question, a web search
+    (a server tool with its result block), two replies in a row, and a sub-agent's
+    Task call whose conversation is in its own file (see :func:`claude_code_subagent`)."""
+
+    def line(kind: str, uuid: str, at: str, message: Any, **extra: Any) -> dict[str, Any]:
+        return (
+            _claude_line(kind, uuid, None, at, message)
+            | {
+                "sessionId": CLAUDE_PARENT,
+                "version": "2.1.19",
+            }
+            | extra
+        )
+
+    def reply(ident: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "id": ident,
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-opus-4-5-20251101",
+            "content": blocks,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
+
+    lines = [
+        line(
+            "user",
+            "v1",
+            "2026-01-10T12:00:00.000Z",
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "What is in this screenshot, and is it current?"},
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"},
+                    },
+                    {
+                        "type": "document",
+                        "source": {
+                            "type": "base64",
+                            "media_type": "application/pdf",
+                            "data": "JVBE",
+                        },
+                    },
+                ],
+            },
+        ),
+        line(
+            "assistant",
+            "v2",
+            "2026-01-10T12:00:02.000Z",
+            reply("msg_02A", [{"type": "thinking", "thinking": "Look it up.", "signature": "s"}]),
+        ),
+        line(
+            "assistant",
+            "v3",
+            "2026-01-10T12:00:03.000Z",
+            reply(
+                "msg_02A",
+                [
+                    {
+                        "type": "server_tool_use",
+                        "id": "srvtoolu_01",
+                        "name": "web_search",
+                        "input": {"query": "notes-app latest release"},
+                    }
+                ],
+            ),
+        ),
+        line(
+            "assistant",
+            "v4",
+            "2026-01-10T12:00:04.000Z",
+            reply(
+                "msg_02A",
+                [
+                    {
+                        "type": "web_search_tool_result",
+                        "tool_use_id": "srvtoolu_01",
+                        "content": [
+                            {
+                                "type": "web_search_result",
+                                "title": "Releases",
+                                "url": "https://example.org/notes-app/releases",
+                                "encrypted_content": "xyz",
+                            }
+                        ],
+                    }
+                ],
+            ),
+        ),
+        line(
+            "assistant",
+            "v5",
+            "2026-01-10T12:00:05.000Z",
+            reply("msg_02A", [{"type": "text", "text": "A settings page; 2.0 is current."}]),
+        ),
+        line(
+            "assistant",
+            "v6",
+            "2026-01-10T12:00:07.000Z",
+            reply(
+                "msg_02B",
+                [
+                    {"type": "redacted_thinking", "data": "opaque"},
+                    {"type": "text", "text": "Anything else?"},
+                ],
+            ),
+        ),
+        line(
+            "user",
+            "v7",
+            "2026-01-10T12:00:30.000Z",
+            {"role": "user", "content": "Find the TODOs."},
+        ),
+        line(
+            "assistant",
+            "v8",
+            "2026-01-10T12:00:31.000Z",
+            reply(
+                "msg_02C",
+                [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_task",
+                        "name": "Task",
+                        "input": {"subagent_type": "Explore", "prompt": "Find every TODO."},
+                    }
+                ],
+            ),
+        ),
+        line(
+            "user",
+            "v9",
+            "2026-01-10T12:00:50.000Z",
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_task",
+                        "content": [{"type": "text", "text": "No TODO found."}],
+                    }
+                ],
+            },
+        ),
+    ]
+    return write_jsonl(projects / "-home-ada-notes-app" / f"{CLAUDE_PARENT}.jsonl", lines)
+
+
+def claude_code_subagent(projects: Path) -> Path:
+    """``<project>/<parent session>/subagents/agent-<id>.jsonl``: every line a sidechain
+    line carrying the parent's ``sessionId`` and the agent's ``agentId``."""
+
+    def line(kind: str, uuid: str, at: str, message: Any) -> dict[str, Any]:
+        return _claude_line(kind, uuid, None, at, message) | {
+            "sessionId": CLAUDE_PARENT,
+            "isSidechain": True,
+            "agentId": CLAUDE_AGENT,
+            "version": "2.1.19",
+        }
+
+    lines = [
+        line(
+            "user",
+            "w1",
+            "2026-01-10T12:00:32.000Z",
+            {"role": "user", "content": "Find every TODO."},
+        ),
+        line(
+            "assistant",
+            "w2",
+            "2026-01-10T12:00:40.000Z",
+            {
+                "id": "msg_03A",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-haiku-4-5-20251001",
+                "content": [{"type": "text", "text": "No TODO found."}],
+            },
+        ),
+    ]
+    folder = projects / "-home-ada-notes-app" / CLAUDE_PARENT / "subagents"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"agent-{CLAUDE_AGENT}.meta.json").write_bytes(
+        orjson.dumps({"agentType": "Explore", "description": "Find TODOs"})
+    )
+    return write_jsonl(folder / f"agent-{CLAUDE_AGENT}.jsonl", lines)
+
+
+CODEX_RECENT = "019c4e21-7a3b-7c11-9d2e-3f4a5b6c7d8e"
+
+
+def codex_recent_rollout(sessions: Path) -> Path:
+    """A rollout as Codex 0.10x writes it: a ``world_state`` line, a pasted image, a
+    web search, a git ghost snapshot, a tool output with an image, and a compaction."""
+    lines = [
+        _codex(
+            "2026-02-20T09:00:00.100Z",
+            "session_meta",
+            {
+                "id": CODEX_RECENT,
+                "timestamp": "2026-02-20T09:00:00.000Z",
+                "cwd": WORKDIR,
+                "originator": "codex_cli_rs",
+                "cli_version": "0.104.0",
+                "source": "cli",
+                "model_provider": "openai",
+                "base_instructions": {"text": "You are Codex."},
+            },
+        ),
+        _codex("2026-02-20T09:00:00.200Z", "world_state", {"agents_md": "# AGENTS.md"}),
+        _codex(
+            "2026-02-20T09:00:01.000Z",
+            "response_item",
+            {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": "Why does this page look broken?"},
+                    {"type": "input_image", "image_url": "data:image/jpeg;base64,/9j/4AAQ"},
+                ],
+            },
+        ),
+        _codex(
+            "2026-02-20T09:00:01.100Z",
+            "turn_context",
+            {"cwd": WORKDIR, "model": "gpt-5.3-codex", "effort": "high"},
+        ),
+        _codex(
+            "2026-02-20T09:00:02.000Z",
+            "response_item",
+            {"type": "ghost_snapshot", "ghost_commit": {"id": "abc123", "parent": "def456"}},
+        ),
+        _codex(
+            "2026-02-20T09:00:03.000Z",
+            "response_item",
+            {
+                "type": "web_search_call",
+                "status": "completed",
+                "action": {"type": "search", "query": "css grid overflow"},
+            },
+        ),
+        _codex(
+            "2026-02-20T09:00:04.000Z",
+            "response_item",
+            {
+                "type": "function_call",
+                "name": "view_image",
+                "arguments": '{"path":"shot.png"}',
+                "call_id": "call_img",
+            },
+        ),
+        _codex(
+            "2026-02-20T09:00:04.500Z",
+            "response_item",
+            {
+                "type": "function_call_output",
+                "call_id": "call_img",
+                "output": [
+                    {"type": "input_text", "text": "attached"},
+                    {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="},
+                ],
+            },
+        ),
+        _codex(
+            "2026-02-20T09:00:06.000Z",
+            "response_item",
+            {
+                "type": "message",
+                "role": "assistant",
+                "phase": "final_answer",
+                "content": [{"type": "output_text", "text": "The grid overflows."}],
+            },
+        ),
+        _codex(
+            "2026-02-20T09:10:00.000Z",
+            "compacted",
+            {"message": "", "replacement_history": []},
+        ),
+        _codex(
+            "2026-02-20T09:10:01.000Z",
+            "response_item",
+            {"type": "tool_search_call", "call_id": "ts1", "arguments": {"q": "x"}},
+        ),
+    ]
+    return write_jsonl(
+        sessions / "2026" / "02" / "20" / f"rollout-2026-02-20T09-00-00-{CODEX_RECENT}.jsonl",
+        lines,
+    )
