@@ -62,6 +62,7 @@ from pydantic import BaseModel, ConfigDict
 from ollm_cli.config.paths import ollm_home
 from ollm_cli.config.settings import SandboxSettings
 from ollm_cli.pipeline.errors import SandboxUnavailableError, ToolError
+from ollm_cli.pipeline.tools._control_paths import ControlGuard
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +101,10 @@ class SandboxResult(BaseModel):
     memory_limit: Literal["cgroup", "rlimit"] = "rlimit"
     """Which memory limit applied: ``cgroup`` (the whole call, ``/tmp`` included, in a
     memory cgroup of its own) or ``rlimit`` (``RLIMIT_AS``, per process)."""
+    protected_paths: list[str] = []
+    """The workspace's control paths that were read-only in the run (relative)."""
+    undone: list[str] = []
+    """What the run did to control paths and was undone after it (``removed sub/.git``)."""
 
 
 def harden_environment(env: Mapping[str, str]) -> dict[str, str]:
@@ -585,9 +590,12 @@ class Sandbox:
         cgroup = self._make_cgroup()
         memory = self._make_memory_cgroup()
         args_fd: int | None = None
+        guard: ControlGuard | None = None
+        stack = contextlib.ExitStack()
         try:
             if sandboxed:
-                args_fd = self._args_memfd(full_env, workdir)
+                guard = stack.enter_context(ControlGuard(self.workspace))
+                args_fd = self._args_memfd(full_env, workdir, guard)
                 command = [
                     self.bwrap_path,
                     "--args",
@@ -627,13 +635,17 @@ class Sandbox:
                 cgroup=cgroup,
                 sandboxed=sandboxed,
             )
-            if memory is None:
-                return result
-            update: dict[str, object] = {"memory_limit": "cgroup"}
-            if memory.oom_killed() and result.killed_by in (None, "SIGKILL"):
-                update["killed_by"] = "memory"
+            update: dict[str, object] = {}
+            if guard is not None:
+                update["protected_paths"] = guard.shown_protected()
+                update["undone"] = guard.finish()
+            if memory is not None:
+                update["memory_limit"] = "cgroup"
+                if memory.oom_killed() and result.killed_by in (None, "SIGKILL"):
+                    update["killed_by"] = "memory"
             return result.model_copy(update=update)
         finally:
+            stack.close()
             if args_fd is not None:
                 os.close(args_fd)
             if cgroup is not None:
@@ -655,7 +667,7 @@ class Sandbox:
             args.append("--share-net")
         return args
 
-    def _args_memfd(self, env: Mapping[str, str], workdir: Path) -> int:
+    def _args_memfd(self, env: Mapping[str, str], workdir: Path, guard: ControlGuard) -> int:
         options = self._namespace_args(network=self.settings.network)
         homes = [Path.home()]
         if env.get("HOME"):
@@ -668,12 +680,9 @@ class Sandbox:
         # The workspace is bound after /tmp's tmpfs so that a workspace under /tmp shows.
         options += ["--bind", str(self.workspace), str(self.workspace)]
         options += _hide_args(inside)
-        # The workspace's control folders stay read-only: a tool that could write
+        # The workspace's control paths stay read-only: a tool that could write
         # .ollm/config.yaml or .git/hooks could make the next command run code.
-        for name in (".ollm", ".git"):
-            control = self.workspace / name
-            if control.exists() and not control.is_symlink():
-                options += ["--ro-bind", str(control), str(control)]
+        options += guard.bind_args()
         options += ["--clearenv"]
         for name, value in env.items():
             options += ["--setenv", name, value]

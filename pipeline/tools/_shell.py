@@ -44,14 +44,32 @@ def _stopped_because(result: SandboxResult, ctx: ToolContext) -> str | None:
     return reasons.get(result.killed_by, f"it was killed by {result.killed_by}")
 
 
+def _control_note(result: SandboxResult) -> str | None:
+    """What the model must know about the workspace's control paths after a run."""
+    why = (
+        "they hold configuration that OLLM or git runs later on the host, so tools may "
+        "neither create nor change them"
+    )
+    if result.undone:
+        return (
+            f"Undone after the command: {'; '.join(result.undone)}; {why} (.ollm and .git "
+            f"at any depth; use /tmp for a scratch git repository)."
+        )
+    output = result.stdout + result.stderr
+    if result.protected_paths and "Read-only file system" in output:
+        return f"Read-only in the sandbox: {', '.join(result.protected_paths)}; {why}."
+    return None
+
+
 class ShellTool(Tool[ShellArgs]):
     """Run a bash command in the workspace, inside the sandbox."""
 
     name = "shell"
     description = (
         "Run a bash command in the workspace, inside a sandbox: the workspace is "
-        "writable, the rest of the system read-only, /tmp private, the network off "
-        "unless configured; limited in time, memory, processes and output."
+        "writable except its .ollm and .git folders (at any depth), the rest of the "
+        "system read-only, /tmp private, the network off unless configured; limited in "
+        "time, memory, processes, output and disk use."
     )
     args_model = ShellArgs
 
@@ -60,13 +78,25 @@ class ShellTool(Tool[ShellArgs]):
         bash = shutil.which("bash") or "/bin/bash"
         result = ctx.sandbox.run([bash, "-c", args.command], env=ctx.env, cwd=cwd)
         stopped = _stopped_because(result, ctx)
+        note = _control_note(result)
         parts = [f"Exit code: {result.exit_code}"]
         if stopped:
             parts.append(f"Stopped: {stopped}.")
         parts.append("Stdout:\n" + (result.stdout or "(empty)"))
         parts.append("Stderr:\n" + (result.stderr or "(empty)"))
+        if note:
+            parts.append(note)
         llm_content = "\n".join(parts)
         display = (result.stdout + result.stderr).strip() or "(no output)"
+        if result.undone:
+            display = f"{display}\n{note}"
+            return ToolOutput(
+                llm_content=llm_content,
+                return_display=display,
+                success=False,
+                error=f"the command changed protected control paths, undone: "
+                f"{'; '.join(result.undone)}",
+            )
         if stopped:
             error = f"the command was stopped: {stopped}"
             return ToolOutput(

@@ -1,0 +1,299 @@
+"""The workspace's control paths: what OLLM or git later runs or loads as configuration.
+
+A tool command runs in the sandbox, but what it leaves in the workspace is read
+later on the host, outside any sandbox: a ``.ollm/config.yaml`` with ``hooks``
+runs its commands at the next ``ollm run`` in that folder (or in any folder
+below a trusted one), a ``.git/hooks/pre-commit`` or a ``.git/config`` with
+``core.fsmonitor`` runs at the next ``git status``. So inside the sandbox these
+paths can be neither written nor created:
+
+- ``.ollm`` and ``.git`` (folder, gitfile or symlink), at any depth of the
+  workspace (:data:`CONTROL_NAMES`): each that exists is bound read-only; an
+  absent ``.ollm`` or ``.git`` at the top of the workspace is covered by an
+  empty read-only folder for the time of the run (git skips an empty ``.git``),
+  removed afterwards; one a command creates deeper is removed after the run and
+  the model is told;
+- the git directory a ``.git`` file or symlink points to, when it is inside
+  the workspace, and the hooks folder its ``core.hooksPath`` names (Husky's
+  ``.husky``), created empty and read-only when absent;
+- a folder that a command turns into a bare git repository (``HEAD``,
+  ``objects/``, ``refs/``: git reads its ``config`` when run there): its
+  ``HEAD`` is removed after the run;
+- the Python environment OLLM runs from (``sys.prefix``) and OLLM's own
+  package, when they are inside the workspace.
+
+The run holds a shared ``flock`` on the workspace folder; the last run to
+finish (the one that gets it exclusively) removes the empty placeholders, so
+that two concurrent runs never unmount each other's cover.
+
+Example::
+
+    with ControlGuard(workspace) as guard:
+        bwrap_args += guard.bind_args()
+        ...  # run the command
+        notes = guard.finish()   # ["removed sub/.git: ..."]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from types import TracebackType
+from typing import NamedTuple
+
+logger = logging.getLogger(__name__)
+
+CONTROL_NAMES = frozenset({".ollm", ".git"})
+"""Entry names that are control paths wherever they are in the workspace (compared
+case-insensitively, for case-insensitive file systems)."""
+TOP_PLACEHOLDERS = (".ollm", ".git")
+"""Control folders covered by an empty read-only folder when absent at the top."""
+_GIT_DIR_MARKS = ("HEAD", "objects", "refs")
+_GIT_TIMEOUT_S = 5.0
+
+
+class _Identity(NamedTuple):
+    """What a control entry was before the run, to notice one replaced."""
+
+    device: int
+    inode: int
+    kind: int
+    link: str | None
+
+
+def _identity(path: Path) -> _Identity | None:
+    try:
+        info = path.lstat()
+    except OSError:
+        return None
+    link = os.readlink(path) if stat.S_ISLNK(info.st_mode) else None
+    return _Identity(info.st_dev, info.st_ino, stat.S_IFMT(info.st_mode), link)
+
+
+class Survey(NamedTuple):
+    """The control entries of a workspace (every ``.ollm``/``.git``, by path) and the
+    folders that look like bare git repositories."""
+
+    entries: dict[Path, _Identity]
+    git_dirs: frozenset[Path]
+
+
+def survey(workspace: Path) -> Survey:
+    """Walk ``workspace`` (no symlink followed, no control folder entered) for the
+    control entries at any depth and the folders that look like git directories."""
+    entries: dict[Path, _Identity] = {}
+    git_dirs: set[Path] = set()
+    pending = [workspace]
+    while pending:
+        folder = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                children = list(listing)
+        except OSError:
+            continue
+        names = {child.name for child in children}
+        if all(mark in names for mark in _GIT_DIR_MARKS):
+            git_dirs.add(Path(folder))
+        for child in children:
+            path = Path(child.path)
+            if child.name.casefold() in CONTROL_NAMES:
+                identity = _identity(path)
+                if identity is not None:
+                    entries[path] = identity
+                continue
+            with contextlib.suppress(OSError):
+                if child.is_dir(follow_symlinks=False):
+                    pending.append(path)
+    return Survey(entries, frozenset(git_dirs))
+
+
+def git_dir_of(entry: Path) -> Path | None:
+    """The git directory a ``.git`` file (``gitdir: X``) or symlink leads to."""
+    try:
+        if entry.is_symlink():
+            return entry.resolve()
+        if entry.is_file():
+            first = entry.read_text(errors="replace").partition("\n")[0]
+            if first.startswith("gitdir:"):
+                target = Path(first.removeprefix("gitdir:").strip())
+                return (entry.parent / target).resolve()
+    except (OSError, RuntimeError):
+        return None
+    return None
+
+
+def hooks_path(git_dir: Path, work_tree: Path) -> Path | None:
+    """The folder ``core.hooksPath`` of ``git_dir``'s own config names, resolved
+    against ``work_tree`` (where git runs hooks from), or ``None``."""
+    config = git_dir / "config"
+    if not config.is_file():
+        return None
+    git = shutil.which("git")
+    if git is None:  # pragma: no cover - git is installed wherever OLLM runs tools
+        return None
+    try:
+        done = subprocess.run(
+            [git, "config", "--file", str(config), "--includes", "--get", "core.hooksPath"],
+            capture_output=True,
+            timeout=_GIT_TIMEOUT_S,
+            check=False,
+            env={"PATH": os.defpath, "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"},
+            cwd=work_tree,
+        )
+    except (OSError, subprocess.TimeoutExpired):  # pragma: no cover
+        return None
+    value = done.stdout.decode(errors="replace").strip()
+    if done.returncode != 0 or not value:
+        return None
+    return Path(os.path.normpath(work_tree / Path(value).expanduser()))
+
+
+def own_code_paths() -> list[Path]:
+    """The Python environment OLLM runs from and OLLM's own package folder (where it is
+    imported from, and where its files really are for an editable install)."""
+    package = Path(__file__).absolute().parents[2]
+    source = Path(__file__).resolve().parents[2]
+    return [Path(sys.prefix).resolve(), package.resolve(), source]
+
+
+def protected_in(workspace: Path, found: Survey) -> tuple[list[Path], list[Path]]:
+    """``(existing, absent)``: the control paths inside ``workspace`` to bind read-only,
+    and those to cover with an empty read-only folder for the run."""
+    existing: list[Path] = list(found.entries)
+    absent: list[Path] = [
+        workspace / name for name in TOP_PLACEHOLDERS if workspace / name not in found.entries
+    ]
+    for entry in found.entries:
+        target = git_dir_of(entry)
+        git_dir = entry if target is None else target
+        if target is not None and target.is_relative_to(workspace) and target.exists():
+            existing.append(target)
+        hooks = hooks_path(git_dir, entry.parent) if git_dir.is_dir() else None
+        if hooks is not None and hooks.is_relative_to(workspace) and hooks != workspace:
+            (existing if hooks.exists() else absent).append(hooks)
+    for path in own_code_paths():
+        if path.is_relative_to(workspace) and path != workspace and path.exists():
+            existing.append(path)
+    return _unique(existing), _unique(absent)
+
+
+def _unique(paths: list[Path]) -> list[Path]:
+    return list(dict.fromkeys(paths))
+
+
+def _shown(workspace: Path, path: Path) -> str:
+    return str(path.relative_to(workspace)) if path.is_relative_to(workspace) else str(path)
+
+
+class ControlGuard:
+    """Protects one workspace's control paths for the time of one sandbox run."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self._lock_fd: int | None = None
+        self._before = Survey({}, frozenset())
+        self.existing: list[Path] = []
+        self.placeholders: list[Path] = []
+
+    def __enter__(self) -> ControlGuard:
+        self._lock_fd = os.open(self.workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fcntl.flock(self._lock_fd, fcntl.LOCK_SH)
+        self._before = survey(self.workspace)
+        existing, absent = protected_in(self.workspace, self._before)
+        self.existing = existing
+        for path in absent:
+            missing = [p for p in (path, *path.parents) if p.is_relative_to(self.workspace)]
+            missing = [p for p in missing if not os.path.lexists(p)]
+            for folder in reversed(missing):
+                try:
+                    folder.mkdir()
+                except OSError as error:
+                    # Made by a run beside this one (it is covered), or not makeable.
+                    logger.debug("sandbox: could not cover %s (%s)", folder, error.strerror)
+                    break
+                self.placeholders.append(folder)
+            if path not in self.placeholders and path.is_dir() and not path.is_symlink():
+                self.existing.append(path)  # covered by a run beside this one
+        return self
+
+    def protected(self) -> list[Path]:
+        """Every path bound read-only in the run (for the model's messages)."""
+        return _unique([*self.existing, *self.placeholders])
+
+    def shown_protected(self) -> list[str]:
+        """:meth:`protected`, relative to the workspace."""
+        return [_shown(self.workspace, path) for path in self.protected()]
+
+    def bind_args(self) -> list[str]:
+        """bubblewrap options binding each control path read-only onto itself."""
+        args: list[str] = []
+        for path in self.protected():
+            if path.is_symlink():
+                continue  # the target, if inside, is bound; the link is checked after
+            args += ["--ro-bind", str(path), str(path)]
+        return args
+
+    def finish(self) -> list[str]:
+        """After the run: undo what the command did to control paths, and say what.
+
+        A control entry that is new or replaced is removed (a replaced symlink is
+        put back as it was); a folder made into a bare git repository loses its
+        ``HEAD``.
+        """
+        after = survey(self.workspace)
+        covered = set(self.placeholders)
+        notes: list[str] = []
+        for path, identity in after.entries.items():
+            if path in covered or self._before.entries.get(path) == identity:
+                continue
+            _remove(path)
+            notes.append(f"removed {_shown(self.workspace, path)}")
+        for path, identity in self._before.entries.items():
+            if identity.link is not None and _identity(path) != identity:
+                with contextlib.suppress(OSError):
+                    _remove(path)
+                    os.symlink(identity.link, path)
+                    notes.append(f"restored the symlink {_shown(self.workspace, path)}")
+        for folder in sorted(after.git_dirs - self._before.git_dirs):
+            with contextlib.suppress(FileNotFoundError):
+                _remove(folder / "HEAD")
+                notes.append(
+                    f"removed {_shown(self.workspace, folder / 'HEAD')} (the folder had "
+                    f"become a bare git repository)"
+                )
+        return notes
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is None:  # pragma: no cover - __enter__ always sets it
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)  # another run still uses the cover: the last one removes it
+            return
+        try:
+            for path in reversed(self.placeholders):
+                with contextlib.suppress(OSError):
+                    path.rmdir()  # only while empty: never what someone put there since
+        finally:
+            os.close(fd)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
