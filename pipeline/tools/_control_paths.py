@@ -23,7 +23,8 @@ paths can be neither written nor created:
   package, when they are inside the workspace.
 
 The run holds a shared ``flock`` on the workspace folder; the last run to
-finish (the one that gets it exclusively) removes the empty placeholders, so
+finish (the one that gets it exclusively) removes the empty covers (marked with
+the ``user.ollm.cover`` extended attribute where the file system keeps one), so
 that two concurrent runs never unmount each other's cover.
 
 Example::
@@ -57,6 +58,8 @@ TOP_PLACEHOLDERS = (".ollm", ".git")
 """Control folders covered by an empty read-only folder when absent at the top."""
 _GIT_DIR_MARKS = ("HEAD", "objects", "refs")
 _GIT_TIMEOUT_S = 5.0
+_MARK = "user.ollm.cover"
+"""Extended attribute naming a folder as a run's cover, for the last run to remove."""
 
 
 class _Identity(NamedTuple):
@@ -219,6 +222,8 @@ class ControlGuard:
                     logger.debug("sandbox: could not cover %s (%s)", folder, error.strerror)
                     break
                 self.placeholders.append(folder)
+                with contextlib.suppress(OSError):
+                    os.setxattr(folder, _MARK, b"1")
             if path not in self.placeholders and path.is_dir() and not path.is_symlink():
                 self.existing.append(path)  # covered by a run beside this one
         return self
@@ -258,7 +263,8 @@ class ControlGuard:
         for path, identity in self._before.entries.items():
             if identity.link is not None and _identity(path) != identity:
                 with contextlib.suppress(OSError):
-                    _remove(path)
+                    if os.path.lexists(path):
+                        _remove(path)
                     os.symlink(identity.link, path)
                     notes.append(f"restored the symlink {_shown(self.workspace, path)}")
         for folder in sorted(after.git_dirs - self._before.git_dirs):
@@ -285,11 +291,20 @@ class ControlGuard:
             os.close(fd)  # another run still uses the cover: the last one removes it
             return
         try:
-            for path in reversed(self.placeholders):
-                with contextlib.suppress(OSError):
-                    path.rmdir()  # only while empty: never what someone put there since
+            for path in reversed(self.protected()):
+                if path in self.placeholders or _marked(path):
+                    with contextlib.suppress(OSError):
+                        path.rmdir()  # only while empty: never what someone put there since
         finally:
             os.close(fd)
+
+
+def _marked(path: Path) -> bool:
+    """Whether ``path`` is a cover another run made (and left for the last one)."""
+    try:
+        return os.getxattr(path, _MARK, follow_symlinks=False) == b"1"
+    except OSError:
+        return False
 
 
 def _remove(path: Path) -> None:
