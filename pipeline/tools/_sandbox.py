@@ -63,6 +63,7 @@ from ollm_cli.config.paths import ollm_home
 from ollm_cli.config.settings import SandboxSettings
 from ollm_cli.pipeline.errors import SandboxUnavailableError, ToolError
 from ollm_cli.pipeline.tools._control_paths import ControlGuard
+from ollm_cli.pipeline.tools._seccomp import filter_program
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +75,11 @@ _POLL_S = 0.05
 _PROBE_TIMEOUT_S = 10.0
 _REAP_TIMEOUT_S = 5.0
 _UNSET_VARIABLES = ("GIT_ASKPASS", "SSH_ASKPASS")
+ROOT_SANDBOX_ID = 1000
+"""The uid and gid a command started by root has inside the sandbox: mapped to root
+outside (what it creates belongs to root), but with no capability, so it cannot
+unmount, remount, chown or bypass file modes: root's files are its own, other
+users' files it reads and writes only as their modes let anyone."""
 
 KilledBy = (
     Literal["wall_time", "cpu_time", "max_processes", "max_output", "memory", "max_file_size"] | str
@@ -134,6 +140,18 @@ def harden_environment(env: Mapping[str, str]) -> dict[str, str]:
     hardened[f"GIT_CONFIG_VALUE_{count}"] = ""
     hardened["GIT_CONFIG_COUNT"] = str(count + 1)
     return hardened
+
+
+@functools.lru_cache(maxsize=8)
+def _bwrap_has(bwrap: str, option: str) -> bool:
+    """Whether this bubblewrap knows ``option`` (``--disable-userns`` came in 0.8)."""
+    try:
+        done = subprocess.run(
+            [bwrap, "--help"], capture_output=True, timeout=_PROBE_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return option.encode() in done.stdout + done.stderr
 
 
 class _Probe(BaseModel):
@@ -590,12 +608,16 @@ class Sandbox:
         cgroup = self._make_cgroup()
         memory = self._make_memory_cgroup()
         args_fd: int | None = None
+        seccomp_fd: int | None = None
         guard: ControlGuard | None = None
         stack = contextlib.ExitStack()
         try:
             if sandboxed:
                 guard = stack.enter_context(ControlGuard(self.workspace))
-                args_fd = self._args_memfd(full_env, workdir, guard)
+                program = filter_program()
+                if program is not None:
+                    seccomp_fd = _memfd("ollm-seccomp", program)
+                args_fd = self._args_memfd(full_env, workdir, guard, seccomp_fd)
                 command = [
                     self.bwrap_path,
                     "--args",
@@ -631,7 +653,7 @@ class Sandbox:
                 env=launch_env,
                 cwd=launch_cwd,
                 stdin=stdin,
-                pass_fds=(args_fd,) if args_fd is not None else (),
+                pass_fds=tuple(fd for fd in (args_fd, seccomp_fd) if fd is not None),
                 cgroup=cgroup,
                 sandboxed=sandboxed,
             )
@@ -646,8 +668,9 @@ class Sandbox:
             return result.model_copy(update=update)
         finally:
             stack.close()
-            if args_fd is not None:
-                os.close(args_fd)
+            for fd in (args_fd, seccomp_fd):
+                if fd is not None:
+                    os.close(fd)
             if cgroup is not None:
                 cgroup.remove()
             if memory is not None:
@@ -660,15 +683,27 @@ class Sandbox:
             "--proc", "/proc",
             "--size", str(self.settings.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp",
             "--unshare-all",
+            "--unshare-user",
             "--new-session",
             "--die-with-parent",
         ]  # fmt: skip
+        if _bwrap_has(self.bwrap_path, "--disable-userns"):
+            args.append("--disable-userns")  # no nested namespace to regain capabilities in
+        if os.geteuid() == 0:
+            # Root keeps every capability in its user namespace (and could unmount the
+            # read-only binds): run as an ordinary user there, with none at all.
+            uid = str(ROOT_SANDBOX_ID)
+            args += ["--uid", uid, "--gid", uid, "--cap-drop", "ALL"]
         if network:
             args.append("--share-net")
         return args
 
-    def _args_memfd(self, env: Mapping[str, str], workdir: Path, guard: ControlGuard) -> int:
+    def _args_memfd(
+        self, env: Mapping[str, str], workdir: Path, guard: ControlGuard, seccomp_fd: int | None
+    ) -> int:
         options = self._namespace_args(network=self.settings.network)
+        if seccomp_fd is not None:
+            options += ["--seccomp", str(seccomp_fd)]
         homes = [Path.home()]
         if env.get("HOME"):
             homes.append(Path(env["HOME"]))
@@ -687,10 +722,7 @@ class Sandbox:
         for name, value in env.items():
             options += ["--setenv", name, value]
         options += ["--chdir", str(workdir)]
-        fd = os.memfd_create("ollm-bwrap-args", os.MFD_CLOEXEC)
-        os.write(fd, b"".join(arg.encode() + b"\0" for arg in options))
-        os.lseek(fd, 0, os.SEEK_SET)
-        return fd
+        return _memfd("ollm-bwrap-args", b"".join(arg.encode() + b"\0" for arg in options))
 
     def _limits(self, *, nproc: int | None) -> list[str]:
         settings = self.settings
@@ -870,6 +902,14 @@ class Sandbox:
             except (ProcessLookupError, PermissionError):
                 return
             time.sleep(0.001)
+
+
+def _memfd(name: str, data: bytes) -> int:
+    """A memory file holding ``data``, read from its start (bubblewrap reads it)."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _hide_args(paths: list[tuple[Path, bool]], workspace: Path | None = None) -> list[str]:
