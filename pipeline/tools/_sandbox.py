@@ -20,6 +20,8 @@ Limits:
   stopped by the wall time). Root ignores ``RLIMIT_NPROC``, so when running as
   root each run gets its own ``pids`` cgroup with ``pids.max`` (cgroup v1, or
   v2 where the controller is delegated) and is stopped as soon as it hits it;
+- disk: a command that adds more than ``maxWriteMb`` to the workspace's file
+  system (its free space, read every 50 ms) is stopped;
 - output: read incrementally; past ``maxOutputBytes`` the rest is counted and
   dropped, and a note says how much (``[output truncated: N more bytes]``);
   a command that keeps writing far past the cap is stopped.
@@ -82,7 +84,16 @@ unmount, remount, chown or bypass file modes: root's files are its own, other
 users' files it reads and writes only as their modes let anyone."""
 
 KilledBy = (
-    Literal["wall_time", "cpu_time", "max_processes", "max_output", "memory", "max_file_size"] | str
+    Literal[
+        "wall_time",
+        "cpu_time",
+        "max_processes",
+        "max_output",
+        "memory",
+        "max_file_size",
+        "disk_quota",
+    ]
+    | str
 )
 
 
@@ -458,6 +469,31 @@ def hidden_paths(
     return out
 
 
+class _DiskUse:
+    """How much the workspace's file system has filled since the command started.
+
+    Read from ``statvfs`` (a few microseconds), so that nothing the command does
+    (a deleted file held open, a sparse file filled, many small files) hides it;
+    what else writes to that file system meanwhile counts too.
+    """
+
+    def __init__(self, workspace: Path, quota: int) -> None:
+        self.workspace = workspace
+        self.quota = quota
+        self.start = self._used()
+
+    def _used(self) -> int:
+        try:
+            info = os.statvfs(self.workspace)
+        except OSError:  # pragma: no cover - the workspace is there while we run
+            return 0
+        return (info.f_blocks - info.f_bfree) * info.f_frsize
+
+    def exceeded(self) -> bool:
+        """Whether the command has added more than the quota."""
+        return self._used() - self.start > self.quota
+
+
 class _Output:
     """stdout and stderr read incrementally, sharing one byte budget."""
 
@@ -805,6 +841,7 @@ class Sandbox:
             pass_fds=pass_fds,
         )
         killed_by: str | None = None
+        disk = _DiskUse(self.workspace, settings.max_write_mb * 1024 * 1024)
         selector = selectors.DefaultSelector()
         streams: dict[int, str] = {}
         for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
@@ -846,6 +883,9 @@ class Sandbox:
                     break
                 if cgroup is not None and cgroup.hit_limit():
                     killed_by = "max_processes"
+                    break
+                if disk.exceeded():
+                    killed_by = "disk_quota"
                     break
                 if exited_at is None and not sandboxed and proc.poll() is not None:
                     exited_at = time.monotonic()

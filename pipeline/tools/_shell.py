@@ -38,6 +38,11 @@ def _stopped_because(result: SandboxResult, ctx: ToolContext) -> str | None:
         "max_processes": f"it started more than the limit of {limits.max_processes} processes",
         "max_output": f"it kept writing output far past the limit of "
         f"{limits.max_output_bytes} bytes",
+        "disk_quota": f"it wrote more than tools.sandbox.maxWriteMb ({limits.max_write_mb} MiB) "
+        f"to the workspace; what it wrote is still there (delete what you do not need, or "
+        f"ask the user to raise the limit)",
+        "max_file_size": f"it wrote a file larger than tools.sandbox.maxFileMb "
+        f"({limits.max_file_mb} MiB)",
     }
     if result.killed_by is None:
         return None
