@@ -312,3 +312,68 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
     else:
         path.unlink()
+
+
+_WATCHED_MAX_BYTES = 1024 * 1024
+
+
+class ControlWatch:
+    """The control paths around a tool that runs in OLLM's own process (one an
+    extension adds), where no mount can protect them: looked at before the call and
+    put back after it.
+
+    New ``.ollm``/``.git`` entries are removed; the files of every ``.ollm`` folder
+    and the ``config`` and ``hooks/`` of every ``.git`` folder are kept (up to
+    1 MiB each) and restored if changed, removed if new.
+
+    Example::
+
+        watch = ControlWatch(workspace)
+        output = tool.run(args, ctx)
+        notes = watch.finish()       # ["restored .ollm/config.yaml"]
+    """
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self._before = survey(workspace)
+        self._kept = _watched_files(self._before)
+
+    def finish(self) -> list[str]:
+        """Undo what the call did to control paths, and say what."""
+        notes: list[str] = []
+        after = survey(self.workspace)
+        for path, identity in after.entries.items():
+            if self._before.entries.get(path) != identity:
+                _remove(path)
+                notes.append(f"removed {_shown(self.workspace, path)}")
+        now = _watched_files(after)
+        for path, content in self._kept.items():
+            if now.get(path) != content:
+                with contextlib.suppress(OSError):
+                    if os.path.lexists(path) and not path.is_file():
+                        _remove(path)
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_bytes(content)
+                    notes.append(f"restored {_shown(self.workspace, path)}")
+        for path in now.keys() - self._kept.keys():
+            with contextlib.suppress(OSError):
+                path.unlink()
+                notes.append(f"removed {_shown(self.workspace, path)}")
+        return notes
+
+
+def _watched_files(found: Survey) -> dict[Path, bytes]:
+    files: dict[Path, bytes] = {}
+    for entry, identity in found.entries.items():
+        if identity.kind != stat.S_IFDIR:
+            continue
+        if entry.name.casefold() == ".ollm":
+            candidates = [p for p in entry.rglob("*") if not p.is_symlink()]
+        else:
+            candidates = [entry / "config", *(entry / "hooks").glob("*")]
+        for path in candidates:
+            with contextlib.suppress(OSError):
+                small = path.is_file() and path.stat().st_size <= _WATCHED_MAX_BYTES
+                if small and not path.is_symlink():
+                    files[path] = path.read_bytes()
+    return files

@@ -138,6 +138,7 @@ class ReadFileTool(Tool[ReadFileArgs]):
         f"{READ_MAX_BYTES // 1024} KiB."
     )
     args_model = ReadFileArgs
+    guards_control_paths = True
 
     def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolOutput:
         with open_in_workspace(ctx.workspace, args.path) as entry:
@@ -212,6 +213,7 @@ class WriteFileTool(Tool[WriteFileArgs]):
         "replacing its whole content."
     )
     args_model = WriteFileArgs
+    guards_control_paths = True
 
     def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolOutput:
         data = args.content.encode()
@@ -249,6 +251,7 @@ class EditFileTool(Tool[EditFileArgs]):
         "(whitespace included); include enough surrounding lines to make it unique."
     )
     args_model = EditFileArgs
+    guards_control_paths = True
 
     def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolOutput:
         with open_in_workspace(ctx.workspace, args.path, for_write=True) as entry:

@@ -77,6 +77,7 @@ class ShellTool(Tool[ShellArgs]):
         "time, memory, processes, output and disk use."
     )
     args_model = ShellArgs
+    guards_control_paths = True
 
     def run(self, args: ShellArgs, ctx: ToolContext) -> ToolOutput:
         cwd = resolve_in_workspace(ctx.workspace, args.cwd) if args.cwd else None

@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from ollm_cli.config.settings import ToolSettings
 from ollm_cli.pipeline.errors import ToolError
-from ollm_cli.pipeline.tools import ToolContext
+from ollm_cli.pipeline.records import ToolCallPart
+from ollm_cli.pipeline.tools import Tool, ToolContext, ToolExecutor, ToolOutput, ToolRegistry
+from ollm_cli.pipeline.tools._base import ToolArgs
 from ollm_cli.pipeline.tools._control_paths import ControlGuard, hooks_path, survey
 from ollm_cli.pipeline.tools._files import (
     EditFileArgs,
@@ -209,3 +212,48 @@ def test_the_last_concurrent_run_removes_the_cover(workspace: Path) -> None:
     assert (workspace / ".ollm").is_dir()  # the second run still relies on it
     second.__exit__(None, None, None)
     assert not (workspace / ".ollm").exists() and not (workspace / ".git").exists()
+
+
+class NaiveWriteArgs(ToolArgs):
+    path: str
+    content: str
+
+
+class NaiveWriteTool(Tool[NaiveWriteArgs]):
+    """What an extension might add: a writer with no path checks at all."""
+
+    name = "naive_write"
+    description = "Write a file."
+    args_model = NaiveWriteArgs
+
+    def run(self, args: NaiveWriteArgs, ctx: ToolContext) -> ToolOutput:
+        target = ctx.workspace / args.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(args.content)
+        return ToolOutput.ok("written")
+
+
+@pytest.mark.parametrize(
+    "path", [".ollm/config.yaml", "sub/.ollm/config.yaml", ".git/hooks/pre-commit", ".git/config"]
+)
+def test_what_an_extension_tool_does_to_control_paths_is_undone(
+    workspace: Path, plain_env: dict[str, str], path: str
+) -> None:
+    git("init", "-q", ".", cwd=workspace)
+    (workspace / ".ollm").mkdir()
+    (workspace / ".ollm" / "config.yaml").write_text("tools: {}\n")
+    config = (workspace / ".git" / "config").read_bytes()
+    registry = ToolRegistry.builtin()
+    registry.register(NaiveWriteTool())
+    executor = ToolExecutor(ToolSettings(), registry, workspace=workspace)
+    part = ToolCallPart(id="c1", name="naive_write", args={"path": path, "content": HOOK})
+    record = executor.execute(part, plain_env, True)
+    assert not record.success
+    assert record.error is not None and "undone" in record.error
+    assert path.split("/")[0] in record.error
+    assert (workspace / ".ollm" / "config.yaml").read_text() == "tools: {}\n"
+    assert not (workspace / "sub" / ".ollm").exists()
+    assert not (workspace / ".git" / "hooks" / "pre-commit").exists()
+    assert (workspace / ".git" / "config").read_bytes() == config
+    harmless = ToolCallPart(id="c2", name="naive_write", args={"path": "a.txt", "content": "x"})
+    assert executor.execute(harmless, plain_env, True).success
