@@ -45,6 +45,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
@@ -80,41 +81,112 @@ def _identity(path: Path) -> _Identity | None:
     return _Identity(info.st_dev, info.st_ino, stat.S_IFMT(info.st_mode), link)
 
 
+class _Folder(NamedTuple):
+    """One folder as a survey saw it: enough to reuse without listing it again."""
+
+    inode: int
+    ctime_ns: int
+    subfolders: tuple[str, ...]
+    controls: tuple[tuple[Path, _Identity], ...]
+    git_dir: bool
+
+
 class Survey(NamedTuple):
-    """The control entries of a workspace (every ``.ollm``/``.git``, by path) and the
-    folders that look like bare git repositories."""
+    """The control entries of a workspace (every ``.ollm``/``.git``, by path), the
+    folders that look like bare git repositories, and what was seen of each folder
+    (``taken_ns``: when), for the next survey to reuse."""
 
     entries: dict[Path, _Identity]
     git_dirs: frozenset[Path]
+    folders: dict[str, _Folder]
+    taken_ns: int
+
+    @classmethod
+    def empty(cls) -> Survey:
+        """No survey yet."""
+        return cls({}, frozenset(), {}, 0)
+
+    def knows(self, identity: _Identity) -> bool:
+        """Whether this entry (by device, inode, kind, link) was seen, at any path: a
+        folder moved with its ``.git`` inside keeps it."""
+        return identity in self._identities()
+
+    def _identities(self) -> frozenset[_Identity]:
+        return frozenset(self.entries.values())
 
 
-def survey(workspace: Path) -> Survey:
+_CLOCK_SLACK_NS = 1_000_000_000
+"""A folder changed this close to a survey is listed again, whatever its ctime says
+(the file system's clock is coarser than ours)."""
+
+
+def survey(workspace: Path, previous: Survey | None = None) -> Survey:
     """Walk ``workspace`` (no symlink followed, no control folder entered) for the
-    control entries at any depth and the folders that look like git directories."""
-    entries: dict[Path, _Identity] = {}
-    git_dirs: set[Path] = set()
-    pending = [workspace]
+    control entries at any depth and the folders that look like git directories.
+
+    A folder whose inode and ctime are those ``previous`` saw (and not changed near
+    it) is not listed again: creating, removing or renaming an entry in a folder, or
+    setting its times, changes its ctime, which no user can set back.
+    """
+    taken = time.time_ns()
+    folders: dict[str, _Folder] = {}
+    pending = [str(workspace)]
     while pending:
         folder = pending.pop()
         try:
-            with os.scandir(folder) as listing:
-                children = list(listing)
+            info = os.lstat(folder)
         except OSError:
             continue
-        names = {child.name for child in children}
-        if all(mark in names for mark in _GIT_DIR_MARKS):
-            git_dirs.add(Path(folder))
-        for child in children:
-            path = Path(child.path)
-            if child.name.casefold() in CONTROL_NAMES:
-                identity = _identity(path)
+        old = previous.folders.get(folder) if previous is not None else None
+        if (
+            old is not None
+            and previous is not None
+            and old.inode == info.st_ino
+            and old.ctime_ns == info.st_ctime_ns
+            and old.ctime_ns < previous.taken_ns - _CLOCK_SLACK_NS
+        ):
+            folders[folder] = old
+            pending.extend(old.subfolders)
+            continue
+        seen = _list(folder, info)
+        if seen is not None:
+            folders[folder] = seen
+            pending.extend(seen.subfolders)
+    entries = {path: identity for f in folders.values() for path, identity in f.controls}
+    git_dirs = frozenset(Path(name) for name, f in folders.items() if f.git_dir)
+    return Survey(entries, git_dirs, folders, taken)
+
+
+def _list(folder: str, info: os.stat_result) -> _Folder | None:
+    subfolders: list[str] = []
+    controls: list[tuple[Path, _Identity]] = []
+    marks = 0
+    try:
+        listing = os.scandir(folder)
+    except OSError:
+        return None
+    with listing:
+        for child in listing:
+            name = child.name
+            if name.casefold() in CONTROL_NAMES:
+                identity = _identity(Path(child.path))
                 if identity is not None:
-                    entries[path] = identity
+                    controls.append((Path(child.path), identity))
                 continue
-            with contextlib.suppress(OSError):
+            if name in _GIT_DIR_MARKS:
+                marks += 1
+            try:
                 if child.is_dir(follow_symlinks=False):
-                    pending.append(path)
-    return Survey(entries, frozenset(git_dirs))
+                    subfolders.append(child.path)
+            except OSError:
+                continue
+    return _Folder(
+        info.st_ino,
+        info.st_ctime_ns,
+        tuple(subfolders),
+        tuple(controls),
+        marks == len(_GIT_DIR_MARKS),
+    )
 
 
 def git_dir_of(entry: Path) -> Path | None:
@@ -136,8 +208,12 @@ def hooks_path(git_dir: Path, work_tree: Path) -> Path | None:
     """The folder ``core.hooksPath`` of ``git_dir``'s own config names, resolved
     against ``work_tree`` (where git runs hooks from), or ``None``."""
     config = git_dir / "config"
-    if not config.is_file():
+    try:
+        text = config.read_bytes().lower()
+    except OSError:
         return None
+    if b"hookspath" not in text and b"include" not in text:
+        return None  # the common case, without starting git
     git = shutil.which("git")
     if git is None:  # pragma: no cover - git is installed wherever OLLM runs tools
         return None
@@ -198,17 +274,20 @@ def _shown(workspace: Path, path: Path) -> str:
 class ControlGuard:
     """Protects one workspace's control paths for the time of one sandbox run."""
 
-    def __init__(self, workspace: Path) -> None:
+    def __init__(self, workspace: Path, previous: Survey | None = None) -> None:
         self.workspace = workspace
         self._lock_fd: int | None = None
-        self._before = Survey({}, frozenset())
+        self._previous = previous
+        self._before = Survey.empty()
+        self.after = Survey.empty()
+        """The survey after the run (for the next run to start from)."""
         self.existing: list[Path] = []
         self.placeholders: list[Path] = []
 
     def __enter__(self) -> ControlGuard:
         self._lock_fd = os.open(self.workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         fcntl.flock(self._lock_fd, fcntl.LOCK_SH)
-        self._before = survey(self.workspace)
+        self._before = survey(self.workspace, self._previous)
         existing, absent = protected_in(self.workspace, self._before)
         self.existing = existing
         for path in absent:
@@ -252,11 +331,11 @@ class ControlGuard:
         put back as it was); a folder made into a bare git repository loses its
         ``HEAD``.
         """
-        after = survey(self.workspace)
+        after = self.after = survey(self.workspace, self._before)
         covered = set(self.placeholders)
         notes: list[str] = []
         for path, identity in after.entries.items():
-            if path in covered or self._before.entries.get(path) == identity:
+            if path in covered or self._before.knows(identity):
                 continue
             _remove(path)
             notes.append(f"removed {_shown(self.workspace, path)}")
@@ -341,9 +420,9 @@ class ControlWatch:
     def finish(self) -> list[str]:
         """Undo what the call did to control paths, and say what."""
         notes: list[str] = []
-        after = survey(self.workspace)
+        after = survey(self.workspace, self._before)
         for path, identity in after.entries.items():
-            if self._before.entries.get(path) != identity:
+            if not self._before.knows(identity):
                 _remove(path)
                 notes.append(f"removed {_shown(self.workspace, path)}")
         now = _watched_files(after)

@@ -64,7 +64,7 @@ from pydantic import BaseModel, ConfigDict
 from ollm_cli.config.paths import ollm_home
 from ollm_cli.config.settings import SandboxSettings
 from ollm_cli.pipeline.errors import SandboxUnavailableError, ToolError
-from ollm_cli.pipeline.tools._control_paths import ControlGuard
+from ollm_cli.pipeline.tools._control_paths import ControlGuard, Survey
 from ollm_cli.pipeline.tools._seccomp import filter_program
 
 logger = logging.getLogger(__name__)
@@ -546,6 +546,8 @@ class Sandbox:
                 hint="run ollm from a project directory",
             )
         self.workspace = resolved
+        self._survey: Survey | None = None
+        """The last look at the workspace's control paths, to start the next from."""
         self.bwrap_path = str(bwrap_path) if bwrap_path else shutil.which("bwrap") or "bwrap"
         self.prlimit_path = (
             str(prlimit_path) if prlimit_path else shutil.which("prlimit") or "prlimit"
@@ -649,7 +651,7 @@ class Sandbox:
         stack = contextlib.ExitStack()
         try:
             if sandboxed:
-                guard = stack.enter_context(ControlGuard(self.workspace))
+                guard = stack.enter_context(ControlGuard(self.workspace, self._survey))
                 program = filter_program()
                 if program is not None:
                     seccomp_fd = _memfd("ollm-seccomp", program)
@@ -697,6 +699,7 @@ class Sandbox:
             if guard is not None:
                 update["protected_paths"] = guard.shown_protected()
                 update["undone"] = guard.finish()
+                self._survey = guard.after
             if memory is not None:
                 update["memory_limit"] = "cgroup"
                 if memory.oom_killed() and result.killed_by in (None, "SIGKILL"):

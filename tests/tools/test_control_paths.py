@@ -257,3 +257,36 @@ def test_what_an_extension_tool_does_to_control_paths_is_undone(
     assert (workspace / ".git" / "config").read_bytes() == config
     harmless = ToolCallPart(id="c2", name="naive_write", args={"path": "a.txt", "content": "x"})
     assert executor.execute(harmless, plain_env, True).success
+
+
+def test_a_folder_moved_with_its_repository_keeps_it(
+    sandbox: Sandbox, workspace: Path, plain_env: dict[str, str]
+) -> None:
+    git("init", "-q", "old/lib", cwd=workspace)
+    (workspace / "new").mkdir()
+    result = bash(sandbox, "mv old/lib new/lib", plain_env)
+    assert result.exit_code == 0 and result.undone == []
+    assert (workspace / "new" / "lib" / ".git" / "HEAD").is_file()
+
+
+def test_a_later_survey_reuses_unchanged_folders_and_sees_changed_ones(
+    sandbox: Sandbox, workspace: Path, plain_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ollm_cli.pipeline.tools._control_paths as control_paths
+
+    monkeypatch.setattr(control_paths, "_CLOCK_SLACK_NS", 0)
+    for name in ("a", "b/c"):
+        (workspace / name).mkdir(parents=True)
+    first = survey(workspace)
+    # An unchanged folder is not listed again: a planted record shows through.
+    fake = (workspace / "a" / ".git", control_paths._Identity(0, 1, 0, None))
+    record = first.folders[str(workspace / "a")]
+    forged = first._replace(
+        folders={**first.folders, str(workspace / "a"): record._replace(controls=(fake,))}
+    )
+    assert workspace / "a" / ".git" in survey(workspace, forged).entries
+    # A command that plants a .git and sets its folder's times back is still seen.
+    bash(sandbox, "true", plain_env)  # the sandbox's own survey, to start from
+    result = bash(sandbox, "git init -q b/c && touch -d 2001-01-01 b/c b", plain_env)
+    assert result.undone == ["removed b/c/.git"]
+    assert not (workspace / "b" / "c" / ".git").exists()
