@@ -15,7 +15,8 @@ paths can be neither written nor created:
   the model is told;
 - the git directory a ``.git`` file or symlink points to, when it is inside
   the workspace, and the hooks folder its ``core.hooksPath`` names (Husky's
-  ``.husky``), created empty and read-only when absent;
+  ``.husky``), created empty and read-only when absent; the same for the
+  repository the workspace itself is inside;
 - a folder that a command turns into a bare git repository (``HEAD``,
   ``objects/``, ``refs/``: git reads its ``config`` when run there): its
   ``HEAD`` is removed after the run;
@@ -208,6 +209,9 @@ def hooks_path(git_dir: Path, work_tree: Path) -> Path | None:
     """The folder ``core.hooksPath`` of ``git_dir``'s own config names, resolved
     against ``work_tree`` (where git runs hooks from), or ``None``."""
     config = git_dir / "config"
+    with contextlib.suppress(OSError):  # a linked worktree's config is its common dir's
+        common = (git_dir / "commondir").read_text().strip()
+        config = (git_dir / common / "config").resolve()
     try:
         text = config.read_bytes().lower()
     except OSError:
@@ -249,7 +253,11 @@ def protected_in(workspace: Path, found: Survey) -> tuple[list[Path], list[Path]
     absent: list[Path] = [
         workspace / name for name in TOP_PLACEHOLDERS if workspace / name not in found.entries
     ]
-    for entry in found.entries:
+    repositories = [entry for entry in found.entries if entry.name.casefold() == ".git"]
+    enclosing = _enclosing_git(workspace)
+    if enclosing is not None:
+        repositories.append(enclosing)  # its hooksPath may name a folder in here
+    for entry in repositories:
         target = git_dir_of(entry)
         git_dir = entry if target is None else target
         if target is not None and target.is_relative_to(workspace) and target.exists():
@@ -261,6 +269,15 @@ def protected_in(workspace: Path, found: Survey) -> tuple[list[Path], list[Path]
         if path.is_relative_to(workspace) and path != workspace and path.exists():
             existing.append(path)
     return _unique(existing), _unique(absent)
+
+
+def _enclosing_git(workspace: Path) -> Path | None:
+    """The ``.git`` of the repository the workspace is inside, if any."""
+    for folder in workspace.parents:
+        candidate = folder / ".git"
+        if os.path.lexists(candidate):
+            return candidate
+    return None
 
 
 def _unique(paths: list[Path]) -> list[Path]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ollm_cli.config.settings import ToolSettings
+from ollm_cli.config.settings import SandboxSettings, ToolSettings
 from ollm_cli.pipeline.errors import ToolError
 from ollm_cli.pipeline.records import ToolCallPart
 from ollm_cli.pipeline.tools import Tool, ToolContext, ToolExecutor, ToolOutput, ToolRegistry
@@ -290,3 +290,31 @@ def test_a_later_survey_reuses_unchanged_folders_and_sees_changed_ones(
     result = bash(sandbox, "git init -q b/c && touch -d 2001-01-01 b/c b", plain_env)
     assert result.undone == ["removed b/c/.git"]
     assert not (workspace / "b" / "c" / ".git").exists()
+
+
+def test_the_hooks_path_of_the_enclosing_repository_is_covered(
+    tmp_path: Path, plain_env: dict[str, str], limits: SandboxSettings
+) -> None:
+    repository = tmp_path / "repo"
+    git("init", "-q", str(repository), cwd=tmp_path)
+    git("config", "core.hooksPath", "tools/hooks", cwd=repository)
+    git(
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@x",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "0",
+        cwd=repository,
+    )
+    workspace = repository / "tools"
+    workspace.mkdir()
+    git("worktree", "add", "-q", "--detach", str(workspace / "wt"), cwd=repository)
+    sandbox = Sandbox(limits, workspace)
+    result = bash(sandbox, "mkdir -p hooks && echo 'touch /tmp/x' > hooks/pre-commit", plain_env)
+    assert result.exit_code != 0 and "hooks" in result.protected_paths
+    assert not (workspace / "hooks").exists()
+    assert "wt/.git" in result.protected_paths  # the linked worktree's gitfile
