@@ -19,6 +19,9 @@ from ollm_cli.pipeline.tools._base import Tool, ToolArgs, ToolContext, ToolOutpu
 from ollm_cli.pipeline.tools._sandbox import SandboxResult
 from ollm_cli.pipeline.tools._workspace import resolve_in_workspace
 
+_NAMED_PATHS = 12
+"""At most this many protected paths are named to the model in one note."""
+
 
 class ShellArgs(ToolArgs):
     """Arguments of ``shell``."""
@@ -62,7 +65,10 @@ def _control_note(result: SandboxResult) -> str | None:
         )
     output = result.stdout + result.stderr
     if result.protected_paths and "Read-only file system" in output:
-        return f"Read-only in the sandbox: {', '.join(result.protected_paths)}; {why}."
+        shown = ", ".join(result.protected_paths[:_NAMED_PATHS])
+        if len(result.protected_paths) > _NAMED_PATHS:
+            shown += f" and {len(result.protected_paths) - _NAMED_PATHS} more"
+        return f"Read-only in the sandbox: {shown}; {why}."
     return None
 
 

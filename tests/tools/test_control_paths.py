@@ -318,3 +318,11 @@ def test_the_hooks_path_of_the_enclosing_repository_is_covered(
     assert result.exit_code != 0 and "hooks" in result.protected_paths
     assert not (workspace / "hooks").exists()
     assert "wt/.git" in result.protected_paths  # the linked worktree's gitfile
+
+
+def test_the_note_names_a_dozen_protected_paths_at_most(ctx: ToolContext, workspace: Path) -> None:
+    for index in range(20):
+        (workspace / f"m{index:02d}" / ".git").mkdir(parents=True)
+    out = ShellTool().run(ShellArgs(command="touch m00/.git/config"), ctx)
+    assert not out.success
+    assert "and 10 more; they hold configuration" in out.llm_content
