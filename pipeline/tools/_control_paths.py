@@ -303,7 +303,10 @@ class ControlGuard:
 
     def __enter__(self) -> ControlGuard:
         self._lock_fd = os.open(self.workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        fcntl.flock(self._lock_fd, fcntl.LOCK_SH)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_SH)
+        except OSError as error:  # pragma: no cover - a file system without flock
+            logger.debug("sandbox: no lock on %s (%s)", self.workspace, error.strerror)
         self._before = survey(self.workspace, self._previous)
         existing, absent = protected_in(self.workspace, self._before)
         self.existing = existing
