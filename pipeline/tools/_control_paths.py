@@ -357,8 +357,7 @@ class ControlGuard:
         for path, identity in after.entries.items():
             if path in covered or self._before.knows(identity):
                 continue
-            _remove(path)
-            notes.append(f"removed {_shown(self.workspace, path)}")
+            notes.append(_removed(self.workspace, path))
         for path, identity in self._before.entries.items():
             if identity.link is not None and _identity(path) != identity:
                 with contextlib.suppress(OSError):
@@ -367,12 +366,9 @@ class ControlGuard:
                     os.symlink(identity.link, path)
                     notes.append(f"restored the symlink {_shown(self.workspace, path)}")
         for folder in sorted(after.git_dirs - self._before.git_dirs):
-            with contextlib.suppress(FileNotFoundError):
-                _remove(folder / "HEAD")
-                notes.append(
-                    f"removed {_shown(self.workspace, folder / 'HEAD')} (the folder had "
-                    f"become a bare git repository)"
-                )
+            if os.path.lexists(folder / "HEAD"):
+                note = _removed(self.workspace, folder / "HEAD")
+                notes.append(f"{note} (the folder had become a bare git repository)")
         return notes
 
     def __exit__(
@@ -404,6 +400,20 @@ def _marked(path: Path) -> bool:
         return os.getxattr(path, _MARK, follow_symlinks=False) == b"1"
     except OSError:
         return False
+
+
+def _removed(workspace: Path, path: Path) -> str:
+    """Remove ``path`` and say so, or say that it could not be (and warn)."""
+    shown = _shown(workspace, path)
+    try:
+        _remove(path)
+    except OSError as error:
+        logger.warning("sandbox: could not remove %s (%s)", path, error.strerror)
+        return (
+            f"could NOT remove {shown} ({error.strerror}): remove it before running git "
+            f"or ollm there"
+        )
+    return f"removed {shown}"
 
 
 def _remove(path: Path) -> None:
@@ -443,8 +453,7 @@ class ControlWatch:
         after = survey(self.workspace, self._before)
         for path, identity in after.entries.items():
             if not self._before.knows(identity):
-                _remove(path)
-                notes.append(f"removed {_shown(self.workspace, path)}")
+                notes.append(_removed(self.workspace, path))
         now = _watched_files(after)
         for path, content in self._kept.items():
             if now.get(path) != content:

@@ -686,19 +686,22 @@ class Sandbox:
                     *(str(path) for path in joins),
                     *command,
                 ]
-            result = self._execute(
-                command,
-                env=launch_env,
-                cwd=launch_cwd,
-                stdin=stdin,
-                pass_fds=tuple(fd for fd in (args_fd, seccomp_fd) if fd is not None),
-                cgroup=cgroup,
-                sandboxed=sandboxed,
-            )
+            try:
+                result = self._execute(
+                    command,
+                    env=launch_env,
+                    cwd=launch_cwd,
+                    stdin=stdin,
+                    pass_fds=tuple(fd for fd in (args_fd, seccomp_fd) if fd is not None),
+                    cgroup=cgroup,
+                    sandboxed=sandboxed,
+                )
+            finally:  # the command is gone, whatever happened: undo what it planted
+                undone = guard.finish() if guard is not None else []
             update: dict[str, object] = {}
             if guard is not None:
                 update["protected_paths"] = guard.shown_protected()
-                update["undone"] = guard.finish()
+                update["undone"] = undone
                 self._survey = guard.after
             if memory is not None:
                 update["memory_limit"] = "cgroup"

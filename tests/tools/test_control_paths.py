@@ -326,3 +326,18 @@ def test_the_note_names_a_dozen_protected_paths_at_most(ctx: ToolContext, worksp
     out = ShellTool().run(ShellArgs(command="touch m00/.git/config"), ctx)
     assert not out.success
     assert "and 10 more; they hold configuration" in out.llm_content
+
+
+def test_a_planted_entry_that_cannot_be_removed_is_reported(workspace: Path) -> None:
+    guard = ControlGuard(workspace).__enter__()
+    planted = workspace / "sub" / ".git"
+    planted.mkdir(parents=True)
+    if subprocess.run(["chattr", "+i", str(planted)], capture_output=True).returncode != 0:
+        guard.__exit__(None, None, None)
+        pytest.skip("no immutable attribute on this file system")
+    try:
+        [note] = guard.finish()
+        assert note.startswith("could NOT remove sub/.git (Operation not permitted)")
+    finally:
+        subprocess.run(["chattr", "-i", str(planted)], check=True)
+        guard.__exit__(None, None, None)
