@@ -405,6 +405,9 @@ class SandboxSettings(ConfigModel):
     max_file_mb: Annotated[int, Field(ge=1, le=1_048_576)] = 256
     """The largest file a tool may write (``RLIMIT_FSIZE`` in the sandbox, a check in
     ``write_file`` and ``edit_file``)."""
+    max_write_mb: Annotated[int, Field(ge=1, le=1_048_576)] = 1024
+    """How much one tool command may add to the workspace's file system; past it the
+    command is stopped (checked every 50 ms from the file system's free space)."""
     deny_read: list[str] = Field(default_factory=list)
     """More paths hidden from tool commands (``~`` expanded); user-level config only."""
     allow_read: list[str] = Field(default_factory=list)

@@ -87,6 +87,10 @@ class Tool(ABC, Generic[ArgsT]):
     name: str
     description: str
     args_model: type[ArgsT]
+    guards_control_paths = False
+    """Whether the tool keeps off the workspace's control paths itself (the built-in
+    ones do: the sandbox, the file tools' checks); for any other the executor looks at
+    them before the call and undoes what it did to them after."""
 
     def json_schema(self) -> dict[str, Any]:
         """The function-calling schema: ``{"type": "function", "function": {...}}``."""

@@ -30,6 +30,7 @@ from ollm_cli.pipeline.errors import OllmError, ToolError
 from ollm_cli.pipeline.records import SessionToolCall, ToolCallPart, ToolResult
 from ollm_cli.pipeline.tools._approval import ApprovalOutcome
 from ollm_cli.pipeline.tools._base import Tool, ToolContext, ToolOutput
+from ollm_cli.pipeline.tools._control_paths import ControlWatch
 from ollm_cli.pipeline.tools._registry import ToolRegistry
 from ollm_cli.pipeline.tools._sandbox import Sandbox
 
@@ -150,8 +151,32 @@ class ToolExecutor:
         except OllmError as error:
             return ToolOutput.failure(str(error))
 
+    @classmethod
+    def _run(cls, tool: Tool[Any], args: Any, ctx: ToolContext) -> ToolOutput:
+        if getattr(tool, "guards_control_paths", False):
+            return cls._run_tool(tool, args, ctx)
+        # A tool an extension adds runs here, unsandboxed: what it does to the
+        # workspace's control paths is undone after it, and said.
+        watch = ControlWatch(ctx.workspace)
+        try:
+            output = cls._run_tool(tool, args, ctx)
+        finally:
+            notes = watch.finish()
+        if not notes:
+            return output
+        error = (
+            f"{tool.name} changed the workspace's control paths (.ollm, .git), which "
+            f"hold configuration OLLM or git runs later; undone: {'; '.join(notes)}"
+        )
+        return ToolOutput(
+            llm_content=f"{output.llm_content}\nError: {error}",
+            return_display=output.return_display,
+            success=False,
+            error=error,
+        )
+
     @staticmethod
-    def _run(tool: Tool[Any], args: Any, ctx: ToolContext) -> ToolOutput:
+    def _run_tool(tool: Tool[Any], args: Any, ctx: ToolContext) -> ToolOutput:
         try:
             return tool.run(args, ctx)
         except OllmError:

@@ -23,6 +23,7 @@ import io
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 from typing import Annotated
 
 from pydantic import Field
@@ -36,6 +37,20 @@ READ_MAX_BYTES = 256 * 1024
 READ_MAX_LINES = 2000
 """``read_file`` returns at most this many lines in one call."""
 _BINARY_SNIFF = 8192
+_SKIP_CHUNK = 1024 * 1024
+
+
+def _capped_lines(raw: io.BufferedReader, cap: int) -> Iterator[bytes]:
+    """The lines of ``raw``, each cut at ``cap`` bytes: a longer line's start, its rest
+    skipped in chunks, so that a 1 GB line never sits in memory whole."""
+    while True:
+        line = raw.readline(cap)
+        if not line:
+            return
+        if len(line) == cap and not line.endswith(b"\n"):
+            while (rest := raw.readline(_SKIP_CHUNK)) and not rest.endswith(b"\n"):
+                pass
+        yield line
 
 
 def _read_bytes(entry: WorkspaceEntry) -> bytes:
@@ -123,6 +138,7 @@ class ReadFileTool(Tool[ReadFileArgs]):
         f"{READ_MAX_BYTES // 1024} KiB."
     )
     args_model = ReadFileArgs
+    guards_control_paths = True
 
     def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolOutput:
         with open_in_workspace(ctx.workspace, args.path) as entry:
@@ -145,19 +161,17 @@ class ReadFileTool(Tool[ReadFileArgs]):
             lines: list[str] = []
             size = total = 0
             more = cut = False
-            handle = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
-            for number, line in enumerate(handle):
+            for number, encoded in enumerate(_capped_lines(raw, READ_MAX_BYTES + 1)):
                 total = number + 1
                 if number < args.offset:
                     continue
-                encoded = line.encode()
                 if len(lines) >= wanted or size + len(encoded) > READ_MAX_BYTES:
                     if not lines:  # one line longer than the whole cap: show its start
                         lines.append(encoded[:READ_MAX_BYTES].decode(errors="ignore"))
                         size, cut = READ_MAX_BYTES, True
                     more = True
                     break
-                lines.append(line)
+                lines.append(encoded.decode("utf-8", errors="replace"))
                 size += len(encoded)
         if args.offset and not lines:
             raise ToolError(
@@ -199,6 +213,7 @@ class WriteFileTool(Tool[WriteFileArgs]):
         "replacing its whole content."
     )
     args_model = WriteFileArgs
+    guards_control_paths = True
 
     def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolOutput:
         data = args.content.encode()
@@ -236,6 +251,7 @@ class EditFileTool(Tool[EditFileArgs]):
         "(whitespace included); include enough surrounding lines to make it unique."
     )
     args_model = EditFileArgs
+    guards_control_paths = True
 
     def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolOutput:
         with open_in_workspace(ctx.workspace, args.path, for_write=True) as entry:

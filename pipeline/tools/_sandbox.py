@@ -20,6 +20,8 @@ Limits:
   stopped by the wall time). Root ignores ``RLIMIT_NPROC``, so when running as
   root each run gets its own ``pids`` cgroup with ``pids.max`` (cgroup v1, or
   v2 where the controller is delegated) and is stopped as soon as it hits it;
+- disk: a command that adds more than ``maxWriteMb`` to the workspace's file
+  system (its free space, read every 50 ms) is stopped;
 - output: read incrementally; past ``maxOutputBytes`` the rest is counted and
   dropped, and a note says how much (``[output truncated: N more bytes]``);
   a command that keeps writing far past the cap is stopped.
@@ -62,6 +64,8 @@ from pydantic import BaseModel, ConfigDict
 from ollm_cli.config.paths import ollm_home
 from ollm_cli.config.settings import SandboxSettings
 from ollm_cli.pipeline.errors import SandboxUnavailableError, ToolError
+from ollm_cli.pipeline.tools._control_paths import ControlGuard, Survey
+from ollm_cli.pipeline.tools._seccomp import filter_program
 
 logger = logging.getLogger(__name__)
 
@@ -73,9 +77,23 @@ _POLL_S = 0.05
 _PROBE_TIMEOUT_S = 10.0
 _REAP_TIMEOUT_S = 5.0
 _UNSET_VARIABLES = ("GIT_ASKPASS", "SSH_ASKPASS")
+ROOT_SANDBOX_ID = 1000
+"""The uid and gid a command started by root has inside the sandbox: mapped to root
+outside (what it creates belongs to root), but with no capability, so it cannot
+unmount, remount, chown or bypass file modes: root's files are its own, other
+users' files it reads and writes only as their modes let anyone."""
 
 KilledBy = (
-    Literal["wall_time", "cpu_time", "max_processes", "max_output", "memory", "max_file_size"] | str
+    Literal[
+        "wall_time",
+        "cpu_time",
+        "max_processes",
+        "max_output",
+        "memory",
+        "max_file_size",
+        "disk_quota",
+    ]
+    | str
 )
 
 
@@ -100,6 +118,10 @@ class SandboxResult(BaseModel):
     memory_limit: Literal["cgroup", "rlimit"] = "rlimit"
     """Which memory limit applied: ``cgroup`` (the whole call, ``/tmp`` included, in a
     memory cgroup of its own) or ``rlimit`` (``RLIMIT_AS``, per process)."""
+    protected_paths: list[str] = []
+    """The workspace's control paths that were read-only in the run (relative)."""
+    undone: list[str] = []
+    """What the run did to control paths and was undone after it (``removed sub/.git``)."""
 
 
 def harden_environment(env: Mapping[str, str]) -> dict[str, str]:
@@ -129,6 +151,18 @@ def harden_environment(env: Mapping[str, str]) -> dict[str, str]:
     hardened[f"GIT_CONFIG_VALUE_{count}"] = ""
     hardened["GIT_CONFIG_COUNT"] = str(count + 1)
     return hardened
+
+
+@functools.lru_cache(maxsize=8)
+def _bwrap_has(bwrap: str, option: str) -> bool:
+    """Whether this bubblewrap knows ``option`` (``--disable-userns`` came in 0.8)."""
+    try:
+        done = subprocess.run(
+            [bwrap, "--help"], capture_output=True, timeout=_PROBE_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return option.encode() in done.stdout + done.stderr
 
 
 class _Probe(BaseModel):
@@ -435,6 +469,31 @@ def hidden_paths(
     return out
 
 
+class _DiskUse:
+    """How much the workspace's file system has filled since the command started.
+
+    Read from ``statvfs`` (a few microseconds), so that nothing the command does
+    (a deleted file held open, a sparse file filled, many small files) hides it;
+    what else writes to that file system meanwhile counts too.
+    """
+
+    def __init__(self, workspace: Path, quota: int) -> None:
+        self.workspace = workspace
+        self.quota = quota
+        self.start = self._used()
+
+    def _used(self) -> int:
+        try:
+            info = os.statvfs(self.workspace)
+        except OSError:  # pragma: no cover - the workspace is there while we run
+            return 0
+        return (info.f_blocks - info.f_bfree) * info.f_frsize
+
+    def exceeded(self) -> bool:
+        """Whether the command has added more than the quota."""
+        return self._used() - self.start > self.quota
+
+
 class _Output:
     """stdout and stderr read incrementally, sharing one byte budget."""
 
@@ -487,6 +546,8 @@ class Sandbox:
                 hint="run ollm from a project directory",
             )
         self.workspace = resolved
+        self._survey: Survey | None = None
+        """The last look at the workspace's control paths, to start the next from."""
         self.bwrap_path = str(bwrap_path) if bwrap_path else shutil.which("bwrap") or "bwrap"
         self.prlimit_path = (
             str(prlimit_path) if prlimit_path else shutil.which("prlimit") or "prlimit"
@@ -585,9 +646,16 @@ class Sandbox:
         cgroup = self._make_cgroup()
         memory = self._make_memory_cgroup()
         args_fd: int | None = None
+        seccomp_fd: int | None = None
+        guard: ControlGuard | None = None
+        stack = contextlib.ExitStack()
         try:
             if sandboxed:
-                args_fd = self._args_memfd(full_env, workdir)
+                guard = stack.enter_context(ControlGuard(self.workspace, self._survey))
+                program = filter_program()
+                if program is not None:
+                    seccomp_fd = _memfd("ollm-seccomp", program)
+                args_fd = self._args_memfd(full_env, workdir, guard, seccomp_fd)
                 command = [
                     self.bwrap_path,
                     "--args",
@@ -618,24 +686,33 @@ class Sandbox:
                     *(str(path) for path in joins),
                     *command,
                 ]
-            result = self._execute(
-                command,
-                env=launch_env,
-                cwd=launch_cwd,
-                stdin=stdin,
-                pass_fds=(args_fd,) if args_fd is not None else (),
-                cgroup=cgroup,
-                sandboxed=sandboxed,
-            )
-            if memory is None:
-                return result
-            update: dict[str, object] = {"memory_limit": "cgroup"}
-            if memory.oom_killed() and result.killed_by in (None, "SIGKILL"):
-                update["killed_by"] = "memory"
+            try:
+                result = self._execute(
+                    command,
+                    env=launch_env,
+                    cwd=launch_cwd,
+                    stdin=stdin,
+                    pass_fds=tuple(fd for fd in (args_fd, seccomp_fd) if fd is not None),
+                    cgroup=cgroup,
+                    sandboxed=sandboxed,
+                )
+            finally:  # the command is gone, whatever happened: undo what it planted
+                undone = guard.finish() if guard is not None else []
+            update: dict[str, object] = {}
+            if guard is not None:
+                update["protected_paths"] = guard.shown_protected()
+                update["undone"] = undone
+                self._survey = guard.after
+            if memory is not None:
+                update["memory_limit"] = "cgroup"
+                if memory.oom_killed() and result.killed_by in (None, "SIGKILL"):
+                    update["killed_by"] = "memory"
             return result.model_copy(update=update)
         finally:
-            if args_fd is not None:
-                os.close(args_fd)
+            stack.close()
+            for fd in (args_fd, seccomp_fd):
+                if fd is not None:
+                    os.close(fd)
             if cgroup is not None:
                 cgroup.remove()
             if memory is not None:
@@ -648,15 +725,27 @@ class Sandbox:
             "--proc", "/proc",
             "--size", str(self.settings.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp",
             "--unshare-all",
+            "--unshare-user",
             "--new-session",
             "--die-with-parent",
         ]  # fmt: skip
+        if _bwrap_has(self.bwrap_path, "--disable-userns"):
+            args.append("--disable-userns")  # no nested namespace to regain capabilities in
+        if os.geteuid() == 0:
+            # Root keeps every capability in its user namespace (and could unmount the
+            # read-only binds): run as an ordinary user there, with none at all.
+            uid = str(ROOT_SANDBOX_ID)
+            args += ["--uid", uid, "--gid", uid, "--cap-drop", "ALL"]
         if network:
             args.append("--share-net")
         return args
 
-    def _args_memfd(self, env: Mapping[str, str], workdir: Path) -> int:
+    def _args_memfd(
+        self, env: Mapping[str, str], workdir: Path, guard: ControlGuard, seccomp_fd: int | None
+    ) -> int:
         options = self._namespace_args(network=self.settings.network)
+        if seccomp_fd is not None:
+            options += ["--seccomp", str(seccomp_fd)]
         homes = [Path.home()]
         if env.get("HOME"):
             homes.append(Path(env["HOME"]))
@@ -668,20 +757,14 @@ class Sandbox:
         # The workspace is bound after /tmp's tmpfs so that a workspace under /tmp shows.
         options += ["--bind", str(self.workspace), str(self.workspace)]
         options += _hide_args(inside)
-        # The workspace's control folders stay read-only: a tool that could write
+        # The workspace's control paths stay read-only: a tool that could write
         # .ollm/config.yaml or .git/hooks could make the next command run code.
-        for name in (".ollm", ".git"):
-            control = self.workspace / name
-            if control.exists() and not control.is_symlink():
-                options += ["--ro-bind", str(control), str(control)]
+        options += guard.bind_args()
         options += ["--clearenv"]
         for name, value in env.items():
             options += ["--setenv", name, value]
         options += ["--chdir", str(workdir)]
-        fd = os.memfd_create("ollm-bwrap-args", os.MFD_CLOEXEC)
-        os.write(fd, b"".join(arg.encode() + b"\0" for arg in options))
-        os.lseek(fd, 0, os.SEEK_SET)
-        return fd
+        return _memfd("ollm-bwrap-args", b"".join(arg.encode() + b"\0" for arg in options))
 
     def _limits(self, *, nproc: int | None) -> list[str]:
         settings = self.settings
@@ -764,6 +847,7 @@ class Sandbox:
             pass_fds=pass_fds,
         )
         killed_by: str | None = None
+        disk = _DiskUse(self.workspace, settings.max_write_mb * 1024 * 1024)
         selector = selectors.DefaultSelector()
         streams: dict[int, str] = {}
         for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
@@ -805,6 +889,9 @@ class Sandbox:
                     break
                 if cgroup is not None and cgroup.hit_limit():
                     killed_by = "max_processes"
+                    break
+                if disk.exceeded():
+                    killed_by = "disk_quota"
                     break
                 if exited_at is None and not sandboxed and proc.poll() is not None:
                     exited_at = time.monotonic()
@@ -861,6 +948,14 @@ class Sandbox:
             except (ProcessLookupError, PermissionError):
                 return
             time.sleep(0.001)
+
+
+def _memfd(name: str, data: bytes) -> int:
+    """A memory file holding ``data``, read from its start (bubblewrap reads it)."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _hide_args(paths: list[tuple[Path, bool]], workspace: Path | None = None) -> list[str]:

@@ -86,6 +86,7 @@ class ListFilesTool(Tool[ListFilesArgs]):
         "those in .gitignore, are left out). Directories end with '/', symlinks with '@'."
     )
     args_model = ListFilesArgs
+    guards_control_paths = True
 
     def run(self, args: ListFilesArgs, ctx: ToolContext) -> ToolOutput:
         root = _directory(ctx, args.path)
@@ -132,6 +133,7 @@ class GlobTool(Tool[GlobArgs]):
         "left out. Returns paths relative to the workspace."
     )
     args_model = GlobArgs
+    guards_control_paths = True
 
     def run(self, args: GlobArgs, ctx: ToolContext) -> ToolOutput:
         root = _directory(ctx, args.path)
@@ -175,6 +177,7 @@ class GrepTool(Tool[GrepArgs]):
         "are skipped."
     )
     args_model = GrepArgs
+    guards_control_paths = True
 
     def run(self, args: GrepArgs, ctx: ToolContext) -> ToolOutput:
         try:

@@ -12,9 +12,10 @@ descriptor it holds, so a later swap changes nothing. Where the kernel has
 ``openat2`` the common case (no symlink in the path) is one
 ``RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`` call.
 
-The workspace's control folders (``.ollm/``, ``.git/``) are never written by a
-tool (:data:`PROTECTED_DIRS`): a tool that could write ``.ollm/config.yaml`` or
-``.git/hooks`` could make the next command run code.
+The workspace's control folders (``.ollm/``, ``.git/``, at any depth: see
+:mod:`~ollm_cli.pipeline.tools._control_paths`) are never written by a tool: a
+tool that could write ``.ollm/config.yaml`` or ``.git/hooks`` could make the
+next command run code on the host.
 
 :func:`resolve_in_workspace` (a checked path, not a descriptor) remains for the
 search tools, which read through the FileDiscoveryService.
@@ -38,9 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ollm_cli.pipeline.errors import ToolError
+from ollm_cli.pipeline.tools._control_paths import CONTROL_NAMES
 
-PROTECTED_DIRS = frozenset({".ollm", ".git"})
-"""Top-level folders of the workspace no tool may write."""
 MAX_SYMLINKS = 40
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -235,11 +235,13 @@ class _Walk:
         self.hops = 0
 
     def _check_protected(self, name: str) -> None:
-        if self.protect and not self.names and name.casefold() in PROTECTED_DIRS:
+        if self.protect and name.casefold() in CONTROL_NAMES:
+            shown = "/".join([*self.names, name])
             raise ToolError(
-                f"tools may not write in the workspace's {name}/ folder ({self.given!r})",
-                hint=f"{name}/ holds the configuration of OLLM or git; edit it yourself if "
-                f"you mean to",
+                f"tools may not write in {shown} ({self.given!r}): .ollm and .git, at any "
+                f"depth of the workspace, are protected",
+                hint=f"{name} holds configuration that OLLM or git runs later on the host; "
+                f"edit it yourself if you mean to",
             )
 
     def _splice(self, name: str, pending: list[str]) -> list[str]:
@@ -361,7 +363,8 @@ def open_in_workspace(
     at a time); one that leads out, ``..`` past the root, an absolute path
     elsewhere, a file used as a folder, or a path ending with ``/`` that names
     a file raise :class:`ToolError`. ``for_write`` also refuses the control
-    folders (:data:`PROTECTED_DIRS`); ``create_parents`` makes missing folders.
+    paths (a ``.ollm`` or ``.git`` at any depth, :data:`CONTROL_NAMES`);
+    ``create_parents`` makes missing folders.
     """
     _check_text(path)
     root = workspace.resolve()
@@ -370,7 +373,8 @@ def open_in_workspace(
     root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     entry: WorkspaceEntry | None = None
     try:
-        if not want_dir and not (for_write and parts and parts[0].casefold() in PROTECTED_DIRS):
+        protected = for_write and any(part.casefold() in CONTROL_NAMES for part in parts)
+        if not want_dir and not protected:
             entry = _fast(root, root_fd, parts, path)
         if entry is None:
             entry = _Walk(root, root_fd, path, create_parents, for_write).run(parts, want_dir)

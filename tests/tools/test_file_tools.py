@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -176,6 +177,26 @@ def test_read_file_cuts_one_huge_line(ctx: ToolContext, workspace: Path) -> None
     assert out.llm_content.startswith("z" * READ_MAX_BYTES + "\n[line 1 is longer")
     assert "offset=1" in out.llm_content
     assert read(ctx, "huge.txt", offset=1) == "next\n"
+
+
+def test_read_file_never_holds_a_long_line_whole(ctx: ToolContext, workspace: Path) -> None:
+    """A 48 MiB line is cut before it is read: the peak of Python's allocations stays
+    a few times the cap, not the line's size (the whole line used to be read first)."""
+    line = b"y" * (1024 * 1024)
+    with (workspace / "one-line.txt").open("wb") as handle:
+        for _ in range(48):
+            handle.write(line)
+        handle.write(b"\nafter\n")
+    tracemalloc.start()
+    try:
+        out = ReadFileTool().run(ReadFileArgs(path="one-line.txt"), ctx)
+        after = ReadFileTool().run(ReadFileArgs(path="one-line.txt", offset=1), ctx)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert out.llm_content.startswith("y" * READ_MAX_BYTES + "\n[line 1 is longer")
+    assert after.llm_content == "after\n"
+    assert peak < 8 * READ_MAX_BYTES + 2 * 1024 * 1024
 
 
 def test_read_file_empty_file(ctx: ToolContext, workspace: Path) -> None:

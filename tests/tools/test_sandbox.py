@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from ollm_cli.config.settings import SandboxSettings
 from ollm_cli.pipeline.errors import SandboxUnavailableError, ToolError
+from ollm_cli.pipeline.tools import ToolContext
 from ollm_cli.pipeline.tools._sandbox import (
     UNSANDBOXED_KEY,
     PidsCgroup,
@@ -32,6 +33,7 @@ from ollm_cli.pipeline.tools._sandbox import (
     cgroup_candidates,
     harden_environment,
 )
+from ollm_cli.pipeline.tools._shell import ShellArgs, ShellTool
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -295,6 +297,21 @@ def test_sandbox_stops_a_cpu_hog(workspace: Path, plain_env: dict[str, str]) -> 
     result = bash(sandbox, "while :; do :; done", plain_env)
     assert result.killed_by == "cpu_time"
     assert not result.timed_out
+
+
+def test_sandbox_stops_a_command_that_fills_the_disk(
+    workspace: Path, plain_env: dict[str, str]
+) -> None:
+    sandbox = Sandbox(SandboxSettings(max_write_mb=16, wall_time_s=60), workspace)
+    ctx = ToolContext(workspace=workspace, env=plain_env, sandbox=sandbox)
+    # Many files, each under maxFileMb: only the quota of the whole call stops it.
+    script = "for i in $(seq 200); do head -c 1048576 /dev/zero > part$i; done"
+    out = ShellTool().run(ShellArgs(command=script), ctx)
+    assert not out.success
+    assert out.error is not None and "tools.sandbox.maxWriteMb (16 MiB)" in out.error
+    written = sum(p.stat().st_size for p in workspace.glob("part*"))
+    assert 16 * 1024 * 1024 < written < 200 * 1024 * 1024
+    assert bash(sandbox, "rm part*; echo again", plain_env).stdout == "again\n"
 
 
 def test_sandbox_stops_a_memory_hog(workspace: Path, plain_env: dict[str, str]) -> None:
