@@ -94,6 +94,7 @@ RESTRICTED_KEYS: tuple[str, ...] = (
     "services.environment",
     "services.session",
     "services.fileDiscovery.followSymlinks",
+    "services.fileDiscovery.scanTimeS",
     "services.loopDetection.enabled",
     "services.compression.finishOnExitS",
     "snapshots.dataDir",
@@ -120,6 +121,7 @@ a key of the settings model is on neither."""
 
 LOWER_ONLY_KEYS: tuple[str, ...] = (
     "tools.sandbox",
+    "services.fileDiscovery.scanTimeS",
     "services.compression.finishOnExitS",
     "provider.ollama.maxContextWindow",
     "provider.openai.maxContextWindow",

@@ -135,8 +135,8 @@ PASSWORD = "S3cretPass-Kq9"
 @pytest.mark.parametrize(
     ("name", "value"),
     [
-        ("OLLAMA_HOST", f"http://bob:{PASSWORD}@127.0.0.1:notaport"),
-        ("OLLAMA_HOST", f"bob:{PASSWORD}@[::1"),
+        ("OLLAMA_HOST", f"http://bob:{PASSWORD}@gpu lan:notaport"),
+        ("OLLAMA_HOST", f"bob:{PASSWORD}@[gpu lan"),
         ("OLLM_OLLAMA_HOST", f"ftp://bob:{PASSWORD}@gpu.lan"),
         ("OLLM_PROVIDER__OPENAI__API_KEY_ENV", "sk-proj-Zq7Lm2Xp9Rt4Vb8Nc1Kd6Hf3Jg5Ws0Ye2Ua4"),
     ],
@@ -156,6 +156,6 @@ def test_a_config_error_never_prints_a_password(name: str, value: str, tmp_path:
 def test_the_loader_masks_a_password_in_the_error_itself(tmp_path: Path) -> None:
     """What a caller gets (the service, a script) is masked before any printer sees it."""
     with pytest.raises(ConfigError) as caught:
-        load_settings(tmp_path, {"OLLAMA_HOST": f"http://bob:{PASSWORD}@127.0.0.1:notaport"})
+        load_settings(tmp_path, {"OLLAMA_HOST": f"http://bob:{PASSWORD}@gpu lan:notaport"})
     assert PASSWORD not in caught.value.message and PASSWORD not in (caught.value.hint or "")
     assert "provider.ollama.host" in caught.value.message
