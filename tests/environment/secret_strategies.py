@@ -105,7 +105,8 @@ SECRET_FORMATS: dict[str, st.SearchStrategy[tuple[str, str, str]]] = {
     "secret": st.tuples(
         st.sampled_from(["password", "DB_PASSWORD", "client_secret", "api_key", "token"]),
         st.sampled_from(["=", ": ", " = ", '": "']),
-        _mixed(ALNUM + "!#$%*+-./", 12),
+        # A literal: no "." (``a7b.cdef`` is an attribute of code), no "xxxx" (a placeholder).
+        _mixed(ALNUM + "!#$%*+-/", 12).filter(lambda v: "xxxx" not in v.lower()),
     ).map(lambda t: ("secret", t[2], f"{t[0]}{t[1]}{t[2]}")),
 }
 
