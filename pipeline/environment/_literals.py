@@ -74,9 +74,8 @@ def secret_key(key: str) -> bool:
         return False
     found = False
     for index, word in enumerate(words):
-        if word in _SECRET_KEY_WORDS or any(infix in word for infix in _INFIXES):
-            found = True
-        elif word == "key" and index > 0 and words[index - 1] in _KEY_QUALIFIERS:
+        qualified_key = word == "key" and index > 0 and words[index - 1] in _KEY_QUALIFIERS
+        if qualified_key or word in _SECRET_KEY_WORDS or any(i in word for i in _INFIXES):
             found = True
     if not found:
         return False
@@ -97,6 +96,7 @@ _BARE = re.compile(r"[^\s\"'`,;&(){}\[\]<>|]+")
 _CHAIN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)+")
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _NUMBERED_NAME = re.compile(r"[A-Za-z_]+\d{1,3}")
+_NAME_PART = re.compile(r"[A-Za-z]*\d{0,3}[A-Za-z]*")
 _VERSION = re.compile(r"[\^~<>=v]*\d+(?:\.\d+)+(?:[-+.][\w.]+)?")
 _FILE_NAME = re.compile(
     r"[\w.-]+\.(?:pem|key|crt|cer|der|p12|pfx|jks|json|txt|env|ya?ml|toml|ini|cfg|conf|gpg|asc)"
@@ -143,8 +143,11 @@ def bare_secret(value: str) -> bool:
         return False
     if _CHAIN.fullmatch(value):
         return False  # settings.SECRET_KEY, document.cookie, env::var
-    if _IDENTIFIER.fullmatch(value) and ("_" in value or _NUMBERED_NAME.fullmatch(value)):
-        return False  # next_token, token2: a variable
+    if _IDENTIFIER.fullmatch(value) and (
+        _NUMBERED_NAME.fullmatch(value)
+        or ("_" in value and all(_NAME_PART.fullmatch(p) for p in value.split("_")))
+    ):
+        return False  # next_token, jwt_token_v2, token2: a variable
     return literal_secret(value)
 
 

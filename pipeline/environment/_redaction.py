@@ -580,7 +580,11 @@ class Redactor:
             fresh: dict[str, str] = {}
             for match in scanned:
                 secret = text[match.start : match.end]
-                if match.kind not in _UNLEARNED_KINDS and secret not in learned and _learnable(secret):
+                if (
+                    match.kind not in _UNLEARNED_KINDS
+                    and secret not in learned
+                    and _learnable(secret)
+                ):
                     fresh[secret] = match.kind
             for secret, kind in fresh.items():
                 _copies(text, secret, kind, scanned, whole=True)

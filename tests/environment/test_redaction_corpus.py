@@ -1,0 +1,58 @@
+"""Issue 23: redaction changes only secrets, measured on the two corpora of redaction_corpus."""
+
+from __future__ import annotations
+
+import pytest
+
+from ollm_cli.pipeline.environment import Redactor
+from tests.environment.redaction_corpus import CLEAN, SECRETS
+
+
+@pytest.mark.parametrize("name", sorted(CLEAN))
+def test_code_comes_out_byte_identical(name: str) -> None:
+    text = CLEAN[name]
+    assert Redactor().redact(text) == text
+
+
+def test_the_whole_clean_corpus_through_one_redactor_changes_no_byte() -> None:
+    """One turn holding every sample: nothing learned from one sample masks another."""
+    redactor = Redactor()
+    for _ in range(2):
+        for name, text in CLEAN.items():
+            assert redactor.redact(text) == text, name
+
+
+@pytest.mark.parametrize(("name", "text", "secrets"), SECRETS, ids=[s[0] for s in SECRETS])
+def test_every_secret_is_masked(name: str, text: str, secrets: tuple[str, ...]) -> None:
+    out = Redactor().redact(text)
+    assert "[REDACTED:" in out
+    for secret in secrets:
+        assert secret not in out, name
+
+
+def test_the_corpora_cover_many_shapes() -> None:
+    assert len(CLEAN) >= 20
+    assert sum(len(text) for text in CLEAN.values()) >= 8000
+    assert len(SECRETS) >= 35
+
+
+def test_a_secret_learned_in_a_turn_masks_only_whole_copies() -> None:
+    redactor = Redactor()
+    redactor.redact("postgres://u:Zq7-pass-91@db")
+    assert redactor.redact("typed Zq7-pass-91 again") == "typed [REDACTED:url-password] again"
+    assert redactor.redact("xZq7-pass-912 is another") == "xZq7-pass-912 is another"
+
+
+def test_a_value_that_is_code_is_never_learned() -> None:
+    redactor = Redactor()
+    first = "password: SecretStr = Field(default=...)\nname: str = Field(default='x')"
+    assert redactor.redact(first) == first
+    assert redactor.redact("token = Field(...)") == "token = Field(...)"
+
+
+def test_learned_secrets_are_forgotten_at_the_end_of_a_turn() -> None:
+    redactor = Redactor()
+    redactor.redact("my password is Hunter2-Zebra")
+    assert "Hunter2-Zebra" not in redactor.redact("echo Hunter2-Zebra")
+    redactor.forget_learned()
+    assert redactor.redact("echo Hunter2-Zebra") == "echo Hunter2-Zebra"
