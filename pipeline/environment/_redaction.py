@@ -72,9 +72,13 @@ def _not_numeric(secret: str) -> bool:
     return not secret.isdigit()
 
 
+#: A placeholder filled in later: ``{password}``, ``${DB_PASS}``, ``$DB_PASS``, ``%s``,
+#: ``%(password)s``, ``<pass>``, ``****``.
+_TEMPLATE = re.compile(r"\{.*\}|\$\{.*|\$[A-Z_]+|%(?:\(\w+\))?s|<.*>|\*+")
+
+
 def _template(secret: str) -> bool:
-    """A placeholder filled in later (``{password}``, ``${DB_PASS}``, ``%s``, ``<pass>``)."""
-    return secret[0] in "{$%<" or "{" in secret or secret in ("****", "*****", "******")
+    return _TEMPLATE.fullmatch(secret) is not None
 
 
 def _token_like(secret: str) -> bool:
@@ -143,8 +147,20 @@ def _path_like(candidate: str) -> bool:
     return words >= 2
 
 
+_CAMEL_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def _camel_name(candidate: str) -> bool:
+    """A long CamelCase name (``V1OrganizationExternalKeysPostRequestAws``): words of
+    4.5 letters or more on average, where 40 random characters stay under 4.3."""
+    if not candidate.isalnum():
+        return False
+    words = _CAMEL_WORD.findall(candidate)
+    return sum(map(len, words)) / len(words) >= 4.5
+
+
 def _aws_secret(candidate: str) -> bool:
-    return _random_looking(candidate) and not _path_like(candidate)
+    return _random_looking(candidate) and not _path_like(candidate) and not _camel_name(candidate)
 
 
 def _has_long_word(text: str, length: int = 40) -> bool:

@@ -56,3 +56,20 @@ def test_learned_secrets_are_forgotten_at_the_end_of_a_turn() -> None:
     assert "Hunter2-Zebra" not in redactor.redact("echo Hunter2-Zebra")
     redactor.forget_learned()
     assert redactor.redact("echo Hunter2-Zebra") == "echo Hunter2-Zebra"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "class V1OrganizationExternalKeysPostRequestAws(TypedDict):",
+        "see github.com/Mai0313/VibeCodingTracker/issues/new",
+        "/Mai0313/VibeCodingTracker/issues/new/x12",
+    ],
+)
+def test_names_and_paths_of_forty_characters_are_not_aws_secrets(text: str) -> None:
+    assert Redactor().redact(text) == text
+
+
+def test_a_bare_aws_secret_is_still_found() -> None:
+    secret = "Tq9Lm2Xv7Rk4Pz8Wn1Yb6Hs3Jd5Gf0AcE/Ur+Ki2"
+    assert Redactor().redact(f"old key {secret} here") == "old key [REDACTED:aws-secret] here"
