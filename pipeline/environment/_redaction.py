@@ -501,7 +501,8 @@ MIN_LEARNED_LENGTH = 6
 _UNLEARNED_KINDS = frozenset({"private-key"})
 
 
-_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+#: What a token is made of, for "a whole copy": ``Zq7-pass`` is not whole in ``Zq7-pass-2``.
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
 def _learnable(secret: str) -> bool:

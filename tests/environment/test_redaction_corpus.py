@@ -41,6 +41,7 @@ def test_a_secret_learned_in_a_turn_masks_only_whole_copies() -> None:
     redactor.redact("postgres://u:Zq7-pass-91@db")
     assert redactor.redact("typed Zq7-pass-91 again") == "typed [REDACTED:url-password] again"
     assert redactor.redact("xZq7-pass-912 is another") == "xZq7-pass-912 is another"
+    assert redactor.redact("branch Zq7-pass-91-docs") == "branch Zq7-pass-91-docs"
 
 
 def test_a_value_that_is_code_is_never_learned() -> None:
