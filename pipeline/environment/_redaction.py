@@ -194,6 +194,8 @@ def _assigned(text: str, match: re.Match[str]) -> tuple[int, int] | None:
     start = match.start()
     while start > 0 and text[start - 1] in _KEY_CHARS:
         start -= 1
+    if start > 0 and text[start - 1] == "\\" and text[start] in "nrt":
+        start += 1  # repr() of a multi-line text: "\\napi_key=..." is the key api_key
     if not secret_key(text[start : match.end(1)]):
         return None
     if text[match.end() - 1 : match.end() + 1] == "=" + "=":

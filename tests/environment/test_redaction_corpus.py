@@ -74,3 +74,8 @@ def test_names_and_paths_of_forty_characters_are_not_aws_secrets(text: str) -> N
 def test_a_bare_aws_secret_is_still_found() -> None:
     secret = "Tq9Lm2Xv7Rk4Pz8Wn1Yb6Hs3Jd5Gf0AcE/Ur+Ki2"
     assert Redactor().redact(f"old key {secret} here") == "old key [REDACTED:aws-secret] here"
+
+
+def test_a_key_after_an_escaped_newline_is_still_a_key() -> None:
+    text = repr("\napi_key=A7b000000000 ")
+    assert "A7b000000000" not in Redactor().redact(text)
