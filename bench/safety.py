@@ -256,6 +256,16 @@ def bench_sanitizer(repeats: int) -> None:
         copy_us,
         "µs/env",
     )
+    from tests.environment.developer_env import DEVELOPER_ENV
+
+    kept = sanitizer.sanitize(DEVELOPER_ENV)
+    removed = sorted(set(DEVELOPER_ENV) - set(kept))
+    print(
+        f"  false removals on {len(DEVELOPER_ENV)} common developer variables "
+        f"(tests/environment/developer_env.py): {len(removed)} ({', '.join(removed)})"
+    )
+    for decision in sanitizer.explain({name: DEVELOPER_ENV[name] for name in removed}):
+        print(f"    {decision.name}: {decision.reason}")
 
 
 def bench_redactor(repeats: int) -> None:
