@@ -469,6 +469,10 @@ def bench_issue14_turn(repeats: int) -> None:
 
 
 # -- end of issue 14's block --------------------------------------------------------------------
+LOOP_BASELINE = "main"
+"""The git ref whose loop detector the corpus figures are compared with."""
+
+
 def bench_loop_corpus() -> None:
     """Precision and recall of the loop detector on the corpus of honest work and real
     loops (``tests/loop_detection/loop_corpus.py``), overall and per source."""
@@ -495,6 +499,17 @@ def bench_loop_corpus() -> None:
         print(f"  false alarm: {name}")
     for name in result.missed:
         print(f"  missed: {name}")
+    old = _module_at(LOOP_BASELINE, "pipeline/loop_detection/_service.py", "bench_old_loop", {})
+    if old is None:
+        return
+    before = score(lambda settings, clock: old.LoopDetectionService(settings, clock=clock))
+    print(
+        f"  before ({LOOP_BASELINE}): precision {before.precision:.3f}, recall "
+        f"{before.recall:.3f}, {len(before.false_alarms)} false alarms, "
+        f"{len(before.missed)} missed"
+    )
+    for name in before.false_alarms:
+        print(f"    false alarm before: {name}")
 
 
 def main(argv: list[str] | None = None) -> None:
