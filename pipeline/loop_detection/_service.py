@@ -413,8 +413,11 @@ class LoopDetectionService:
 
     def record_user_message(self, text: str | None = None) -> None:
         """A new user request begins: the turn count and all windows start again.
-        ``text`` (the user's message) is a source the reply may quote."""
+        ``text`` (the user's message) is a source the reply may quote; the sources of
+        earlier requests (their tool results) stay, the newest :data:`SOURCE_KEEP`."""
+        sources = self._state.sources
         self.reset()
+        self._state.sources.extend(sources)
         if text:
             self._state.sources.append(_source(text))
 

@@ -245,3 +245,13 @@ def test_indented_lines_are_a_code_block() -> None:
     frame = "    at recurse (/srv/app/src/tree.js:31:12)\n"
     assert _feed(LoopDetectionService(), "Trace:\n" + frame * 40 + "No base case.") == []
     assert _feed(LoopDetectionService(), "Trace:\n" + frame * 120) != []
+
+
+def test_a_result_of_an_earlier_request_is_still_a_source() -> None:
+    line = "Warning, the retry budget is exhausted for this shard.\n"
+    loop = LoopDetectionService()
+    loop.record_tool_result("read_file", {"path": "x.log"}, line * 12)
+    loop.begin_request()
+    assert _feed(loop, "As before:\n" + line * 12 + "So it gave up.") == []
+    loop.reset()
+    assert _feed(loop, "As before:\n" + line * 12) != []
