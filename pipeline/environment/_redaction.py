@@ -304,6 +304,34 @@ _PATTERNS: tuple[_Pattern, ...] = (
         re.compile(_B + r"pypi-AgE[A-Za-z0-9_-]{50,}"),
         ("pypi-AgE",),
     ),
+    # Prefixed formats of other providers, as published by each and listed in
+    # gitleaks' rule table: a fixed prefix and a fixed shape, so no context is needed.
+    _Pattern(
+        "age",
+        re.compile(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+        ("AGE-SECRET-KEY-1",),
+    ),
+    _Pattern("shopify", re.compile(_B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b"), ("shp",)),
+    _Pattern("sendgrid", re.compile(_B + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"), ("SG.",)),
+    _Pattern(
+        "digitalocean",
+        re.compile(_B + r"do[opr]_v1_[a-f0-9]{64}\b"),
+        ("doo_v1_", "dop_v1_", "dor_v1_"),
+    ),
+    _Pattern("databricks", re.compile(_B + r"dapi[a-f0-9]{32}(?:-\d)?\b"), ("dapi",)),
+    _Pattern("doppler", re.compile(_B + r"dp\.(?:pt|st|sa|ct)\.[A-Za-z0-9]{40,44}"), ("dp.",)),
+    _Pattern("linear", re.compile(_B + r"lin_api_[A-Za-z0-9]{40}\b"), ("lin_api_",)),
+    _Pattern("postman", re.compile(_B + r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}\b"), ("PMAK-",)),
+    _Pattern(
+        "grafana",
+        re.compile(_B + r"(?:glc_[A-Za-z0-9+/]{32,400}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})"),
+        ("glc_", "glsa_"),
+        check=_mixed,
+    ),
+    _Pattern("atlassian", re.compile(_B + r"ATATT3[A-Za-z0-9_=-]{150,}"), ("ATATT3",)),
+    _Pattern("square", re.compile(_B + r"sq0(?:atp|csp)-[0-9A-Za-z_-]{22,43}"), ("sq0",)),
+    _Pattern("1password", re.compile(_B + r"ops_eyJ[A-Za-z0-9+/]{200,}={0,3}"), ("ops_eyJ",)),
+    _Pattern("mailgun", re.compile(_B + r"key-[0-9a-zA-Z]{32}\b"), ("key-",), check=_mixed),
     _Pattern(
         "jwt",
         re.compile(_B + r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*"),

@@ -37,6 +37,17 @@ _JWT = (
     + ".eyJzdWIiOiI0MiIsIm5hbWUiOiJhbGljZSIsImlhdCI6MTcwMDAwMDAwMH0"
     + ".Xk2bq7Lm9Zr4Vp8Wn3Yt6Hs1Jd5Gf0Ac2Ue7RiQmTo"
 )
+_AGE = "AGE-SECRET-KEY-1" + "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7LQPZRY9X8GF2TVDW0S3JN54KHCE"
+_SHOPIFY = "shpat_" + "3f786850e387550fdab836ed7e6dc881"
+_SENDGRID = "SG." + "Xq7Lm2Zr9Vk4Pn8Wt3Yb6H" + "." + "s1Jd5Gf0Ac2Ue7RiQmToXk2bq7Lm9Zr4Vp8Wn3Yt6Hs"
+_DO = "dop_v1_" + "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+_DATABRICKS = "dapi" + "3f786850e387550fdab836ed7e6dc881"
+_DOPPLER = "dp.pt." + "Xq7Lm2Zr9Vk4Pn8Wt3Yb6Hs1Jd5Gf0Ac2Ue7RiQmTo"
+_LINEAR = "lin_api_" + "Xq7Lm2Zr9Vk4Pn8Wt3Yb6Hs1Jd5Gf0Ac2Ue7RiQm"
+_POSTMAN = "PMAK-" + "3f786850e387550fdab836ed" + "-" + "7dc881de23001b3f786850e387550fdab8"
+_GRAFANA = "glsa_" + "Xq7Lm2Zr9Vk4Pn8Wt3Yb6Hs1Jd5Gf0Ac2" + "_" + "3f786850"
+_SQUARE = "sq0atp-" + "Xq7Lm2Zr9Vk4Pn8Wt3Yb6Hs"
+_MAILGUN = "key-" + "3f786850e387550fdab836ed7e6dc8Xq"
 _KEY_BODY = (
     "MIIEowIBAAKCAQEAx7Lm2Zr9Vk4Pn8Wt3Yb6Hs1Jd5Gf0Ac2Ue7RiQmToXk2bq7Lm9Z\n"
     "r4Vp8Wn3Yt6Hs1Jd5Gf0Ac2Ue7RiQmToQ7xLm2Zr9Vk4Pn8Wt3Yb6Hs1Jd5Gf0Ac2\n"
@@ -380,4 +391,15 @@ SECRETS: list[tuple[str, str, tuple[str, ...]]] = [
     ("docker-compose", "environment:\n  - POSTGRES_PASSWORD=r7Kq2-Lm9Z\n", ("r7Kq2-Lm9Z",)),
     ("terraform", 'resource "x" "y" {\n  password = "Tf-Pa55-2024"\n}', ("Tf-Pa55-2024",)),
     ("csharp", 'var apiKey = "k8Xq2Lm9Zr7Vt4Pn";', ("k8Xq2Lm9Zr7Vt4Pn",)),
+    ("age", f"# created: 2026-01-01\n{_AGE}", (_AGE,)),
+    ("shopify", f"X-Shopify-Access-Token: {_SHOPIFY}", (_SHOPIFY,)),
+    ("sendgrid", f"sg = SendGridAPIClient({_SENDGRID!r})", (_SENDGRID,)),
+    ("digitalocean", f"doctl auth init -t {_DO}", (_DO,)),
+    ("databricks", f"host = https://x.cloud.databricks.com\ntoken {_DATABRICKS}", (_DATABRICKS,)),
+    ("doppler", f"DOPPLER={_DOPPLER}", (_DOPPLER,)),
+    ("linear", f"linear.configure({_LINEAR!r})", (_LINEAR,)),
+    ("postman", f"x-api-key: {_POSTMAN}", (_POSTMAN,)),
+    ("grafana", f"grafana sa token: {_GRAFANA}", (_GRAFANA,)),
+    ("square", f"SQUARE={_SQUARE}", (_SQUARE,)),
+    ("mailgun", f"MG={_MAILGUN}", (_MAILGUN,)),
 ]  # fmt: skip

@@ -13,12 +13,13 @@ from ollm_cli.config.settings import DEFAULT_ALLOW_LIST, DEFAULT_DENY_PATTERNS, 
 from ollm_cli.pipeline.environment._redaction import find_secrets
 from ollm_cli.pipeline.environment._sanitizer import (
     EXECUTION_VARIABLES,
-    KNOWN_SECRET_NAMES,
     SECRET_INFIXES,
     SECRET_WORDS,
     EnvDecision,
     EnvironmentSanitizationService,
     compile_name_pattern,
+    secret_name_word,
+    session_socket,
 )
 from tests.environment.developer_env import DEVELOPER_ENV, KNOWN_FALSE_REMOVALS
 
@@ -350,13 +351,16 @@ def test_removed_names_are_logged_at_debug_without_values(
 SEGMENT = st.text(alphabet=string.ascii_uppercase + string.digits, min_size=1, max_size=6).filter(
     lambda s: s.lower() not in SECRET_WORDS and not any(i in s.lower() for i in SECRET_INFIXES)
 )
+# nor are names the secret-name or session-socket rules remove (``0OTP``, ``A_SOCK``)
 NAME = (
     st.lists(SEGMENT, min_size=1, max_size=4)
     .map("_".join)
-    .filter(lambda n: n not in KNOWN_SECRET_NAMES)
+    .filter(lambda n: secret_name_word(n) is None and not session_socket(n, ""))
 )
-#: Values that cannot look like a credential: lower-case words, digits and paths.
-SAFE_VALUE = st.text(alphabet=string.ascii_lowercase + string.digits + "/.: -", max_size=30)
+#: Values that cannot look like a credential nor a socket: lower-case words, digits, paths.
+SAFE_VALUE = st.text(alphabet=string.ascii_lowercase + string.digits + "/.: -", max_size=30).filter(
+    lambda v: not session_socket("VALUE", v)
+)
 
 
 def _segment_oracle(pattern: str, name: str) -> bool:
