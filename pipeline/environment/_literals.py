@@ -30,6 +30,7 @@ Example::
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 #: The shortest literal worth masking (``"abc"`` or ``"dev"`` are not secrets).
 MIN_LITERAL_LENGTH = 6
@@ -92,6 +93,7 @@ _ANNOTATION = re.compile(
     r"[ \t]*[&*]?(?:'\w+[ \t]+)?[A-Za-z_][\w.]*(?:\[[^\]\n=]{0,80}\])?"
     r"(?:[ \t]*\|[ \t]*[A-Za-z_][\w.]*(?:\[[^\]\n=]{0,80}\])?){0,4}[ \t]*=(?![=>~])[ \t]*"
 )
+_LINE_END = re.compile(r"[ \t]*(?:#[^\n]*)?(?:\r?\n|\Z)")
 _BARE = re.compile(r"[^\s\"'`,;&(){}\[\]<>|]+")
 _CHAIN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)+")
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
@@ -137,17 +139,24 @@ def literal_secret(value: str) -> bool:
     return len(set(value)) > 2  # "aaaaaa", "------"
 
 
-def bare_secret(value: str) -> bool:
-    """Whether a bare (unquoted) token is a literal secret rather than code."""
+def bare_secret(value: str, *, config: Literal["", "spaced", "tight"] = "") -> bool:
+    """Whether a bare (unquoted) token is a literal secret rather than code.
+
+    ``config`` says the token is the whole value of a line that may be configuration:
+    ``"tight"`` for ``KEY=value`` (a ``.env`` file) or ``key: value`` (YAML), where any
+    name-like token (``hunter2``, ``db_pass_2``) is a value; ``"spaced"`` for
+    ``key = value`` (an ini file, or Python), where ``hunter2`` is a value but
+    ``next_token`` is a variable.
+    """
     if value[0] in _REFERENCE_STARTS or value.lower() in _KEYWORDS:
         return False
     if _CHAIN.fullmatch(value):
         return False  # settings.SECRET_KEY, document.cookie, env::var
-    if _IDENTIFIER.fullmatch(value) and (
-        _NUMBERED_NAME.fullmatch(value)
-        or ("_" in value and all(_NAME_PART.fullmatch(p) for p in value.split("_")))
-    ):
-        return False  # next_token, jwt_token_v2, token2: a variable
+    if _IDENTIFIER.fullmatch(value) and config != "tight":
+        if "_" in value and all(_NAME_PART.fullmatch(p) for p in value.split("_")):
+            return False  # next_token, jwt_token_v2: a variable
+        if not config and _NUMBERED_NAME.fullmatch(value):
+            return False  # token2: a variable
     return literal_secret(value)
 
 
@@ -167,12 +176,15 @@ def _closing_quote(text: str, start: int, quote: str) -> int:
     return -1
 
 
-def assigned_secret(text: str, at: int) -> tuple[int, int] | None:
+def assigned_secret(text: str, at: int, *, line_start: bool = False) -> tuple[int, int] | None:
     """Where the secret assigned at ``at`` sits in ``text``, or None when the value is code.
 
-    ``at`` is right after the operator (``=`` or ``:``) that follows a secret's key.
+    ``at`` is right after the operator (``=`` or ``:``) that follows a secret's key;
+    ``line_start``: the key begins its line (``KEY=value``, ``key: value``), so a bare
+    value that ends the line is configuration (see :func:`bare_secret`).
     """
-    operator = text[at - 1]
+    operator_at = at - 1
+    operator = text[operator_at]
     after = text[at : at + 1]
     if operator == "=" and (after in ("=", "~") or text[at - 2 : at - 1] in ("=", "!", "<", ">")):
         return None  # a comparison
@@ -205,4 +217,10 @@ def assigned_secret(text: str, at: int) -> tuple[int, int] | None:
     follows = text[bare.end() : bare.end() + 1]
     if follows in ("(", "[", "{"):
         return None  # a call, a subscript, a constructor
-    return bare.span() if bare_secret(bare.group(0)) else None
+    config: Literal["", "spaced", "tight"] = ""
+    if line_start and _LINE_END.match(text, bare.end()) is not None:
+        spaced = operator == "=" and (
+            text[operator_at - 1 : operator_at].isspace() or bare.start() != operator_at + 1
+        )
+        config = "spaced" if spaced else "tight"
+    return bare.span() if bare_secret(bare.group(0), config=config) else None

@@ -200,7 +200,8 @@ def _assigned(text: str, match: re.Match[str]) -> tuple[int, int] | None:
         return None
     if text[match.end() - 1 : match.end() + 1] == "=" + "=":
         return None
-    return assigned_secret(text, match.end())
+    before = text[text.rfind("\n", 0, start) + 1 : start].strip()
+    return assigned_secret(text, match.end(), line_start=before in ("", "export", "-"))
 
 
 def _spoken_secret(text: str, match: re.Match[str]) -> tuple[int, int] | None:

@@ -339,6 +339,14 @@ as `GITHUB_TOKEN`. The CLI reads `~/.config/ollm/credentials.toml`, where
 | `API_KEY` | the key of the provider |
 | `TOKEN_TTL` | seconds before a token expires |
 """,
+    "python-variables": """\
+def rotate(store, user):
+    token = next_token
+    secret = new_secret_v2
+    password = generate_password(length=20)
+    api_key = store.api_key_for(user)
+    return token, secret, password, api_key
+""",
     "sql": """\
 CREATE TABLE users (id uuid PRIMARY KEY, password_hash text NOT NULL, api_key_prefix text);
 UPDATE users SET password_hash = crypt($1, gen_salt('bf')) WHERE id = $2;
@@ -402,4 +410,8 @@ SECRETS: list[tuple[str, str, tuple[str, ...]]] = [
     ("grafana", f"grafana sa token: {_GRAFANA}", (_GRAFANA,)),
     ("square", f"SQUARE={_SQUARE}", (_SQUARE,)),
     ("mailgun", f"MG={_MAILGUN}", (_MAILGUN,)),
+    ("dotenv-weak", "DB_USER=app\nDB_PASSWORD=hunter2\nDB_HOST=db", ("hunter2",)),
+    ("yaml-weak", "postgres:\n  user: app\n  password: password1  # dev only\n", ("password1",)),
+    ("ini-weak", "[client]\nuser = root\npassword = admin123\n", ("admin123",)),
+    ("compose-weak", "    environment:\n      - MYSQL_ROOT_PASSWORD=db_root_2\n", ("db_root_2",)),
 ]  # fmt: skip
