@@ -659,9 +659,15 @@ class Redactor:
 
     def redact(self, text: str) -> str:
         """``text`` with every secret replaced by ``[REDACTED:<kind>]``."""
+        return self.redact_counted(text)[0]
+
+    def redact_counted(self, text: str) -> tuple[str, int]:
+        """:meth:`redact`, and how many secrets it masked (an importer's count of what
+        it changed; counting ``[REDACTED:`` in the result would also count marks the
+        text held before)."""
         matches = self.find(text)
         if not matches:
-            return text
+            return text, 0
         parts: list[str] = []
         cursor = 0
         for match in matches:
@@ -669,7 +675,7 @@ class Redactor:
             parts.append(f"{_MARK}:{match.kind}]")
             cursor = match.end
         parts.append(text[cursor:])
-        return "".join(parts)
+        return "".join(parts), len(matches)
 
     def contains_secret(self, text: str) -> bool:
         """True when :meth:`redact` would change ``text``."""

@@ -79,3 +79,14 @@ def test_a_bare_aws_secret_is_still_found() -> None:
 def test_a_key_after_an_escaped_newline_is_still_a_key() -> None:
     text = repr("\napi_key=A7b000000000 ")
     assert "A7b000000000" not in Redactor().redact(text)
+
+
+def test_redact_counted_says_how_many_secrets_it_masked() -> None:
+    text = "already [REDACTED:secret] here; DB_PASSWORD=hunter2 and my password is Zq7-pass-91"
+    out, count = Redactor().redact_counted(text)
+    assert count == 2
+    assert out == (
+        "already [REDACTED:secret] here; DB_PASSWORD=[REDACTED:secret] "
+        "and my password is [REDACTED:spoken-secret]"
+    )
+    assert Redactor().redact_counted("nothing here") == ("nothing here", 0)
