@@ -82,11 +82,11 @@ def test_a_key_after_an_escaped_newline_is_still_a_key() -> None:
 
 
 def test_redact_counted_says_how_many_secrets_it_masked() -> None:
-    text = "already [REDACTED:secret] here; DB_PASSWORD=hunter2 and my password is Zq7-pass-91"
+    text = "already [REDACTED:secret] here;\nDB_PASSWORD=hunter2\nand my password is Zq7-pass-91"
     out, count = Redactor().redact_counted(text)
     assert count == 2
     assert out == (
-        "already [REDACTED:secret] here; DB_PASSWORD=[REDACTED:secret] "
+        "already [REDACTED:secret] here;\nDB_PASSWORD=[REDACTED:secret]\n"
         "and my password is [REDACTED:spoken-secret]"
     )
     assert Redactor().redact_counted("nothing here") == ("nothing here", 0)
