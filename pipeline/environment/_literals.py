@@ -176,12 +176,16 @@ def _closing_quote(text: str, start: int, quote: str) -> int:
     return -1
 
 
-def assigned_secret(text: str, at: int, *, line_start: bool = False) -> tuple[int, int] | None:
+def assigned_secret(
+    text: str, at: int, *, line_start: bool = False, parameter: bool = False
+) -> tuple[int, int] | None:
     """Where the secret assigned at ``at`` sits in ``text``, or None when the value is code.
 
     ``at`` is right after the operator (``=`` or ``:``) that follows a secret's key;
     ``line_start``: the key begins its line (``KEY=value``, ``key: value``), so a bare
-    value that ends the line is configuration (see :func:`bare_secret`).
+    value that ends the line is configuration (see :func:`bare_secret`);
+    ``parameter``: the key is a URL query's or a connection string's
+    (``?token=abc123``, ``;Password=abc123;``), whose values are never code.
     """
     operator_at = at - 1
     operator = text[operator_at]
@@ -217,8 +221,8 @@ def assigned_secret(text: str, at: int, *, line_start: bool = False) -> tuple[in
     follows = text[bare.end() : bare.end() + 1]
     if follows in ("(", "[", "{"):
         return None  # a call, a subscript, a constructor
-    config: Literal["", "spaced", "tight"] = ""
-    if line_start and _LINE_END.match(text, bare.end()) is not None:
+    config: Literal["", "spaced", "tight"] = "tight" if parameter else ""
+    if not parameter and line_start and _LINE_END.match(text, bare.end()) is not None:
         spaced = operator == "=" and (
             text[operator_at - 1 : operator_at].isspace() or bare.start() != operator_at + 1
         )

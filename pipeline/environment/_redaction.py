@@ -201,7 +201,12 @@ def _assigned(text: str, match: re.Match[str]) -> tuple[int, int] | None:
     if text[match.end() - 1 : match.end() + 1] == "=" + "=":
         return None
     before = text[text.rfind("\n", 0, start) + 1 : start].strip()
-    return assigned_secret(text, match.end(), line_start=before in ("", "export", "-"))
+    return assigned_secret(
+        text,
+        match.end(),
+        line_start=before in ("", "export", "-"),
+        parameter=text[start - 1 : start] in ("?", "&", ";"),
+    )
 
 
 def _spoken_secret(text: str, match: re.Match[str]) -> tuple[int, int] | None:

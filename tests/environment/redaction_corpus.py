@@ -339,6 +339,10 @@ as `GITHUB_TOKEN`. The CLI reads `~/.config/ollm/credentials.toml`, where
 | `API_KEY` | the key of the provider |
 | `TOKEN_TTL` | seconds before a token expires |
 """,
+    "js-statements": """\
+let count = 0; token = next_token; secret = refreshed_secret_2;
+if (ready && token) { api_key = keyring_entry; }
+""",
     "python-variables": """\
 def rotate(store, user):
     token = next_token
@@ -410,6 +414,8 @@ SECRETS: list[tuple[str, str, tuple[str, ...]]] = [
     ("grafana", f"grafana sa token: {_GRAFANA}", (_GRAFANA,)),
     ("square", f"SQUARE={_SQUARE}", (_SQUARE,)),
     ("mailgun", f"MG={_MAILGUN}", (_MAILGUN,)),
+    ("url-query", "GET https://api.example.com/v1/items?limit=10&token=abc123 200", ("abc123",)),
+    ("ado-conn", "Server=db;Database=shop;User Id=app;Password=myPassw0rd1;", ("myPassw0rd1",)),
     ("dotenv-weak", "DB_USER=app\nDB_PASSWORD=hunter2\nDB_HOST=db", ("hunter2",)),
     ("yaml-weak", "postgres:\n  user: app\n  password: password1  # dev only\n", ("password1",)),
     ("ini-weak", "[client]\nuser = root\npassword = admin123\n", ("admin123",)),
