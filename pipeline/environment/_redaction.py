@@ -214,7 +214,8 @@ def _spoken_secret(text: str, match: re.Match[str]) -> tuple[int, int] | None:
     start, end = match.span(1)
     while end > start and text[end - 1] in ".!?:)":
         end -= 1
-    if text.startswith(_MARK, start) or not bare_secret(text[start:end]):
+    # prose: a numbered word (hunter2) is the password, a snake_case name is code
+    if text.startswith(_MARK, start) or not bare_secret(text[start:end], config="spaced"):
         return None
     return start, end
 

@@ -416,6 +416,7 @@ SECRETS: list[tuple[str, str, tuple[str, ...]]] = [
     ("mailgun", f"MG={_MAILGUN}", (_MAILGUN,)),
     ("url-query", "GET https://api.example.com/v1/items?limit=10&token=abc123 200", ("abc123",)),
     ("ado-conn", "Server=db;Database=shop;User Id=app;Password=myPassw0rd1;", ("myPassw0rd1",)),
+    ("spoken-weak", "the wifi password is hunter2, the admin one too", ("hunter2",)),
     ("dotenv-weak", "DB_USER=app\nDB_PASSWORD=hunter2\nDB_HOST=db", ("hunter2",)),
     ("yaml-weak", "postgres:\n  user: app\n  password: password1  # dev only\n", ("password1",)),
     ("ini-weak", "[client]\nuser = root\npassword = admin123\n", ("admin123",)),
