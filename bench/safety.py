@@ -384,6 +384,8 @@ def _module_at(commit: str, path: str, name: str, overrides: dict[str, Any]) -> 
     sys.modules[name] = module
     try:
         exec(compile(source, path, "exec"), module.__dict__)
+    except ImportError:
+        return None  # it needs a module of its time that is gone
     finally:
         for key, value in saved.items():
             if value is None:
@@ -401,13 +403,22 @@ def bench_issue14_turn(repeats: int) -> None:
     answer = _prose(rng, 700)[:4096]
     tool_result = "\n".join(_prose(rng, 12) for _ in range(25))[:2048]
     env = _environment(random.Random(11))
-    old_redaction = _module_at(ISSUE14_BASELINE, "pipeline/redaction.py", "bench_old_redaction", {})
+    # the modules at that commit import the pre-relayout names (pipeline.errors...)
+    from ollm_cli.config import settings
+    from ollm_cli.pipeline import errors
+
+    old_redaction = _module_at(
+        ISSUE14_BASELINE,
+        "pipeline/redaction.py",
+        "bench_old_redaction",
+        {"pipeline.errors": errors},
+    )
     old_sanitizer = (
         _module_at(
             ISSUE14_BASELINE,
             "pipeline/env_sanitizer.py",
             "bench_old_env_sanitizer",
-            {"ollm_cli.pipeline.environment._redaction": old_redaction},
+            {"pipeline.redaction": old_redaction, "config.settings": settings},
         )
         if old_redaction is not None
         else None

@@ -422,16 +422,17 @@ class EnvironmentSanitizationService:
             if self.mode == "allowOnly":
                 return False, "not on the allow list (allowOnly mode)"
             pattern = self._deny.first(name)
-            trust = (
-                trust_store_name(name)
-                and _PATH_VALUE.match(value.strip()) is not None
-                and (pattern is None or pattern in _DEFAULT_DENY)
-            )
-            if not trust:
-                if pattern is not None:
+            word = secret_name_word(name) if pattern is None else None
+            if pattern is not None or word is not None:
+                # a CA bundle's path is kept, unless a deny pattern of the user names it
+                trust = (
+                    (pattern is None or pattern in _DEFAULT_DENY)
+                    and _PATH_VALUE.match(value.strip()) is not None
+                    and trust_store_name(name)
+                )
+                if not trust and pattern is not None:
                     return False, f"name matches deny pattern {pattern}"
-                word = secret_name_word(name)
-                if word is not None:
+                if not trust:
                     return False, f"name names a credential ({word})"
         secrets = find_secrets(value, shapes=True) if value else []
         if secrets:
