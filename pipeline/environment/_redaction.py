@@ -396,6 +396,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
         ("mysql", "mariadb", "sshpass"),
         lower_anchors=True,
         group=1,
+        check=lambda s: not _template(s.strip("\"'")),  # -p"$MYSQL_PWD" is a variable
     ),
     _Pattern(
         "secret",

@@ -148,6 +148,8 @@ TOKEN=$(cat ~/.config/tool/token)
 curl -H "Authorization: Bearer $TOKEN" https://api.example.com/v1/me
 docker login -u alice --password-stdin < ~/.docker/password.txt
 mysql -u root -p shop
+mysql -u root -p"$MYSQL_ROOT_PASSWORD" shop < dump.sql
+sshpass -p ${SSH_PASS} ssh deploy@host
 password=$1
 """,
     "yaml-ci": """\

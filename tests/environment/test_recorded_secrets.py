@@ -6,7 +6,8 @@ from pathlib import Path
 
 from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.records import SessionMessage
+from ollm_cli.pipeline.records import SessionMessage, SessionToolCall, ToolResult
+from tests.environment.redaction_corpus import CLEAN
 
 PASSWORD = "Sup3rS3cr3t-Pw!"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -74,3 +75,38 @@ def test_a_secret_found_in_passing_is_masked_by_value_within_its_turn_only(
     assert b"Noted: [REDACTED:spoken-secret]." in stored
     assert b"rename the branch Hunter2-Zebra-docs" in stored
     assert b"the tag is Hunter2-Zebra" in stored
+
+
+def test_code_written_by_a_tool_call_is_recorded_byte_for_byte(tmp_path: Path) -> None:
+    """Issue 23: after ``password: SecretStr = Field(`` every ``Field(`` of the turn was
+    masked, corrupting a Write's content; a record that changes what was said is lost."""
+    settings = OllmSettings.model_validate(
+        {"services": {"session": {"dataDir": str(tmp_path / "sessions"), "saveDelayMs": 0}}}
+    )
+    code = CLEAN["python-pydantic"]
+    shell = RecordingShell(settings)
+    sid = shell.create_session("m", "simulated")
+    shell.record_message(sid, SessionMessage.user("add a settings model; " + CLEAN["js-csrf"]))
+    shell.record_tool_call(
+        sid,
+        SessionToolCall(
+            id="w1",
+            name="write_file",
+            args={"path": "app/settings.py", "content": code},
+            result=ToolResult(llm_content=f"wrote {len(code)} bytes"),
+        ),
+    )
+    shell.record_answer(
+        sid,
+        SessionMessage.of_text("assistant", "Done: `password: SecretStr = Field(...)`."),
+        prompt_tokens=1,
+        completion_tokens=1,
+        turn_end_tokens=2,
+    )
+    shell.save_session(sid)
+    stored = shell.get_session(sid)
+    shell.close_session(sid)
+    shell.close()
+    assert stored.messages[0].text == "add a settings model; " + CLEAN["js-csrf"]
+    assert stored.tool_calls[0].args["content"] == code
+    assert b"[REDACTED:" not in _all_bytes(tmp_path / "sessions")
