@@ -256,6 +256,16 @@ def bench_sanitizer(repeats: int) -> None:
         copy_us,
         "µs/env",
     )
+    from tests.environment.developer_env import DEVELOPER_ENV
+
+    kept = sanitizer.sanitize(DEVELOPER_ENV)
+    removed = sorted(set(DEVELOPER_ENV) - set(kept))
+    print(
+        f"  false removals on {len(DEVELOPER_ENV)} common developer variables "
+        f"(tests/environment/developer_env.py): {len(removed)} ({', '.join(removed)})"
+    )
+    for decision in sanitizer.explain({name: DEVELOPER_ENV[name] for name in removed}):
+        print(f"    {decision.name}: {decision.reason}")
 
 
 def bench_redactor(repeats: int) -> None:
@@ -374,6 +384,8 @@ def _module_at(commit: str, path: str, name: str, overrides: dict[str, Any]) -> 
     sys.modules[name] = module
     try:
         exec(compile(source, path, "exec"), module.__dict__)
+    except ImportError:
+        return None  # it needs a module of its time that is gone
     finally:
         for key, value in saved.items():
             if value is None:
@@ -391,13 +403,22 @@ def bench_issue14_turn(repeats: int) -> None:
     answer = _prose(rng, 700)[:4096]
     tool_result = "\n".join(_prose(rng, 12) for _ in range(25))[:2048]
     env = _environment(random.Random(11))
-    old_redaction = _module_at(ISSUE14_BASELINE, "pipeline/redaction.py", "bench_old_redaction", {})
+    # the modules at that commit import the pre-relayout names (pipeline.errors...)
+    from ollm_cli.config import settings
+    from ollm_cli.pipeline import errors
+
+    old_redaction = _module_at(
+        ISSUE14_BASELINE,
+        "pipeline/redaction.py",
+        "bench_old_redaction",
+        {"pipeline.errors": errors},
+    )
     old_sanitizer = (
         _module_at(
             ISSUE14_BASELINE,
             "pipeline/env_sanitizer.py",
             "bench_old_env_sanitizer",
-            {"ollm_cli.pipeline.environment._redaction": old_redaction},
+            {"pipeline.redaction": old_redaction, "config.settings": settings},
         )
         if old_redaction is not None
         else None
@@ -459,6 +480,10 @@ def bench_issue14_turn(repeats: int) -> None:
 
 
 # -- end of issue 14's block --------------------------------------------------------------------
+LOOP_BASELINE = "main"
+"""The git ref whose loop detector the corpus figures are compared with."""
+
+
 def bench_loop_corpus() -> None:
     """Precision and recall of the loop detector on the corpus of honest work and real
     loops (``tests/loop_detection/loop_corpus.py``), overall and per source."""
@@ -485,6 +510,17 @@ def bench_loop_corpus() -> None:
         print(f"  false alarm: {name}")
     for name in result.missed:
         print(f"  missed: {name}")
+    old = _module_at(LOOP_BASELINE, "pipeline/loop_detection/_service.py", "bench_old_loop", {})
+    if old is None:
+        return
+    before = score(lambda settings, clock: old.LoopDetectionService(settings, clock=clock))
+    print(
+        f"  before ({LOOP_BASELINE}): precision {before.precision:.3f}, recall "
+        f"{before.recall:.3f}, {len(before.false_alarms)} false alarms, "
+        f"{len(before.missed)} missed"
+    )
+    for name in before.false_alarms:
+        print(f"    false alarm before: {name}")
 
 
 def main(argv: list[str] | None = None) -> None:

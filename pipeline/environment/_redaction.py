@@ -39,6 +39,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
+from ollm_cli.pipeline.environment._literals import assigned_secret, bare_secret, secret_key
+
 logger = logging.getLogger(__name__)
 
 #: A value shorter than this is never redacted by value ("true", "1", "dev"
@@ -57,17 +59,33 @@ class SecretMatch(BaseModel):
     end: int
 
 
+_DIGIT = re.compile(r"\d")
+
+
 def _mixed(secret: str) -> bool:
     """True for random-looking tokens: upper and lower case letters and a digit."""
+    # comparing with the lowered and uppered copies runs in C: a hex digest fails at once
     return (
-        any(c.isdigit() for c in secret)
-        and any(c.isupper() for c in secret)
-        and any(c.islower() for c in secret)
+        secret != secret.lower() and secret != secret.upper() and _DIGIT.search(secret) is not None
     )
 
 
 def _not_numeric(secret: str) -> bool:
     return not secret.isdigit()
+
+
+#: A placeholder filled in later: ``{password}``, ``${DB_PASS}``, ``$DB_PASS``, ``%s``,
+#: ``%(password)s``, ``<pass>``, ``****``.
+_TEMPLATE = re.compile(r"\{.*\}|\$\{.*|\$[A-Z_]+|%(?:\(\w+\))?s|<.*>|\*+")
+
+
+def _template(secret: str) -> bool:
+    return _TEMPLATE.fullmatch(secret) is not None
+
+
+def _token_like(secret: str) -> bool:
+    """Not a number and not a word (``Bearer authentication``): what a token looks like."""
+    return not secret.isdigit() and not secret.isalpha()
 
 
 def _ordinary_word(candidate: str) -> bool:
@@ -112,8 +130,39 @@ def _random_looking(candidate: str) -> bool:
 #: Bits per character from which a long unbroken string counts as random (a key):
 #: base64 keys sit at 4.5-5.2; hex digests, UUIDs and words stay under 4.
 HIGH_ENTROPY_BITS = 4.2
-#: A bare AWS secret access key (40 characters of base64), found without an anchor.
-_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+#: A bare AWS secret access key (40 characters of base64), found without an anchor. It
+#: stands alone: not after a ``.`` (``github.com/owner/repo/...``), ``-``, ``_``, ``@``...
+_AWS_SECRET = re.compile(
+    r"(?<![A-Za-z0-9/+=.\-_@%~#\\])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=\-_@%~#\\]|\.\w)"
+)
+
+
+def _path_like(candidate: str) -> bool:
+    """A path of words (``com/Owner/Repo/issues/new``), not a key that happens to hold ``/``:
+    it starts or ends with ``/``, or two of its parts are plain words."""
+    if "/" not in candidate:
+        return False
+    if candidate.startswith("/") or candidate.endswith("/"):
+        return True
+    parts = candidate.split("/")
+    words = sum(1 for p in parts if len(p) >= 3 and p.isalpha() and (p.islower() or p.istitle()))
+    return words >= 2
+
+
+_CAMEL_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def _camel_name(candidate: str) -> bool:
+    """A long CamelCase name (``V1OrganizationExternalKeysPostRequestAws``): words of
+    4.5 letters or more on average, where 40 random characters stay under 4.3."""
+    if not candidate.isalnum():
+        return False
+    words = _CAMEL_WORD.findall(candidate)
+    return sum(map(len, words)) / len(words) >= 4.5
+
+
+def _aws_secret(candidate: str) -> bool:
+    return _random_looking(candidate) and not _path_like(candidate) and not _camel_name(candidate)
 
 
 def _has_long_word(text: str, length: int = 40) -> bool:
@@ -134,6 +183,43 @@ class _Pattern:
     lower_anchors: bool = False
     group: int = 0
     check: Callable[[str], bool] | None = None
+    #: Where the secret of a match is, or None when there is none (replaces ``group``).
+    locate: Callable[[str, re.Match[str]], tuple[int, int] | None] | None = None
+
+
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def _assigned(text: str, match: re.Match[str]) -> tuple[int, int] | None:
+    """The literal secret assigned to the key matched (``password = "..."``), or None
+    when the key names no secret or the value is code (see :mod:`._literals`)."""
+    start = match.start()
+    while start > 0 and text[start - 1] in _KEY_CHARS:
+        start -= 1
+    if start > 0 and text[start - 1] == "\\" and text[start] in "nrt":
+        start += 1  # repr() of a multi-line text: "\\napi_key=..." is the key api_key
+    if not secret_key(text[start : match.end(1)]):
+        return None
+    if text[match.end() - 1 : match.end() + 1] == "=" + "=":
+        return None
+    before = text[text.rfind("\n", 0, start) + 1 : start].strip()
+    return assigned_secret(
+        text,
+        match.end(),
+        line_start=before in ("", "export", "-"),
+        parameter=text[start - 1 : start] in ("?", "&", ";"),
+    )
+
+
+def _spoken_secret(text: str, match: re.Match[str]) -> tuple[int, int] | None:
+    """``my password is Hunter2-Zebra.``: the token, without the sentence's punctuation."""
+    start, end = match.span(1)
+    while end > start and text[end - 1] in ".!?:)":
+        end -= 1
+    # prose: a numbered word (hunter2) is the password, a snake_case name is code
+    if text.startswith(_MARK, start) or not bare_secret(text[start:end], config="spaced"):
+        return None
+    return start, end
 
 
 _NO_MARK = r"(?!\[REDACTED)"
@@ -158,6 +244,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
         re.compile(r"(?<=[A-Za-z0-9+.-])://[^\s:/@]{0,256}:" + _NO_MARK + r"([^\s/@]{1,256})@"),
         ("://",),
         group=1,
+        check=lambda s: not _template(s),
     ),
     _Pattern(
         "github",
@@ -226,6 +313,34 @@ _PATTERNS: tuple[_Pattern, ...] = (
         re.compile(_B + r"pypi-AgE[A-Za-z0-9_-]{50,}"),
         ("pypi-AgE",),
     ),
+    # Prefixed formats of other providers, as published by each and listed in
+    # gitleaks' rule table: a fixed prefix and a fixed shape, so no context is needed.
+    _Pattern(
+        "age",
+        re.compile(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+        ("AGE-SECRET-KEY-1",),
+    ),
+    _Pattern("shopify", re.compile(_B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b"), ("shp",)),
+    _Pattern("sendgrid", re.compile(_B + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"), ("SG.",)),
+    _Pattern(
+        "digitalocean",
+        re.compile(_B + r"do[opr]_v1_[a-f0-9]{64}\b"),
+        ("doo_v1_", "dop_v1_", "dor_v1_"),
+    ),
+    _Pattern("databricks", re.compile(_B + r"dapi[a-f0-9]{32}(?:-\d)?\b"), ("dapi",)),
+    _Pattern("doppler", re.compile(_B + r"dp\.(?:pt|st|sa|ct)\.[A-Za-z0-9]{40,44}"), ("dp.",)),
+    _Pattern("linear", re.compile(_B + r"lin_api_[A-Za-z0-9]{40}\b"), ("lin_api_",)),
+    _Pattern("postman", re.compile(_B + r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}\b"), ("PMAK-",)),
+    _Pattern(
+        "grafana",
+        re.compile(_B + r"(?:glc_[A-Za-z0-9+/]{32,400}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})"),
+        ("glc_", "glsa_"),
+        check=_mixed,
+    ),
+    _Pattern("atlassian", re.compile(_B + r"ATATT3[A-Za-z0-9_=-]{150,}"), ("ATATT3",)),
+    _Pattern("square", re.compile(_B + r"sq0(?:atp|csp)-[0-9A-Za-z_-]{22,43}"), ("sq0",)),
+    _Pattern("1password", re.compile(_B + r"ops_eyJ[A-Za-z0-9+/]{200,}={0,3}"), ("ops_eyJ",)),
+    _Pattern("mailgun", re.compile(_B + r"key-[0-9a-zA-Z]{32}\b"), ("key-",), check=_mixed),
     _Pattern(
         "jwt",
         re.compile(_B + r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*"),
@@ -237,7 +352,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
         ("bearer",),
         lower_anchors=True,
         group=1,
-        check=_not_numeric,
+        check=_token_like,
     ),
     _Pattern(
         "basic-auth",
@@ -270,8 +385,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
         ),
         ("passw", "passphrase", "pwd", "secret", "token", "api", "credential"),
         lower_anchors=True,
-        group=1,
-        check=lambda s: _not_numeric(s) and not _ordinary_word(s),
+        locate=lambda text, match: _spoken_secret(text, match),
     ),
     _Pattern(
         "cli-password",
@@ -282,19 +396,17 @@ _PATTERNS: tuple[_Pattern, ...] = (
         ("mysql", "mariadb", "sshpass"),
         lower_anchors=True,
         group=1,
+        check=lambda s: not _template(s.strip("\"'")),  # -p"$MYSQL_PWD" is a variable
     ),
     _Pattern(
         "secret",
         re.compile(
             r"(?i)(?:password|passwd|secret|token|api[_-]?key|access[_-]?key"
-            r"|private[_-]?key|credentials?)[\w.-]{0,40}[\"']?\s{0,8}[:=]\s{0,8}[\"']?"
-            + _NO_MARK
-            + r"([^\s\"',;&]{6,})"
+            r"|private[_-]?key|credentials?)([\w.-]{0,40})[\"']?[ \t]{0,8}[:=]"
         ),
         ("passw", "secret", "token", "api", "access", "private", "credential"),
         lower_anchors=True,
-        group=1,
-        check=_not_numeric,
+        locate=lambda text, match: _assigned(text, match),
     ),
 )
 
@@ -323,6 +435,13 @@ def _try(pattern: _Pattern, text: str, at: int, found: list[SecretMatch]) -> int
     match = pattern.regex.match(text, at)
     if match is None:
         return at
+    if pattern.locate is not None:
+        span = pattern.locate(text, match)
+        if span is None:
+            return match.end()
+        start, end = span
+        found.append(SecretMatch(kind=pattern.kind, start=start, end=end))
+        return max(end, match.end())
     start, end = match.span(pattern.group)
     if pattern.check is None or pattern.check(text[start:end]):
         found.append(SecretMatch(kind=pattern.kind, start=start, end=end))
@@ -334,7 +453,7 @@ def _scan(text: str) -> list[SecretMatch]:
     found = _scan_anchored(text)
     if len(text) >= 40 and _has_long_word(text):
         for match in _AWS_SECRET.finditer(text):
-            if _random_looking(match.group(0)):
+            if _aws_secret(match.group(0)):
                 found.append(SecretMatch(kind="aws-secret", start=match.start(), end=match.end()))
     return found
 
@@ -422,6 +541,37 @@ MIN_LEARNED_LENGTH = 6
 _UNLEARNED_KINDS = frozenset({"private-key"})
 
 
+#: What a token is made of, for "a whole copy": ``Zq7-pass`` is not whole in ``Zq7-pass-2``.
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _learnable(secret: str) -> bool:
+    """Whether other copies of ``secret`` may be masked by its value: a token of one line,
+    long enough, and not a word (``Field``, ``document``) that code repeats everywhere."""
+    return (
+        len(secret) >= MIN_LEARNED_LENGTH
+        and "\n" not in secret
+        and not secret.isalpha()
+        and not secret.isdigit()
+    )
+
+
+def _copies(text: str, value: str, kind: str, into: list[SecretMatch], *, whole: bool) -> None:
+    """Append every copy of ``value`` in ``text``; with ``whole``, only those that stand as
+    a whole token (``Zq7-pass`` is not masked inside ``xZq7-pass2``)."""
+    head = value[0] in _WORD_CHARS
+    tail = value[-1] in _WORD_CHARS
+    start = text.find(value)
+    while start != -1:
+        end = start + len(value)
+        if not whole or (
+            not (head and start > 0 and text[start - 1] in _WORD_CHARS)
+            and not (tail and end < len(text) and text[end] in _WORD_CHARS)
+        ):
+            into.append(SecretMatch(kind=kind, start=start, end=end))
+        start = text.find(value, end)
+
+
 class Redactor:
     """Finds and masks secrets in text: token formats plus registered values.
 
@@ -476,13 +626,11 @@ class Redactor:
         copies: the URL's password is found by its place, the second by its value.
         """
         matches: list[SecretMatch] = []
+        for value, kind in self._values:
+            _copies(text, value, kind, matches, whole=False)
         learned = self._learned
-        for table in (self._values, tuple(learned.items())):
-            for value, kind in table:
-                start = text.find(value)
-                while start != -1:
-                    matches.append(SecretMatch(kind=kind, start=start, end=start + len(value)))
-                    start = text.find(value, start + len(value))
+        for value, kind in tuple(learned.items()):
+            _copies(text, value, kind, matches, whole=True)
         registered = len(matches)
         scanned = _scan(text)
         if scanned:
@@ -490,17 +638,13 @@ class Redactor:
             for match in scanned:
                 secret = text[match.start : match.end]
                 if (
-                    len(secret) >= MIN_LEARNED_LENGTH
-                    and match.kind not in _UNLEARNED_KINDS
+                    match.kind not in _UNLEARNED_KINDS
                     and secret not in learned
-                    and "\n" not in secret
+                    and _learnable(secret)
                 ):
                     fresh[secret] = match.kind
             for secret, kind in fresh.items():
-                start = text.find(secret)
-                while start != -1:
-                    scanned.append(SecretMatch(kind=kind, start=start, end=start + len(secret)))
-                    start = text.find(secret, start + len(secret))
+                _copies(text, secret, kind, scanned, whole=True)
             if fresh and self._learn:
                 self._remember(fresh)
             matches.extend(scanned)
@@ -524,9 +668,15 @@ class Redactor:
 
     def redact(self, text: str) -> str:
         """``text`` with every secret replaced by ``[REDACTED:<kind>]``."""
+        return self.redact_counted(text)[0]
+
+    def redact_counted(self, text: str) -> tuple[str, int]:
+        """:meth:`redact`, and how many secrets it masked (an importer's count of what
+        it changed; counting ``[REDACTED:`` in the result would also count marks the
+        text held before)."""
         matches = self.find(text)
         if not matches:
-            return text
+            return text, 0
         parts: list[str] = []
         cursor = 0
         for match in matches:
@@ -534,7 +684,7 @@ class Redactor:
             parts.append(f"{_MARK}:{match.kind}]")
             cursor = match.end
         parts.append(text[cursor:])
-        return "".join(parts)
+        return "".join(parts), len(matches)
 
     def contains_secret(self, text: str) -> bool:
         """True when :meth:`redact` would change ``text``."""

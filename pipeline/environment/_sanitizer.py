@@ -13,8 +13,21 @@ decided in this order; the first rule that applies wins:
    web token...; :func:`ollm_cli.pipeline.environment._redaction.find_secrets`) is removed, whatever
    its name: no name and no allow-list entry bypasses this check.
 3. **Allow list** — a name on the allow list is kept.
-4. In ``allowOnly`` mode every other name is removed. In the default mode a
-   name matching a **deny pattern** is removed and every other name is kept.
+4. **Session sockets** — variables that lead to the user's desktop session or
+   agents (``DBUS_SESSION_BUS_ADDRESS``, ``XDG_RUNTIME_DIR``, ``SSH_AUTH_SOCK``,
+   ``GPG_AGENT_INFO``, ``DOCKER_HOST=unix://...``, any ``*_SOCK``/``*_SOCKET``, a
+   ``unix:`` value or a path in ``/run/user/``; see :data:`SESSION_VARIABLES`)
+   are removed: through them a tool reaches ``systemd-run --user``, docker.sock
+   or an agent that signs as the user. Put one on the allow list to pass it.
+5. In ``allowOnly`` mode every other name is removed.
+6. **Trust stores** — paths to the CA bundles tools need for HTTPS behind a
+   corporate proxy (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, ``NODE_EXTRA_CA_CERTS``,
+   ``REQUESTS_CA_BUNDLE``, ``CURL_CA_BUNDLE``, ``AWS_CA_BUNDLE``...; see
+   :data:`TRUST_STORE_VARIABLES`) are kept when their value is a path: a
+   certificate authority is public. Only a deny pattern you configured yourself
+   removes one.
+7. A name matching a **deny pattern** or naming a credential is removed and
+   every other name is kept.
 
 Patterns (allow list and deny patterns) are fnmatch-style and case-insensitive,
 and they match **whole name segments**, ``_`` being the separator:
@@ -43,6 +56,7 @@ Example::
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 from collections.abc import Iterable, Mapping
@@ -91,6 +105,54 @@ EXECUTION_VARIABLES: tuple[str, ...] = (
     "JAVA_TOOL_OPTIONS",
     "_JAVA_OPTIONS",
 )
+
+#: Variables that lead to the user's session bus, runtime folder or agents (issue 27).
+SESSION_VARIABLES: tuple[str, ...] = (
+    "DBUS_SESSION_BUS_ADDRESS",
+    "DBUS_SYSTEM_BUS_ADDRESS",
+    "XDG_RUNTIME_DIR",
+    "SSH_AUTH_SOCK",
+    "GPG_AGENT_INFO",
+    "GNOME_KEYRING_CONTROL",
+    "GNOME_KEYRING_PID",
+    "KRB5CCNAME",
+    "SWAYSOCK",
+    "I3SOCK",
+    "*_SOCK",
+    "*_SOCKET",
+)
+#: Variables naming a container engine's endpoint: removed when it is a local socket.
+ENGINE_VARIABLES: frozenset[str] = frozenset({"DOCKER_HOST", "CONTAINER_HOST", "PODMAN_HOST"})
+#: A value that is a socket address or a path in the user's runtime folder.
+_SOCKET_VALUE = re.compile(r"^\s*(?:(?:unix|npipe):|/run/user/|/var/run/user/)", re.IGNORECASE)
+#: Paths to the certificate authorities tools trust for HTTPS (issue 23).
+TRUST_STORE_VARIABLES: frozenset[str] = frozenset(
+    {
+        "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE", "AWS_CA_BUNDLE", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "PIP_CERT",
+        "HTTPLIB2_CA_CERTS", "NIX_SSL_CERT_FILE", "CARGO_HTTP_CAINFO", "NPM_CONFIG_CAFILE",
+        "YARN_CAFILE", "DENO_CERT", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", "BUNDLE_SSL_CA_CERT",
+        "CONDA_SSL_VERIFY", "UV_CA_BUNDLE", "HEX_CACERTS_PATH", "JAVAX_NET_SSL_TRUSTSTORE",
+    }
+)  # fmt: skip
+#: Name words that make a CA path (``MY_TOOL_CA_BUNDLE``, ``ACME_CAFILE``) and those that never do.
+_TRUST_WORDS = frozenset({"cafile", "capath", "cainfo", "cabundle", "cacert", "cacerts"})
+_TRUST_PAIRS = frozenset({"bundle", "file", "path", "dir", "certs", "cert", "info"})
+_NOT_TRUST_WORDS = frozenset({"key", "keys", "client", "password", "pass", "secret", "token"})
+_PATH_VALUE = re.compile(r"^(?:[~/.]|[A-Za-z]:[\\/])[^\n]*$")
+
+
+def trust_store_name(name: str) -> bool:
+    """Whether ``name`` holds the path of a CA bundle: ``SSL_CERT_FILE``, ``FOO_CA_BUNDLE``."""
+    if name.upper() in TRUST_STORE_VARIABLES:
+        return True
+    words = name_segments(name)
+    if any(word in _NOT_TRUST_WORDS for word in words):
+        return False
+    if any(word in _TRUST_WORDS for word in words):
+        return True
+    return any(a == "ca" and b in _TRUST_PAIRS for a, b in itertools.pairwise(words))
+
 
 #: Words that make a variable a credential wherever they stand in its name, as a
 #: whole segment (``_``, ``-``, ``.`` and camelCase split it): ``MYSQL_PWD``,
@@ -265,6 +327,17 @@ def _checked(patterns: Any, defaults: tuple[str, ...], what: str) -> _PatternSet
 
 
 _EXECUTION = _PatternSet(EXECUTION_VARIABLES)
+_SESSION = _PatternSet(SESSION_VARIABLES)
+_DEFAULT_DENY = frozenset(DEFAULT_DENY_PATTERNS)
+
+
+def session_socket(name: str, value: str) -> bool:
+    """Whether ``name=value`` leads to the user's session bus, runtime folder or an agent."""
+    if _SESSION.matches(name) or _SOCKET_VALUE.match(value):
+        return True
+    return name.upper() in ENGINE_VARIABLES and value.strip().lower().startswith(
+        ("unix://", "npipe://", "/")
+    )
 
 
 class EnvironmentSanitizationService:
@@ -339,21 +412,36 @@ class EnvironmentSanitizationService:
         if _EXECUTION.matches(name):
             return False, "changes what git or the shell executes"
         allowed = self._allow.first(name)
+        trust = False
         if allowed is None:
+            if session_socket(name, value):
+                return False, (
+                    "leads to your desktop session, runtime folder or an agent socket "
+                    "(put it on services.environment.allowList to pass it)"
+                )
             if self.mode == "allowOnly":
                 return False, "not on the allow list (allowOnly mode)"
             pattern = self._deny.first(name)
-            if pattern is not None:
-                return False, f"name matches deny pattern {pattern}"
-            word = secret_name_word(name)
-            if word is not None:
-                return False, f"name names a credential ({word})"
+            word = secret_name_word(name) if pattern is None else None
+            if pattern is not None or word is not None:
+                # a CA bundle's path is kept, unless a deny pattern of the user names it
+                trust = (
+                    (pattern is None or pattern in _DEFAULT_DENY)
+                    and _PATH_VALUE.match(value.strip()) is not None
+                    and trust_store_name(name)
+                )
+                if not trust and pattern is not None:
+                    return False, f"name matches deny pattern {pattern}"
+                if not trust:
+                    return False, f"name names a credential ({word})"
         secrets = find_secrets(value, shapes=True) if value else []
         if secrets:
             kinds = sorted({s.kind for s in secrets})
             return False, f"value looks like a credential ({', '.join(kinds)})"
         if allowed is not None:
             return True, f"on the allow list ({allowed})"
+        if trust:
+            return True, "the path of a CA bundle tools need for HTTPS"
         return True, "matches no deny pattern"
 
     def sanitize(self, env: Mapping[str, str]) -> dict[str, str]:

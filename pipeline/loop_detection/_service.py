@@ -32,7 +32,13 @@ showed up:
   ``| TBD | pending |`` rows or twenty identical lines of code are content, not
   chanting. Text that repeats what a tool returned (log lines
   quoted from a result) is quotation, allowed as many times as the source has
-  it. Behind these, a whole-line check catches a reply whose last lines are one
+  it. Lines indented by four spaces or a tab are a code block too. Whole lines
+  of *data* repeated (a log line, a CSV row, an identifier list: lines with a
+  digit or a sign such as ``=:/|[]{}<>@#_``) are material being quoted, from a
+  source the detector may not have seen (the user's paste, an earlier request):
+  they are left to the whole-line check and its higher bar. Prose lines repeated
+  (``I will now mark the task as complete.``) are the model chanting, stopped at
+  once. Behind these, a whole-line check catches a reply whose last lines are one
   line repeated ``LINE_LOOP_LINES`` times, or a block of 2 to 8 lines repeated
   ``BLOCK_MIN_REPEATS`` times over at least ``BLOCK_MIN_LINES`` lines
   (``CODE_LOOP_LINES`` lines inside code): a table or a list that never ends,
@@ -121,6 +127,10 @@ SOURCE_CHARS = 32_768
 LINE_KEEP = 4096
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+#: A line of an indented code block (four spaces or a tab; a blank line does not count).
+_INDENTED = re.compile(r"^(?: {4}|\t)\s*\S")
+#: What makes a line data rather than prose: a digit or a sign prose rarely holds.
+_DATA = re.compile(r"[0-9=:/\\|\[\]{}<>@#_$%]")
 _STRUCTURE = re.compile(
     r"^\s*(?:\||[-*+]\s|\d{1,9}[.)]\s|#{1,6}(?:\s|$)|>|[-=_*]{3,}\s*$|[-|: ]{3,}$)"
 )
@@ -403,8 +413,11 @@ class LoopDetectionService:
 
     def record_user_message(self, text: str | None = None) -> None:
         """A new user request begins: the turn count and all windows start again.
-        ``text`` (the user's message) is a source the reply may quote."""
+        ``text`` (the user's message) is a source the reply may quote; the sources of
+        earlier requests (their tool results) stay, the newest :data:`SOURCE_KEEP`."""
+        sources = self._state.sources
         self.reset()
+        self._state.sources.extend(sources)
         if text:
             self._state.sources.append(_source(text))
 
@@ -700,7 +713,7 @@ class LoopDetectionService:
         if period is None:
             return None
         repeats = _tail_repeats(tail, period)
-        if self._quoted(tail, period, repeats):
+        if self._quoted(tail, period, repeats) or _data_lines(tail[-period:]):
             return None
         stream.reported = True
         unit = _word_aligned(tail[-period:])
@@ -728,10 +741,11 @@ class LoopDetectionService:
                 elif marker.startswith(stream.fence) and not line.strip(" `~"):
                     stream.fence = ""
                 stream.reset_at = position
-            elif in_code or _STRUCTURE.match(line):
+            elif in_code or _STRUCTURE.match(line) or _INDENTED.match(line):
                 stream.reset_at = position
             if line.strip():
-                event = self._line_repetition(line, in_code or fence is not None)
+                code = in_code or fence is not None or _INDENTED.match(line) is not None
+                event = self._line_repetition(line, code)
                 if event is not None:
                     return event
         stream.line = pieces[-1][:LINE_KEEP]
@@ -802,6 +816,12 @@ class LoopDetectionService:
     def end_stream(self) -> None:
         """The streamed response is complete; the next one is watched afresh."""
         self._state.stream = _StreamState()
+
+
+def _data_lines(unit: str) -> bool:
+    """Whether a repeating ``unit`` is whole lines of data (a log line, a CSV row), which
+    the whole-line check judges: quoting such lines is common, chanting them is rare."""
+    return "\n" in unit and _DATA.search(unit) is not None
 
 
 def _source(text: str) -> str:

@@ -130,8 +130,13 @@ class SessionRecorder:
 
     def end_turn(self, session_id: str, token_count: int) -> None:
         """Turn end: keep the context's token count and bring the file up to date
-        (``autoSave``), after ``saveDelayMs`` so that quick turns share one rewrite."""
+        (``autoSave``), after ``saveDelayMs`` so that quick turns share one rewrite.
+
+        The secrets the redactor found in passing are forgotten: a copy of one is
+        masked by its value within its turn only (registered values stay)."""
         self.store.set_token_count(session_id, token_count, durable=False)
+        if self.redactor is not None:
+            self.redactor.forget_learned()
         if self.settings.auto_save:  # the file it writes holds the count
             self.store.save_session_soon(session_id, self.settings.save_delay_ms / 1000)
 

@@ -7,6 +7,7 @@ inside a URL, header or assignment).
 
 from __future__ import annotations
 
+import re
 import string
 
 from hypothesis import assume
@@ -98,14 +99,16 @@ SECRET_FORMATS: dict[str, st.SearchStrategy[tuple[str, str, str]]] = {
     "url-password": st.tuples(
         st.sampled_from(["postgres", "https", "redis", "amqp"]),
         _chars(string.ascii_lowercase, 1, 10),
-        _chars(ALNUM + "!$*+-._~", 6, 30),
+        # not a placeholder: ``$DB_PASS`` or ``******`` is filled in later
+        _chars(ALNUM + "!$*+-._~", 6, 30).filter(lambda p: not re.fullmatch(r"\$[A-Z_]+|\*+", p)),
         _chars(string.ascii_lowercase, 2, 12),
     ).map(lambda t: ("url-password", t[2], f"{t[0]}://{t[1]}:{t[2]}@{t[3]}.example.com/db")),
     "bearer": _mixed(B64URL + ".", 24).map(lambda s: ("bearer", s, f"Authorization: Bearer {s}")),
     "secret": st.tuples(
         st.sampled_from(["password", "DB_PASSWORD", "client_secret", "api_key", "token"]),
         st.sampled_from(["=", ": ", " = ", '": "']),
-        _mixed(ALNUM + "!#$%*+-./", 12),
+        # A literal: no "." (``a7b.cdef`` is an attribute of code), no "xxxx" (a placeholder).
+        _mixed(ALNUM + "!#$%*+-/", 12).filter(lambda v: "xxxx" not in v.lower()),
     ).map(lambda t: ("secret", t[2], f"{t[0]}{t[1]}{t[2]}")),
 }
 

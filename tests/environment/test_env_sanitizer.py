@@ -13,13 +13,15 @@ from ollm_cli.config.settings import DEFAULT_ALLOW_LIST, DEFAULT_DENY_PATTERNS, 
 from ollm_cli.pipeline.environment._redaction import find_secrets
 from ollm_cli.pipeline.environment._sanitizer import (
     EXECUTION_VARIABLES,
-    KNOWN_SECRET_NAMES,
     SECRET_INFIXES,
     SECRET_WORDS,
     EnvDecision,
     EnvironmentSanitizationService,
     compile_name_pattern,
+    secret_name_word,
+    session_socket,
 )
+from tests.environment.developer_env import DEVELOPER_ENV, KNOWN_FALSE_REMOVALS
 
 GH = "ghp_" + "Zq7Lm2Xp9Rt4Vb8Nc1Kd6Hf3Jg5Ws0Ye2Ua4"
 OPENAI = "sk-proj-" + "T3BlbkFJx7Q2mZ9rL4vK8pW1nY6sD3fG5hJ0"
@@ -63,7 +65,14 @@ CASES: list[tuple[str, str, bool]] = [
     ),
     ("LS_COLORS", LS_COLORS, True),
     ("GREETING_B64", "SGVsbG8gV29ybGQhIFRoaXMgaXMgYSB0ZXN0Lg==", True),
-    ("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/1000/bus", True),
+    # Issue 27: the session bus, the runtime folder and agent sockets reach the desktop.
+    ("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/1000/bus", False),
+    ("DOCKER_HOST", "unix:///run/user/1000/docker.sock", False),
+    ("CONTAINER_HOST", "unix:///run/user/1000/podman/podman.sock", False),
+    ("GPG_AGENT_INFO", "/run/user/1000/gnupg/S.gpg-agent:0:1", False),
+    ("FOO_IPC_SOCKET", "/tmp/foo.sock", False),
+    ("MY_HELPER", "/run/user/1000/helper", False),  # a path in the runtime folder
+    ("MY_IPC", "unix:abstract=/tmp/dbus-Xk3Jd", False),
     ("HTTP_PROXY", "http://proxy.internal:3128", True),
     ("NO_PROXY", "localhost,127.0.0.1,.internal", True),
     ("DOCKER_HOST", "tcp://127.0.0.1:2375", True),
@@ -73,7 +82,17 @@ CASES: list[tuple[str, str, bool]] = [
     ("VIRTUAL_ENV", "/home/alice/proj/.venv", True),
     ("PYTHONPATH", "/home/alice/proj/src", True),
     ("KUBECONFIG", "/home/alice/.kube/config", True),
-    ("XDG_RUNTIME_DIR", "/run/user/1000", True),
+    ("XDG_RUNTIME_DIR", "/run/user/1000", False),
+    # Issue 23: the CA bundles tools need for HTTPS behind a proxy are kept.
+    ("SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt", True),
+    ("SSL_CERT_DIR", "/etc/ssl/certs", True),
+    ("NODE_EXTRA_CA_CERTS", "/usr/local/share/ca-certificates/corp.crt", True),
+    ("REQUESTS_CA_BUNDLE", "/etc/pki/tls/certs/ca-bundle.crt", True),
+    ("CURL_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt", True),
+    ("AWS_CA_BUNDLE", "/etc/ssl/certs/corp-ca.pem", True),
+    ("ACME_TOOL_CA_BUNDLE", "~/corp/ca.pem", True),
+    ("SSL_CERT_FILE", PRIVATE_KEY, False),  # a key, not a path: the value check stands
+    ("CLIENT_CA_KEY_FILE", "/etc/ssl/private/ca.key", False),  # a key is no CA bundle
     ("npm_config_cache", "/home/alice/.npm", True),
     ("COLORTERM", "truecolor", True),
     ("LESSOPEN", "| /usr/bin/lesspipe %s", True),
@@ -332,13 +351,16 @@ def test_removed_names_are_logged_at_debug_without_values(
 SEGMENT = st.text(alphabet=string.ascii_uppercase + string.digits, min_size=1, max_size=6).filter(
     lambda s: s.lower() not in SECRET_WORDS and not any(i in s.lower() for i in SECRET_INFIXES)
 )
+# nor are names the secret-name or session-socket rules remove (``0OTP``, ``A_SOCK``)
 NAME = (
     st.lists(SEGMENT, min_size=1, max_size=4)
     .map("_".join)
-    .filter(lambda n: n not in KNOWN_SECRET_NAMES)
+    .filter(lambda n: secret_name_word(n) is None and not session_socket(n, ""))
 )
-#: Values that cannot look like a credential: lower-case words, digits and paths.
-SAFE_VALUE = st.text(alphabet=string.ascii_lowercase + string.digits + "/.: -", max_size=30)
+#: Values that cannot look like a credential nor a socket: lower-case words, digits, paths.
+SAFE_VALUE = st.text(alphabet=string.ascii_lowercase + string.digits + "/.: -", max_size=30).filter(
+    lambda v: not session_socket("VALUE", v)
+)
 
 
 def _segment_oracle(pattern: str, name: str) -> bool:
@@ -446,3 +468,43 @@ def test_property_27_sanitization_completeness(env: dict[str, str], extra: list[
         assert find_secrets(value) == []
     decisions = {d.name: d.kept for d in sanitizer.explain(env)}
     assert {n for n, kept in decisions.items() if kept} == set(result)
+
+
+# -- issue 23: what tools need; issue 27: what leads to the desktop ------------------------
+
+
+def test_false_removals_on_common_developer_variables_are_only_the_known_ones() -> None:
+    sanitizer = EnvironmentSanitizationService()
+    kept = sanitizer.sanitize(DEVELOPER_ENV)
+    removed = set(DEVELOPER_ENV) - set(kept)
+    assert len(DEVELOPER_ENV) >= 50
+    assert removed == KNOWN_FALSE_REMOVALS
+    assert all(kept[name] == DEVELOPER_ENV[name] for name in kept)
+
+
+def test_ca_bundles_are_kept_unless_a_deny_pattern_of_the_user_names_them() -> None:
+    env = {"SSL_CERT_FILE": "/etc/ssl/certs/ca.crt", "AWS_CA_BUNDLE": "/etc/ssl/certs/ca.crt"}
+    assert EnvironmentSanitizationService().sanitize(env) == env
+    own = EnvironmentSanitizationService(EnvironmentSettings(deny_patterns=["SSL_*", "AWS_*"]))
+    assert own.sanitize(env) == {"AWS_CA_BUNDLE": "/etc/ssl/certs/ca.crt"}
+    (decision, _) = own.explain({"SSL_CERT_FILE": "/x", "Z": "1"})
+    assert decision.reason == "name matches deny pattern SSL_*"
+    strict = EnvironmentSanitizationService(EnvironmentSettings(mode="allowOnly"))
+    assert strict.sanitize(env) == {}
+
+
+def test_session_sockets_are_removed_unless_allowed_and_the_check_says_why() -> None:
+    env = {
+        "DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1000/bus",
+        "XDG_RUNTIME_DIR": "/run/user/1000",
+        "SSH_AUTH_SOCK": "/run/user/1000/keyring/ssh",
+        "DOCKER_HOST": "unix:///var/run/docker.sock",
+    }
+    sanitizer = EnvironmentSanitizationService()
+    assert sanitizer.sanitize(env) == {}
+    for decision in sanitizer.explain(env):
+        assert "desktop session, runtime folder or an agent socket" in decision.reason
+    allowed = EnvironmentSanitizationService(
+        EnvironmentSettings(allow_list=[*DEFAULT_ALLOW_LIST, "SSH_AUTH_SOCK"])
+    )
+    assert allowed.sanitize(env) == {"SSH_AUTH_SOCK": "/run/user/1000/keyring/ssh"}

@@ -14,7 +14,10 @@ Sources:
   one checks (identical calls, chanting content, long and multi-line patterns,
   code fences, markdown structure that resets the content check, dividers,
   repetitions far apart), with our own texts and our thresholds;
-- SmolLM2's own replies, recorded (:mod:`tests.loop_detection.smollm2_replies`).
+- SmolLM2's own replies, recorded (:mod:`tests.loop_detection.smollm2_replies`);
+- issue 23: repetitive material quoted from a source the detector never saw (the
+  user's paste, a tool result of an earlier request), indented, as data, and the
+  model's own loops around such quotes.
 
 A loop scenario keeps looping after a nudge (the model ignores it), so it must
 end in a stop. A legitimate one must see no event at all, not even a nudge.
@@ -169,6 +172,8 @@ def random_text(seed: int, length: int) -> str:
 
 LOG_LINE = "2025-03-02 10:14:07 WARN pool-3 connection reset by peer; retrying in 5s"
 LOG_RESULT = "\n".join([*(f"2025-03-02 10:13:5{i} INFO start" for i in range(3)), *[LOG_LINE] * 12])
+CSV_ROW = "sku-1042,12,EUR,in stock"
+JS_FRAME = "    at recurse (/srv/app/src/tree.js:31:12)"
 
 
 # -- legitimate work -----------------------------------------------------------------------
@@ -479,6 +484,77 @@ LEGITIMATE: tuple[Scenario, ...] = (
         False,
         "gemini-cli",
     ),
+    # issue 23: quoted material from a source the detector never saw
+    Scenario(
+        "12 identical log lines the user pasted, quoted back",
+        turns(
+            [reply("Your log ends with:\n" + (LOG_LINE + "\n") * 12 + "The pool keeps resetting.")]
+        ),
+        False,
+        "issue 23",
+    ),
+    Scenario(
+        "a log read in the previous request, quoted now",
+        (
+            *turns(call("read_file", {"path": "logs/app.log"}, LOG_RESULT), [reply("Read it.")]),
+            *turns([reply("As the log showed:\n" + (LOG_LINE + "\n") * 12 + "Shall I fix it?")]),
+        ),
+        False,
+        "issue 23",
+    ),
+    Scenario(
+        "30 identical log lines quoted bare",
+        turns([reply("Here is the tail:\n" + (LOG_LINE + "\n") * 30 + "That is all of it.")]),
+        False,
+        "issue 23",
+    ),
+    Scenario(
+        "log lines quoted as an indented block",
+        turns([reply("The log:\n\n" + ("    " + LOG_LINE + "\n") * 12 + "\nIt repeats.")]),
+        False,
+        "issue 23",
+    ),
+    Scenario(
+        "CSV rows the user gave, echoed",
+        turns([reply("Your rows:\n" + (CSV_ROW + "\n") * 15 + "All 15 are identical.", 4)]),
+        False,
+        "issue 23",
+    ),
+    Scenario(
+        "identical order ids from the user's list",
+        turns([reply("Duplicates found:\nORD-2025-0042\n" + "ORD-2025-0042\n" * 13 + "Done.")]),
+        False,
+        "issue 23",
+    ),
+    Scenario(
+        "a JSON array of identical records",
+        turns([reply("[\n" + '  {"id": 0, "status": "ok"},\n' * 20 + "]\n", 8)]),
+        False,
+        "issue 23",
+    ),
+    Scenario(
+        "a stack overflow trace quoted",
+        turns(
+            [
+                reply(
+                    "RangeError: Maximum call stack size exceeded\n"
+                    + (JS_FRAME + "\n") * 30
+                    + "The recursion has no base case."
+                )
+            ]
+        ),
+        False,
+        "issue 23",
+    ),
+    Scenario(
+        "a tool result quoted back twice in one request",
+        turns(
+            call("shell", {"command": "tail -n 12 app.log"}, (LOG_LINE + "\n") * 12),
+            [reply("First:\n" + (LOG_LINE + "\n") * 12 + "and the same again later:\n")],
+        ),
+        False,
+        "issue 23",
+    ),
     Scenario("SmolLM2: the months", turns([reply(smol.MONTHS)]), False, "SmolLM2"),
     Scenario("SmolLM2: a greeting", turns([reply(smol.HELLO_FOREVER)]), False, "SmolLM2"),
     Scenario("SmolLM2: code and its output", turns([reply(smol.LOOP_EXPLAINED)]), False, "SmolLM2"),
@@ -644,6 +720,40 @@ LOOPS: tuple[Scenario, ...] = (
             [stream("The log says:\n" + (LOG_LINE + "\n") * 120, 11)],
         ),
         True,
+    ),
+    Scenario(
+        "a log line chanted with no source",
+        _forever(lambda _: [stream("The log says:\n" + (LOG_LINE + "\n") * 150, 11)], 2),
+        True,
+        "issue 23",
+    ),
+    Scenario(
+        "an indented line that never ends",
+        _forever(lambda _: [stream("Output:\n\n" + "    retrying...\n" * 200, 9)], 2),
+        True,
+        "issue 23",
+    ),
+    Scenario(
+        "prose chanted after a quoted log",
+        _forever(
+            lambda _: [
+                stream(
+                    "The log ends with:\n"
+                    + (LOG_LINE + "\n") * 12
+                    + "I will check the log again now.\n" * 60,
+                    10,
+                )
+            ],
+            2,
+        ),
+        True,
+        "issue 23",
+    ),
+    Scenario(
+        "CSV rows that never end",
+        _forever(lambda _: [stream("id,qty\n" + (CSV_ROW + "\n") * 200, 12)], 2),
+        True,
+        "issue 23",
     ),
     Scenario(
         "more turns than maxTurns",

@@ -102,11 +102,13 @@ def test_quoting_a_tool_result_is_allowed_as_often_as_the_result_has_it() -> Non
     loop.record_tool_result("read_file", {"path": "err.log"}, line * 10)
     assert _feed(loop, "It says:\n" + line * 10 + "So the disk is full.\n") == []
     loop.end_stream()
-    assert _feed(loop, "Again:\n" + line * 30) != []
+    # far more than the source has, and past the whole-line bar for data lines
+    assert _feed(loop, "Again:\n" + line * 80) != []
 
 
 def test_the_users_message_is_a_source_too() -> None:
-    line = "WARN retry budget exhausted for shard 7\n"
+    # prose: data lines (digits, signs) are quotation with or without a source
+    line = "Warning, the retry budget is exhausted for this shard.\n"
     loop = LoopDetectionService()
     loop.record_user_message("Why does my log say this?\n" + line * 12)
     assert _feed(loop, "Your log repeats:\n" + line * 12 + "That means...") == []
@@ -195,8 +197,9 @@ def test_chanting_prose_is_always_caught(words: list[str], size: int) -> None:
 def test_quotation_is_judged_per_repeated_text() -> None:
     """A text quoted from a result does not lend its allowance to another text of
     the same length."""
-    quoted = "Connection reset by peer on 10.0.0.7\n"
-    other = "Connection reset by peer on 10.0.0.9\n"
+    # prose lines: lines of data are left to the whole-line check with or without a source
+    quoted = "Connection reset by peer on the left node\n"
+    other = "Connection reset by peer on the main node\n"
     loop = LoopDetectionService()
     loop.record_tool_result("read_file", {"path": "x.log"}, quoted * 20)
     assert _feed(loop, quoted * 20 + "and then:\n") == []
@@ -225,3 +228,30 @@ def test_a_finished_result_that_says_still_is_no_poll() -> None:
         events.append(loop.record_tool_call("lint", args))
         loop.record_tool_result("lint", args, "src/app.py:3: the import is still unused")
     assert events[-1] is not None and events[-1].action == "stop"
+
+
+def test_data_lines_quoted_without_a_source_are_no_loop_but_prose_lines_are() -> None:
+    """Issue 23: a quoted log of 12 identical lines (the user's paste, an earlier
+    request's result) is not a loop; the same count of a prose line is chanting."""
+    log = "2025-03-02 10:14:07 WARN pool-3 connection reset by peer; retrying in 5s\n"
+    assert _feed(LoopDetectionService(), "Your log:\n" + log * 12 + "It resets.") == []
+    prose = "I will now check the connection pool again.\n"
+    assert _feed(LoopDetectionService(), "Plan:\n" + prose * 12) != []
+    # a data line the model keeps on writing is still stopped, at the whole-line bar
+    assert _feed(LoopDetectionService(), "Your log:\n" + log * 60) != []
+
+
+def test_indented_lines_are_a_code_block() -> None:
+    frame = "    at recurse (/srv/app/src/tree.js:31:12)\n"
+    assert _feed(LoopDetectionService(), "Trace:\n" + frame * 40 + "No base case.") == []
+    assert _feed(LoopDetectionService(), "Trace:\n" + frame * 120) != []
+
+
+def test_a_result_of_an_earlier_request_is_still_a_source() -> None:
+    line = "Warning, the retry budget is exhausted for this shard.\n"
+    loop = LoopDetectionService()
+    loop.record_tool_result("read_file", {"path": "x.log"}, line * 12)
+    loop.begin_request()
+    assert _feed(loop, "As before:\n" + line * 12 + "So it gave up.") == []
+    loop.reset()
+    assert _feed(loop, "As before:\n" + line * 12) != []

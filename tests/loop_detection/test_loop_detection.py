@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import string
 from typing import Any
 
@@ -19,7 +20,10 @@ from ollm_cli.pipeline.loop_detection._service import (
     similarity,
 )
 
-TOOL_NAME = st.text(alphabet=string.ascii_lowercase + "_", min_size=1, max_size=12)
+# not a tool that waits (sleep, wait...): its repeats are polls, nudged later on purpose
+TOOL_NAME = st.text(alphabet=string.ascii_lowercase + "_", min_size=1, max_size=12).filter(
+    lambda n: re.fullmatch(r"sleep|wait|wait_for\w*|delay|pause", n) is None
+)
 JSON_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-1000, 1000), st.text(max_size=20))
 ARGS = st.dictionaries(
     st.text(alphabet=string.ascii_letters, min_size=1, max_size=8),
