@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         transcript,
         with_compression_marks,
     )
+    from ollm_cli.pipeline.recording._fork import FORKED_FROM, ForkOrigin, ForkResult
     from ollm_cli.pipeline.recording._ids import canonical_id, checked_id, is_session_id
     from ollm_cli.pipeline.recording._index import MARK_END, MARK_START, SearchHit
     from ollm_cli.pipeline.recording._recorder import SessionRecorder, redact_record
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from ollm_cli.pipeline.recording._stream import StreamedSession, gc_relaxed
 
 __all__ = [
+    "FORKED_FROM",
     "MARK_END",
     "MARK_START",
     "RESTORE_TRIGGER",
@@ -48,6 +50,8 @@ __all__ = [
     "CloseReport",
     "CompressionMark",
     "ExportFormat",
+    "ForkOrigin",
+    "ForkResult",
     "NoteBlock",
     "ResumePoint",
     "SearchHit",
@@ -104,6 +108,11 @@ __getattr__ = lazy_exports(
             "session_heading",
             "transcript",
             "with_compression_marks",
+        ),
+        "_fork": (
+            "FORKED_FROM",
+            "ForkOrigin",
+            "ForkResult",
         ),
         "_ids": (
             "canonical_id",
