@@ -87,6 +87,10 @@ class ListFilesTool(Tool[ListFilesArgs]):
     )
     args_model = ListFilesArgs
 
+    def changed_paths(self, args: ListFilesArgs) -> list[str]:
+        """No file: this tool only reads."""
+        return []
+
     def run(self, args: ListFilesArgs, ctx: ToolContext) -> ToolOutput:
         root = _directory(ctx, args.path)
         shown_root = display_path(ctx.workspace, root)
@@ -133,6 +137,10 @@ class GlobTool(Tool[GlobArgs]):
     )
     args_model = GlobArgs
 
+    def changed_paths(self, args: GlobArgs) -> list[str]:
+        """No file: this tool only reads."""
+        return []
+
     def run(self, args: GlobArgs, ctx: ToolContext) -> ToolOutput:
         root = _directory(ctx, args.path)
         prefix = _prefix(ctx, root)
@@ -175,6 +183,10 @@ class GrepTool(Tool[GrepArgs]):
         "are skipped."
     )
     args_model = GrepArgs
+
+    def changed_paths(self, args: GrepArgs) -> list[str]:
+        """No file: this tool only reads."""
+        return []
 
     def run(self, args: GrepArgs, ctx: ToolContext) -> ToolOutput:
         try:
