@@ -137,7 +137,7 @@ def test_bad_input_says_what_is_wrong_and_creates_nothing(store: ChatRecordingSe
     assert store.count_sessions() == 1
 
 
-_texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=20)
+_texts = st.text(st.characters(codec="utf-8"), max_size=20)
 
 
 @settings(
