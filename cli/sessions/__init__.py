@@ -38,8 +38,7 @@ COMMANDS: dict[str, CommandSpec] = {
     ),
     "rewind": CommandSpec(
         "_rewind",
-        "Go back to message N: the workspace's files as they were then, and the "
-        "conversation continued as a fork (the abandoned branch stays resumable).",
+        "Go back to message N: its files restored, the conversation continued as a fork.",
     ),
     "title": CommandSpec("_organise", "Give a session a title of your own."),
     "tag": CommandSpec("_organise", "Add tags to a session (or remove them with --remove)."),

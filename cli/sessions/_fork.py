@@ -34,9 +34,11 @@ def fork(
     ] = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Fork a session: a new session holding its first N messages (default: all) and
-    their tool calls, with their original times; the original is untouched. The
-    compressions, snapshots and file checkpoints of the kept part carry over.
+    """Fork a session: a new session holding its first N messages; the original is untouched.
+
+    N defaults to all of them; the kept messages' tool calls come along, with their
+    original times, and so do the compressions, snapshots and file checkpoints of
+    the kept part.
 
     Example: `ollm sessions fork 3f1c2a9e --at 6 --title "the other approach"`,
     then `ollm run --resume NEWID`

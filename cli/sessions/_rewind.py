@@ -112,9 +112,10 @@ def rewind(
     ] = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Go back to message N: the files the tools changed after it are put back as they
-    were (others are never touched), and the conversation continues as a fork at N;
-    nothing is deleted.
+    """Go back to message N: its files restored, the conversation continued as a fork.
+
+    The files the tools changed after message N are put back as they were (others
+    are never touched); the abandoned branch stays resumable: nothing is deleted.
 
     Example: `ollm sessions rewind 3f1c2a9e` (lists your messages and their N),
     `ollm sessions rewind 3f1c2a9e --to 4 --keep-user-changes`
