@@ -4,6 +4,7 @@ bubblewrap shell command; then ``rewind`` puts the files back and forks."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,9 @@ from tests.pipeline.test_pipeline import converse, make_settings
 
 
 @pytest.fixture
-def server() -> FakeOllama:
+def server() -> Iterator[FakeOllama]:
     with FakeOllama() as fake:
-        yield fake  # type: ignore[misc]
+        yield fake
 
 
 @pytest.mark.parametrize("kind", ["inprocess", pytest.param("ray", marks=pytest.mark.ray)])
