@@ -213,16 +213,28 @@ class WorkspaceCheckpoints:
         manifest = scan(workspace)
         pending = PendingCheckpoint(workspace, None, manifest=manifest)
         baseline = self._load_baseline()
-        for gone in [p for p in baseline if p not in manifest]:
-            del baseline[gone]
+        gone = [p for p in baseline if p not in manifest]
+        for rel in gone:
+            del baseline[rel]
+        dirty = bool(gone)
         for rel, entry in manifest.items():
             if entry.kind == "file":
+                known = baseline.get(rel)
+                if (  # unchanged since kept: the common case, no call, no object
+                    known is not None
+                    and known[0] == entry.ino
+                    and known[1] == entry.mtime_ns
+                    and known[2] == entry.size
+                ):
+                    continue
+                dirty = True
                 state = self._baseline_state(workspace, rel, entry)
                 if state.kind != "file":  # not kept (too large, over budget): say so later
                     pending.before[rel] = state
             elif entry.kind == "symlink":  # its target, read now: after the call it may differ
                 pending.before[rel] = self._baseline_state(workspace, rel, entry)
-        self._save_baseline()
+        if dirty:
+            self._save_baseline()
         return pending
 
     def after(self, pending: PendingCheckpoint, tool_call_id: str) -> list[FileChange]:

@@ -32,7 +32,6 @@ from ollm_cli.pipeline.errors import SessionError
 from ollm_cli.pipeline.recording._checkpoints import RESTORE_TRIGGER
 from ollm_cli.pipeline.recording._document import PARTIAL_KEY, SessionDocument
 from ollm_cli.pipeline.recording._ids import new_session_id
-from ollm_cli.pipeline.recording._index import SessionView, file_sig
 from ollm_cli.pipeline.recording._recovery import invalid_reason
 from ollm_cli.pipeline.recording._title import clean_title
 from ollm_cli.pipeline.records import Record, now_iso, parse_iso
@@ -174,7 +173,8 @@ class Forking:
         with store._registry:
             store._open.pop(new_id, None)
         state.file_lock.release()
-        store._index.update(new_id, SessionView(doc), file_sig(store._path(new_id)))
+        # not indexed here: the index catches the new file up at its next refresh (the
+        # folder changed), so a fork of a long session costs no more than resuming it
         logger.info("forked session %s at message %d of %d as %s", sid, at, total, new_id)
         return ForkResult(
             session_id=new_id,

@@ -4,6 +4,7 @@ and a rewind puts back exactly what they changed."""
 from __future__ import annotations
 
 import os
+import random
 import zlib
 from pathlib import Path
 
@@ -125,13 +126,22 @@ def test_a_workspace_that_moved_is_refused_until_its_place_is_given(
 
 
 def test_storage_of_100_edits_of_a_100_kb_file_stays_small(tools: Tools) -> None:
-    lines = [f"line {i}: " + "some text of a source file " * 3 + "\n" for i in range(1200)]
+    rng = random.Random(25)  # source-like text that zlib alone shrinks only ~2x
+    words = [
+        "".join(rng.choice("abcdefghij_klmnopqrstuvwxyz") for _ in range(6)) for _ in range(800)
+    ]
+    lines = [" ".join(rng.choice(words) for _ in range(7)) + "\n" for _ in range(2200)]
     for n in range(100):
-        lines[n * 7 % len(lines)] = f"edited {n}\n"
+        lines[rng.randrange(len(lines))] = f"edited {n}\n"
         tools.run("write_file", path="big.txt", content="".join(lines))
+    assert len(zlib.compress("".join(lines).encode(), 1)) > 35_000  # 100 copies: > 3.5 MB
     assert len("".join(lines)) > 100_000
     used = tools.checkpoints.blobs.used
-    assert used < 2 * 1024 * 1024, used
+    assert used < 1024 * 1024, used
+    blobs = tools.checkpoints.blobs
+    for change in tools.checkpoints.changes()[-3:]:  # chunked contents come back whole
+        assert change.after.digest is not None
+        assert blobs.get(change.after.digest).decode().count("\n") == len(lines)
 
 
 @pytest.mark.parametrize("checkpoint_settings", [CheckpointSettings(max_mb=1)])
