@@ -26,6 +26,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from ollm_cli.config.settings import CheckpointSettings, SessionSettings, ToolSettings
@@ -72,9 +73,9 @@ def bench_fork(base: Path, runs: int) -> None:
             SessionSettings(data_dir=base / "sessions", max_sessions=0),
             snapshots_dir=base / "snapshots",
         )
-        resume.append(_ms(lambda s=store: s.open_session(sid)))
+        resume.append(_ms(partial(store.open_session, sid)))
         store.close_session(sid)
-        fork.append(_ms(lambda s=store: s.fork_session(sid, at=9_000)))
+        fork.append(_ms(partial(store.fork_session, sid, at=9_000)))
         store.close()
     r, f = statistics.median(resume), statistics.median(fork)
     print(
@@ -96,10 +97,10 @@ def bench_write(base: Path, runs: int) -> None:
     without, with_ = [], []
     for n in range(runs):
         without.append(
-            _ms(lambda n=n: _call(plain, "write_file", None, path="a.py", content=content + str(n)))
+            _ms(partial(_call, plain, "write_file", None, path="a.py", content=content + str(n)))
         )
         with_.append(
-            _ms(lambda n=n: _call(kept, "write_file", SID, path="a.py", content=content + str(-n)))
+            _ms(partial(_call, kept, "write_file", SID, path="a.py", content=content + str(-n)))
         )
     a, b = statistics.median(without), statistics.median(with_)
     print(
