@@ -20,7 +20,7 @@ from ollm_cli.pipeline.checkpoints import (
     plan_rewind,
 )
 from ollm_cli.pipeline.errors import CheckpointError
-from tests.checkpoints.conftest import Tools, tree
+from tests.checkpoints.conftest import SID, Tools, tree
 
 
 def rewind(tools: Tools, after: int, **kwargs: object) -> list[tuple[str, str]]:
@@ -227,3 +227,30 @@ def _clear(path: Path) -> None:
         path.rmdir()
     else:
         path.unlink()
+
+
+def test_checkpoints_go_to_the_trash_with_their_session_and_are_deleted_with_it(
+    tools: Tools, tmp_path: Path
+) -> None:
+    from ollm_cli.config.settings import SessionSettings
+    from ollm_cli.pipeline.recording import ChatRecordingService
+
+    root = tmp_path / "snapshots"
+    store = ChatRecordingService(
+        SessionSettings(data_dir=tmp_path / "sessions", max_sessions=0), snapshots_dir=root
+    )
+    try:
+        sid = store.create_session("m", "simulated", session_id=SID)
+        store.close_session(sid)
+        (tools.workspace / "a.txt").write_text("one\n")
+        tools.run("write_file", path="a.txt", content="two\n")
+        folder = tools.checkpoints.folder
+        assert folder == root / SID / "workspace" and folder.is_dir()
+        store.trash_session(sid)
+        assert not folder.exists()
+        store.restore_from_trash(sid)
+        assert [c.path for c in tools.checkpoints.changes()] == ["a.txt"]
+        store.delete_session(sid)
+        assert not (root / SID).exists()
+    finally:
+        store.close()
