@@ -50,6 +50,12 @@ def test_rewind_restores_files_continues_in_a_fork_and_resends_the_edited_prompt
         [
             "write v2",
             "append v3",
+            "/fork x",
+            "/rewind",
+            "",  # cancelled
+            "/rewind",
+            "1",
+            "9",  # no such mode: cancelled
             "/rewind",
             "2",  # back to just before "append v3"
             "1",  # conversation and files
@@ -82,6 +88,7 @@ def test_rewind_restores_files_continues_in_a_fork_and_resends_the_edited_prompt
         loop.close()
     text = captured.get() + errors.get()
     assert "append v3" in text and "conversation and files" in text
+    assert "usage: /fork [N]" in text and text.count("rewind cancelled") == 2
     assert "restored notes.txt" in text
     assert len(sessions) == 3  # the original, the rewound fork, the /fork of it
     original = sessions[first]
