@@ -172,8 +172,8 @@ _names = st.sampled_from(["a.txt", "b.txt", "d/c.txt", "d/e/f.txt"])
 _ops = st.lists(
     st.one_of(
         st.tuples(st.just("write"), _names, st.text(max_size=30)),
-        st.tuples(st.just("rm"), _names, st.just("")),
-        st.tuples(st.just("mv"), _names, _names),
+        st.tuples(st.just("empty"), _names, st.just("")),
+        st.tuples(st.just("copy"), _names, _names),
     ),
     min_size=1,
     max_size=6,
@@ -189,9 +189,9 @@ _ops = st.lists(
 def test_property_rewind_then_rerun_reproduces_the_same_files(
     tools: Tools, ops: list[tuple[str, str, str]], cut: int
 ) -> None:
-    """Files written and removed by tools, rewound to a point, then the same calls run
-    again: the workspace ends as it was the first time (write_file and python file
-    operations through the same checkpoint path as shell's manifest)."""
+    """Files created, overwritten and emptied by write_file calls, rewound to a point,
+    then the same calls run again: the workspace ends as it was the first time
+    (deletes, renames and symlinks by shell are the other tests')."""
     ws = tools.workspace
     for path in sorted(ws.iterdir()):
         _clear(path)
@@ -201,7 +201,7 @@ def test_property_rewind_then_rerun_reproduces_the_same_files(
         kind, name, arg = op
         if kind == "write":
             tools.run("write_file", path=name, content=arg)
-        elif kind == "rm":
+        elif kind == "empty":
             tools.run("write_file", path=name, content="")
         else:
             tools.run("write_file", path=arg, content=f"moved from {name}")
