@@ -21,11 +21,12 @@ Two ways to know what a tool changes, chosen by the tool:
   deleted, renamed (a delete plus a create) or changed, and only those are
   recorded. Files over ``maxFileMb`` are not copied; a rewind names them.
 
-(We measured the other design, bubblewrap's ``--overlay`` with the workspace as
-the lower layer: it needs overlayfs in an unprivileged user namespace, which
-many kernels refuse, and applying the upper dir back means reimplementing
-whiteouts and opaque dirs; the stat manifest works everywhere. See
-``bench/checkpoints.py``.)
+(The other design, bubblewrap's ``--overlay`` with the workspace as the lower
+layer, was considered, not built or measured: its cost would not grow with the
+workspace, but it needs overlayfs in the sandbox's user namespace, which many
+kernels refuse, and applying the upper dir back means handling whiteouts and
+opaque dirs ourselves. The stat manifest works everywhere; its cost grows with
+the number of files, see ``python -m bench.checkpoints``.)
 
 Example::
 
