@@ -11,7 +11,7 @@ sha256 of the content (hex). A blob file is one tag byte and a zlib stream
   end at line ends chosen by the line's content (a line whose crc32 is 0 modulo
   :data:`CHUNK_LINES`, or at :data:`CHUNK_MAX` bytes), so an edit changes one or
   two chunks and every other chunk of the new version is already there: 100
-  edits of a 100 KB file cost about 0.3 MB, not 100 compressed copies.
+  edits of a 100 KB file cost about 0.4 MB, not 100 compressed copies.
 
 A blob is written atomically (temporary file, rename), read back only through
 :meth:`BlobStore.get`, which checks the digest (a damaged store is an error
