@@ -37,12 +37,18 @@ class ToolWorkerShell(ShellBase):
             registry,
             workspace=workspace,
             discovery=settings.services.file_discovery,
+            checkpoints=settings.checkpoints,
+            checkpoints_root=settings.snapshots.data_dir,
         )
 
     def schemas(self) -> list[dict[str, Any]]:
         return self.executor.schemas()
 
     def execute(
-        self, call: ToolCallPart, env: Mapping[str, str], approved: bool
+        self,
+        call: ToolCallPart,
+        env: Mapping[str, str],
+        approved: bool,
+        session_id: str | None = None,
     ) -> SessionToolCall:
-        return self.executor.execute(call, dict(env), approved)
+        return self.executor.execute(call, dict(env), approved, session_id=session_id)

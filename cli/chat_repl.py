@@ -43,6 +43,8 @@ HELP = """\
 /compress [focus]              compress the active context now
 /snapshot                      save a snapshot of the active context
 /thinking on|off               show a reasoning model's reasoning (dimmed), or fold it
+/fork [N]                      continue in a fork holding the first N messages (default all)
+/rewind                        go back to an earlier message of yours, with the files
 """
 
 
@@ -328,6 +330,12 @@ class ChatRepl:
             elif name == "/snapshot":
                 info = self.loop.run(self.coordinator.snapshot_now(self.session_id))
                 self.console.print(f"[dim]snapshot {escape(info.id)} saved[/]")
+            elif name in {"/fork", "/rewind"}:
+                from ollm_cli.cli.chat_branches import branch_command
+
+                again = branch_command(self, name, args)
+                if again:
+                    self._turn(again)
             else:
                 self.err.print(f"[red]unknown or incomplete command[/] {escape(name)}; try /help")
         except OllmError as error:

@@ -293,6 +293,19 @@ class SnapshotSettings(ConfigModel):
         return value.expanduser()
 
 
+class CheckpointSettings(ConfigModel):
+    """``checkpoints``: the previous state of files tools change, kept so that a
+    rewind (``ollm sessions rewind``, ``/rewind``) can put the workspace back."""
+
+    enabled: bool = True
+    max_mb: Annotated[int, Field(ge=1, le=1_000_000)] = 512
+    """Per session: once its checkpoints hold this much (compressed, deduplicated),
+    further changes are not kept and a rewind past them says so."""
+    max_file_mb: Annotated[int, Field(ge=0, le=100_000)] = 16
+    """Files larger than this are not copied before a shell command; a rewind names
+    them instead of restoring them."""
+
+
 class OllamaSettings(ConfigModel):
     """``provider.ollama``: where the Ollama server answers."""
 
@@ -499,6 +512,7 @@ class OllmSettings(ConfigModel):
 
     services: ServicesSettings = Field(default_factory=ServicesSettings.defaults)
     snapshots: SnapshotSettings = Field(default_factory=SnapshotSettings.defaults)
+    checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings.defaults)
     provider: ProviderSettings = Field(default_factory=ProviderSettings.defaults)
     tools: ToolSettings = Field(default_factory=ToolSettings.defaults)
     hooks: list[HookSettings] = Field(default_factory=list)

@@ -632,7 +632,7 @@ class Coordinator:
         self._status(conversation, "tool", call.name)
         env = await self.runtime.sanitizer.call(SanitizerShell.sanitize, self.environment)
         record: SessionToolCall = await self.runtime.tool_worker().call(
-            ToolWorkerShell.execute, call, env, approved
+            ToolWorkerShell.execute, call, env, approved, sid
         )
         result.tool_calls += 1
         await self.runtime.loop_detection.call(

@@ -69,6 +69,11 @@ class StorageError(SessionError):
     """The disk refused a write (full, read-only, permission)."""
 
 
+class CheckpointError(SessionError):
+    """A workspace checkpoint could not be kept, read or restored (a damaged store,
+    a workspace that moved or is read-only, a disk full mid-restore)."""
+
+
 class LoopDetectedError(OllmError):
     """A loop or limit stopped the turn."""
 

@@ -313,3 +313,5 @@ class SessionSummary(Record):
     title: str | None = None
     tags: list[str] = Field(default_factory=list)
     pinned: bool = False
+    forked_from: str | None = None
+    """The id of the session this one was forked from (``metadata.forkedFrom``)."""

@@ -32,6 +32,14 @@ COMMANDS: dict[str, CommandSpec] = {
     "search": CommandSpec(
         "_search", "Search the text of every session; best matches first, matches highlighted."
     ),
+    "fork": CommandSpec(
+        "_fork",
+        "Fork a session: a new session holding its first N messages; the original is untouched.",
+    ),
+    "rewind": CommandSpec(
+        "_rewind",
+        "Go back to message N: its files restored, the conversation continued as a fork.",
+    ),
     "title": CommandSpec("_organise", "Give a session a title of your own."),
     "tag": CommandSpec("_organise", "Add tags to a session (or remove them with --remove)."),
     "pin": CommandSpec(

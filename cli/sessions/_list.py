@@ -44,6 +44,8 @@ def _title_cell(summary: SessionSummary) -> Text:
         text.append(" [pinned]", style="yellow")
     if summary.tags:
         text.append(" " + " ".join(f"#{tag}" for tag in summary.tags), style="cyan")
+    if summary.forked_from:
+        text.append(f" (fork of {summary.forked_from[:ID_PREFIX_LENGTH]})", style="magenta")
     return text
 
 

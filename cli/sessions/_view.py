@@ -277,6 +277,9 @@ def view(
                     out.print(item)
             return
         session = store.get_session(session_id)
+        from ollm_cli.cli.sessions._fork import family_facts  # forks, files changed
+
+        family = family_facts(store, session)
         if raw:
             path = store.data_dir / f"{session.session_id}.json"
             try:
@@ -296,7 +299,11 @@ def view(
         return
     with paged_console() as out:
         for item in view_items(
-            session, transcript(session), session_facts(session), full=full, summaries=summaries
+            session,
+            transcript(session),
+            session_facts(session) + family,
+            full=full,
+            summaries=summaries,
         ):
             out.print(item)
 

@@ -33,6 +33,13 @@ if TYPE_CHECKING:
         transcript,
         with_compression_marks,
     )
+    from ollm_cli.pipeline.recording._fork import (
+        FORKED_FROM,
+        ForkOrigin,
+        ForkResult,
+        check_index,
+        tool_call_ids,
+    )
     from ollm_cli.pipeline.recording._ids import canonical_id, checked_id, is_session_id
     from ollm_cli.pipeline.recording._index import MARK_END, MARK_START, SearchHit
     from ollm_cli.pipeline.recording._recorder import SessionRecorder, redact_record
@@ -41,6 +48,7 @@ if TYPE_CHECKING:
     from ollm_cli.pipeline.recording._stream import StreamedSession, gc_relaxed
 
 __all__ = [
+    "FORKED_FROM",
     "MARK_END",
     "MARK_START",
     "RESTORE_TRIGGER",
@@ -48,6 +56,8 @@ __all__ = [
     "CloseReport",
     "CompressionMark",
     "ExportFormat",
+    "ForkOrigin",
+    "ForkResult",
     "NoteBlock",
     "ResumePoint",
     "SearchHit",
@@ -59,6 +69,7 @@ __all__ = [
     "TranscriptEntry",
     "call_outcome",
     "canonical_id",
+    "check_index",
     "checked_id",
     "compression_summary",
     "describe_compression",
@@ -73,6 +84,7 @@ __all__ = [
     "render",
     "session_facts",
     "session_heading",
+    "tool_call_ids",
     "transcript",
     "with_compression_marks",
 ]
@@ -104,6 +116,13 @@ __getattr__ = lazy_exports(
             "session_heading",
             "transcript",
             "with_compression_marks",
+        ),
+        "_fork": (
+            "FORKED_FROM",
+            "ForkOrigin",
+            "ForkResult",
+            "check_index",
+            "tool_call_ids",
         ),
         "_ids": (
             "canonical_id",

@@ -412,6 +412,11 @@ def session_facts(
         )
     if meta.notes:
         facts.append(("Notes", meta.notes))
+    origin = (meta.model_extra or {}).get("forkedFrom")
+    if isinstance(origin, dict) and isinstance(origin.get("sessionId"), str):
+        facts.append(
+            ("Forked from", f"{origin['sessionId'][:8]} at message {origin.get('messageIndex')}")
+        )
     return facts
 
 

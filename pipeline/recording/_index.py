@@ -59,7 +59,7 @@ logger = logging.getLogger(__name__)
 MARK_START = "«"
 MARK_END = "»"
 SNIPPET_ELLIPSIS = "…"
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 INDEX_DIR = ".index"
 INDEX_FILE = "sessions.sqlite"
 RACY_NS = 500_000_000
@@ -97,7 +97,8 @@ CREATE TABLE IF NOT EXISTS sessions(
     file_mtime_ns INTEGER NOT NULL,
     file_ino INTEGER NOT NULL,
     indexed_messages INTEGER NOT NULL,
-    indexed_tools INTEGER NOT NULL
+    indexed_tools INTEGER NOT NULL,
+    forked_from TEXT
 );
 CREATE INDEX IF NOT EXISTS sessions_recent ON sessions(
     last_activity_us, session_id, start_time, last_activity, model, provider, message_count,
@@ -460,7 +461,7 @@ class SessionIndex:
         tags = [t for t in meta.get("tags") or [] if isinstance(t, str)]
         title = meta.get("title") if isinstance(meta.get("title"), str) else None
         conn.execute(
-            "INSERT INTO sessions VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO sessions VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 sid,
                 data["startTime"],
@@ -480,6 +481,7 @@ class SessionIndex:
                 sig[2],
                 view.message_count,
                 view.tool_call_count,
+                _forked_from(meta),
             ),
         )
         conn.executemany("INSERT OR IGNORE INTO tags VALUES(?, ?)", [(sid, t) for t in tags])
@@ -554,7 +556,7 @@ class SessionIndex:
         order = "DESC" if descending else "ASC"
         sql = (
             "SELECT session_id, start_time, last_activity, model, provider, message_count,"
-            " tool_call_count, token_count, title, tags, pinned FROM sessions"
+            " tool_call_count, token_count, title, tags, pinned, forked_from FROM sessions"
             + (" WHERE " + " AND ".join(where) if where else "")
             + f" ORDER BY {column} {order}, session_id {order} LIMIT ? OFFSET ?"
         )
@@ -583,6 +585,7 @@ class SessionIndex:
                             "title": r[8],
                             "tags": list(parsed),
                             "pinned": bool(r[10]),
+                            "forked_from": r[11],
                         },
                     )
                 )
@@ -596,6 +599,15 @@ class SessionIndex:
     def _count(self) -> int:
         row = self._conn.execute("SELECT count(*) FROM sessions").fetchone()
         return int(row[0])
+
+    def forks_of(self, sid: str) -> list[str]:
+        """The sessions forked from ``sid`` (``metadata.forkedFrom``), oldest first."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT session_id FROM sessions WHERE forked_from=? ORDER BY start_us, session_id",
+                (sid,),
+            ).fetchall()
+        return [str(row[0]) for row in rows]
 
     def oldest_first(self) -> list[tuple[str, bool]]:
         """Every session as (id, pinned), least recently active first."""
@@ -706,6 +718,13 @@ def tool_call_text(call: dict[str, Any]) -> str:
         _str(call.get("error")),
     ]
     return "\n".join(t for t in parts if t)
+
+
+def _forked_from(meta: dict[str, Any]) -> str | None:
+    """The parent's id of a fork (``metadata.forkedFrom.sessionId``), None otherwise."""
+    origin = meta.get("forkedFrom")
+    parent = origin.get("sessionId") if isinstance(origin, dict) else None
+    return parent if isinstance(parent, str) else None
 
 
 def _str(value: Any) -> str:

@@ -80,6 +80,7 @@ from ollm_cli.pipeline.recording._checkpoints import (
 )
 from ollm_cli.pipeline.recording._delayed_saves import DelayedSaves
 from ollm_cli.pipeline.recording._document import PARTIAL_KEY, DocumentError, SessionDocument
+from ollm_cli.pipeline.recording._fork import Forking, ForkResult
 from ollm_cli.pipeline.recording._ids import (
     canonical_id,
     check_prefix,
@@ -201,6 +202,7 @@ class ChatRecordingService:
         self._journal = SessionJournal(self._journal_dir, group_commit_ms=settings.group_commit_ms)
         self._recovery = Recovery(self)
         self._retention = Retention(self)
+        self._forking = Forking(self)
         self._index = SessionIndex(
             self.data_dir, on_corrupt=self._recovery.on_corrupt_file, create_folder=not read_only
         )
@@ -974,6 +976,22 @@ class ChatRecordingService:
     def import_session(self, session: Session, *, new_id: bool = False) -> str:
         """Store a session from elsewhere (validated in full); returns its id."""
         return self._retention.import_session(session, new_id=new_id)
+
+    # -- forks (see _fork) ------------------------------------------------------------------
+
+    def fork_session(
+        self, session_id: str, *, at: int | None = None, title: str | None = None
+    ) -> ForkResult:
+        """A new session holding the first ``at`` messages of another (None: all), with
+        ``metadata.forkedFrom``; the original is untouched, even while another
+        process writes it."""
+        return self._forking.fork(session_id, at=at, title=title)
+
+    def forks_of(self, session_id: str) -> list[str]:
+        """The ids of the sessions forked from this one."""
+        sid = self.resolve_id(session_id)
+        self._index.refresh()
+        return self._index.forks_of(sid)
 
     # -- doctor (see _recovery) ----------------------------------------------------------------
 

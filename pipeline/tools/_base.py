@@ -107,6 +107,12 @@ class Tool(ABC, Generic[ArgsT]):
             },
         }
 
+    def changed_paths(self, args: ArgsT) -> list[str] | None:
+        """The workspace paths a call with ``args`` may change, so that their previous
+        state is kept for a rewind: ``[]`` for a tool that changes no file, ``None``
+        (the default, for shell and extension tools) when any file may change."""
+        return None
+
     def parse(self, raw: Mapping[str, Any]) -> ArgsT:
         """The model's arguments validated (raises pydantic's ``ValidationError``)."""
         return self.args_model.model_validate(dict(raw))

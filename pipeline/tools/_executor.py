@@ -24,7 +24,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ollm_cli.config.settings import FileDiscoverySettings, ToolSettings
+from ollm_cli.config.settings import CheckpointSettings, FileDiscoverySettings, ToolSettings
+from ollm_cli.pipeline.checkpoints import WorkspaceCheckpoints
 from ollm_cli.pipeline.discovery import FileDiscoveryService
 from ollm_cli.pipeline.errors import OllmError, ToolError
 from ollm_cli.pipeline.records import SessionToolCall, ToolCallPart, ToolResult
@@ -62,7 +63,11 @@ class ToolExecutor:
         workspace: Path | None = None,
         discovery: FileDiscoverySettings | None = None,
         bwrap_path: str | Path | None = None,
+        checkpoints: CheckpointSettings | None = None,
+        checkpoints_root: Path | None = None,
     ) -> None:
+        """``checkpoints`` and ``checkpoints_root`` (``snapshots.dataDir``): keep the
+        previous state of the files each call of a session changes (both needed)."""
         self.settings = settings
         self.registry = registry if registry is not None else ToolRegistry.builtin()
         self.workspace = workspace
@@ -70,6 +75,9 @@ class ToolExecutor:
         self.bwrap_path = bwrap_path
         self._sandboxes: dict[Path, Sandbox] = {}
         self._lock = threading.Lock()
+        self.checkpoint_settings = checkpoints
+        self.checkpoints_root = checkpoints_root
+        self._checkpoints: dict[str, WorkspaceCheckpoints] = {}
 
     def schemas(self) -> list[dict[str, Any]]:
         """The function-calling schemas of the registry's tools."""
@@ -92,10 +100,14 @@ class ToolExecutor:
         approval: ApprovalOutcome | bool,
         *,
         workspace: Path | None = None,
+        session_id: str | None = None,
     ) -> SessionToolCall:
-        """Run ``call`` if approved and return its record (never raises for a tool failure)."""
+        """Run ``call`` if approved and return its record (never raises for a tool failure).
+
+        With ``session_id`` (and checkpoints configured), the previous state of the
+        files the call changes is kept in that session's workspace checkpoints."""
         started = time.perf_counter()
-        output = self._output(call, env, approval, workspace)
+        output = self._output(call, env, approval, workspace, session_id)
         duration_ms = (time.perf_counter() - started) * 1000
         if not output.success:
             logger.info("tools: %s failed after %.0f ms", call.name, duration_ms)
@@ -115,6 +127,7 @@ class ToolExecutor:
         env: Mapping[str, str],
         approval: ApprovalOutcome | bool,
         workspace: Path | None,
+        session_id: str | None = None,
     ) -> ToolOutput:
         if isinstance(approval, bool):
             approval = ApprovalOutcome(
@@ -147,9 +160,51 @@ class ToolExecutor:
                 sandbox=self.sandbox(root),
                 discovery=self.discovery,
             )
-            return self._run(tool, args, ctx)
+            checkpoints = self.checkpoints_of(session_id)
+            paths = tool.changed_paths(args) if checkpoints is not None else []
+            if checkpoints is None or paths == []:
+                return self._run(tool, args, ctx)
+            return self._run_checkpointed(checkpoints, call.id, tool, args, ctx, paths)
         except OllmError as error:
             return ToolOutput.failure(str(error))
+
+    def checkpoints_of(self, session_id: str | None) -> WorkspaceCheckpoints | None:
+        """The workspace checkpoints of ``session_id`` (None when they are off)."""
+        settings, root = self.checkpoint_settings, self.checkpoints_root
+        if session_id is None or settings is None or root is None or not settings.enabled:
+            return None
+        with self._lock:
+            found = self._checkpoints.get(session_id)
+            if found is None:
+                found = WorkspaceCheckpoints.of_session(root, session_id, settings)
+                self._checkpoints[session_id] = found
+            return found
+
+    def _run_checkpointed(
+        self,
+        checkpoints: WorkspaceCheckpoints,
+        call_id: str,
+        tool: Tool[Any],
+        args: Any,
+        ctx: ToolContext,
+        paths: list[str] | None,
+    ) -> ToolOutput:
+        """Run the tool between keeping what it may change and recording what it did.
+
+        A checkpoint that cannot be kept never stops the tool: it is logged, and a
+        rewind past this call says its files cannot be restored."""
+        try:
+            pending = checkpoints.before(ctx.workspace, paths)
+        except (OSError, OllmError) as error:
+            logger.warning("tools: no checkpoint before %s: %s", tool.name, error)
+            return self._run(tool, args, ctx)
+        try:
+            return self._run(tool, args, ctx)
+        finally:
+            try:
+                checkpoints.after(pending, call_id)
+            except (OSError, OllmError) as error:
+                logger.warning("tools: the checkpoint of %s is not recorded: %s", tool.name, error)
 
     @classmethod
     def _run(cls, tool: Tool[Any], args: Any, ctx: ToolContext) -> ToolOutput:

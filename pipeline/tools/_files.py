@@ -140,6 +140,10 @@ class ReadFileTool(Tool[ReadFileArgs]):
     args_model = ReadFileArgs
     guards_control_paths = True
 
+    def changed_paths(self, args: ReadFileArgs) -> list[str]:
+        """No file: this tool only reads."""
+        return []
+
     def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolOutput:
         with open_in_workspace(ctx.workspace, args.path) as entry:
             shown = entry.shown
@@ -215,6 +219,10 @@ class WriteFileTool(Tool[WriteFileArgs]):
     args_model = WriteFileArgs
     guards_control_paths = True
 
+    def changed_paths(self, args: WriteFileArgs) -> list[str]:
+        """The one file it writes."""
+        return [args.path]
+
     def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolOutput:
         data = args.content.encode()
         with open_in_workspace(
@@ -252,6 +260,10 @@ class EditFileTool(Tool[EditFileArgs]):
     )
     args_model = EditFileArgs
     guards_control_paths = True
+
+    def changed_paths(self, args: EditFileArgs) -> list[str]:
+        """The one file it writes."""
+        return [args.path]
 
     def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolOutput:
         with open_in_workspace(ctx.workspace, args.path, for_write=True) as entry:

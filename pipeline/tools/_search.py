@@ -88,6 +88,10 @@ class ListFilesTool(Tool[ListFilesArgs]):
     args_model = ListFilesArgs
     guards_control_paths = True
 
+    def changed_paths(self, args: ListFilesArgs) -> list[str]:
+        """No file: this tool only reads."""
+        return []
+
     def run(self, args: ListFilesArgs, ctx: ToolContext) -> ToolOutput:
         root = _directory(ctx, args.path)
         shown_root = display_path(ctx.workspace, root)
@@ -135,6 +139,10 @@ class GlobTool(Tool[GlobArgs]):
     args_model = GlobArgs
     guards_control_paths = True
 
+    def changed_paths(self, args: GlobArgs) -> list[str]:
+        """No file: this tool only reads."""
+        return []
+
     def run(self, args: GlobArgs, ctx: ToolContext) -> ToolOutput:
         root = _directory(ctx, args.path)
         prefix = _prefix(ctx, root)
@@ -178,6 +186,10 @@ class GrepTool(Tool[GrepArgs]):
     )
     args_model = GrepArgs
     guards_control_paths = True
+
+    def changed_paths(self, args: GrepArgs) -> list[str]:
+        """No file: this tool only reads."""
+        return []
 
     def run(self, args: GrepArgs, ctx: ToolContext) -> ToolOutput:
         try:

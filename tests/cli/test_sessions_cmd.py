@@ -693,6 +693,7 @@ def test_every_command_has_help_with_an_example() -> None:
     assert set(COMMANDS) == {
         "list", "view", "export", "search", "delete", "clear", "cleanup",
         "title", "tag", "pin", "unpin", "import", "reindex", "doctor", "trash",
+        "fork", "rewind",
     }  # fmt: skip
     for name, spec in COMMANDS.items():
         command = SessionsGroup.load_command(name)

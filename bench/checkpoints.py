@@ -1,0 +1,211 @@
+"""Forks, rewinds and workspace checkpoints against issue 25's targets.
+
+Run with ``python -m bench.checkpoints [--runs N] [--files N]``. Prints, on
+real files in a temporary folder (``/dev/shm`` when there is one, else the
+temp folder):
+
+- ``fork`` of a 10,000-message session against ``resume`` of it (open_session),
+  median of the runs, and the ratio (target: at most 2x);
+- ``write_file`` of one file with and without checkpoints: the added
+  milliseconds (target: at most 10 ms);
+- a bubblewrap ``shell`` command in a workspace of ``--files`` files (10,000),
+  without checkpoints, with checkpoints the first time (the baseline copies the
+  workspace) and with checkpoints afterwards; the ratio of the latter to the
+  tool's own time (target: at most 2x the tool's own time, i.e. a ratio <= 3);
+- rewinding 100 changed files (target: under 1 s);
+- the store's size after 100 edits of a 100 KB source-like file (target: under 2 MB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from ollm_cli.config.settings import CheckpointSettings, SessionSettings, ToolSettings
+from ollm_cli.pipeline.checkpoints import apply_rewind, plan_rewind
+from ollm_cli.pipeline.recording import ChatRecordingService
+from ollm_cli.pipeline.records import SessionMessage, ToolCallPart
+from ollm_cli.pipeline.tools import ToolExecutor
+
+SID = "0f0e0d0c-0b0a-4000-8000-0000000000be"
+_ids = itertools.count()
+_ENV = {"PATH": os.defpath, "LANG": "C.UTF-8"}
+
+
+def _ms(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return (time.perf_counter() - started) * 1000
+
+
+def _call(executor: ToolExecutor, name: str, sid: str | None, **args: object) -> str:
+    call_id = f"b{next(_ids)}"
+    record = executor.execute(
+        ToolCallPart(id=call_id, name=name, args=dict(args)), _ENV, True, session_id=sid
+    )
+    assert record.success, record.result.llm_content
+    return call_id
+
+
+def bench_fork(base: Path, runs: int) -> None:
+    store = ChatRecordingService(
+        SessionSettings(data_dir=base / "sessions", max_sessions=0, group_commit_ms=0),
+        snapshots_dir=base / "snapshots",
+    )
+    sid = store.create_session("m", "simulated")
+    for n in range(10_000):
+        text = f"message {n}: " + "words of a conversation " * 8
+        store.record_message(
+            sid, SessionMessage.user(text) if n % 2 == 0 else SessionMessage.assistant(text)
+        )
+    store.close()
+    resume, fork = [], []
+    for _ in range(runs):
+        store = ChatRecordingService(
+            SessionSettings(data_dir=base / "sessions", max_sessions=0),
+            snapshots_dir=base / "snapshots",
+        )
+        resume.append(_ms(partial(store.open_session, sid)))
+        store.close_session(sid)
+        fork.append(_ms(partial(store.fork_session, sid, at=9_000)))
+        store.close()
+    r, f = statistics.median(resume), statistics.median(fork)
+    print(
+        f"fork of 10,000 messages: {f:.0f} ms; resume: {r:.0f} ms; ratio {f / r:.2f} (target <= 2)"
+    )
+
+
+def bench_write(base: Path, runs: int) -> None:
+    workspace = base / "ws-write"
+    workspace.mkdir()
+    plain = ToolExecutor(ToolSettings(), workspace=workspace)
+    kept = ToolExecutor(
+        ToolSettings(),
+        workspace=workspace,
+        checkpoints=CheckpointSettings(),
+        checkpoints_root=base / "snap-write",
+    )
+    content = "x = 1\n" * 2000
+    without, with_ = [], []
+    for n in range(runs):
+        without.append(
+            _ms(partial(_call, plain, "write_file", None, path="a.py", content=content + str(n)))
+        )
+        with_.append(
+            _ms(partial(_call, kept, "write_file", SID, path="a.py", content=content + str(-n)))
+        )
+    a, b = statistics.median(without), statistics.median(with_)
+    print(
+        f"write_file of a 12 KB file: {a:.1f} ms, with checkpoint {b:.1f} ms: +{b - a:.1f} ms "
+        "(target <= 10 ms)"
+    )
+
+
+def bench_shell(base: Path, runs: int, files: int) -> None:
+    workspace = base / "ws-shell"
+    for n in range(files):
+        folder = workspace / f"d{n % 100:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{n}.txt").write_text(f"file {n}\n" * 20)
+    plain = ToolExecutor(ToolSettings(), workspace=workspace)
+    kept = ToolExecutor(
+        ToolSettings(),
+        workspace=workspace,
+        checkpoints=CheckpointSettings(),
+        checkpoints_root=base / "snap-shell",
+    )
+    command = "echo more >> d01/f1.txt && touch new-$RANDOM.txt"
+    first = _ms(lambda: _call(kept, "shell", SID, command=command))
+    without, with_ = [], []
+    for _ in range(runs):
+        without.append(_ms(lambda: _call(plain, "shell", None, command=command)))
+        with_.append(_ms(lambda: _call(kept, "shell", SID, command=command)))
+    a, b = statistics.median(without), statistics.median(with_)
+    print(
+        f"shell in {files} files: {a:.0f} ms; with checkpoints {b:.0f} ms "
+        f"(first call {first:.0f} ms): "
+        f"overhead {(b - a) / a:.2f}x the tool's own time (target <= 2)"
+    )
+
+
+def bench_rewind(base: Path) -> None:
+    workspace = base / "ws-rewind"
+    workspace.mkdir()
+    executor = ToolExecutor(
+        ToolSettings(),
+        workspace=workspace,
+        checkpoints=CheckpointSettings(),
+        checkpoints_root=base / "snap-rewind",
+    )
+    for n in range(100):
+        (workspace / f"f{n}.py").write_text(f"original {n}\n" * 100)
+    ids = [
+        _call(executor, "write_file", SID, path=f"f{n}.py", content=f"changed {n}\n")
+        for n in range(100)
+    ]
+    checkpoints = executor.checkpoints_of(SID)
+    assert checkpoints is not None
+    took = _ms(
+        lambda: apply_rewind(plan_rewind(checkpoints.changes(), set(ids)), checkpoints.blobs)
+    )
+    assert (workspace / "f7.py").read_text().startswith("original 7")
+    print(f"rewind of 100 changed files: {took:.0f} ms (target < 1000 ms)")
+
+
+def bench_storage(base: Path) -> None:
+    workspace = base / "ws-storage"
+    workspace.mkdir()
+    executor = ToolExecutor(
+        ToolSettings(),
+        workspace=workspace,
+        checkpoints=CheckpointSettings(),
+        checkpoints_root=base / "snap-storage",
+    )
+    rng = random.Random(25)
+    words = [
+        ("".join(rng.choice("abcdefghijklmnopqrstuvwxyz_") for _ in range(rng.randint(2, 9))))
+        for _ in range(2000)
+    ]
+    lines = [
+        "    " * rng.randint(0, 3)
+        + " ".join(rng.choice(words) for _ in range(rng.randint(3, 10)))
+        + "\n"
+        for _ in range(2200)
+    ]
+    for n in range(100):
+        lines[rng.randrange(len(lines))] = f"    edited_line_{n} = {n}\n"
+        _call(executor, "write_file", SID, path="big.py", content="".join(lines))
+    checkpoints = executor.checkpoints_of(SID)
+    assert checkpoints is not None
+    size = len("".join(lines))
+    print(
+        f"100 edits of a {size // 1024} KB file: store {checkpoints.blobs.used / 2**20:.2f} MB "
+        "(target < 2 MB)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--files", type=int, default=10_000)
+    args = parser.parse_args()
+    where = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    with tempfile.TemporaryDirectory(dir=where) as tmp:
+        base = Path(tmp)
+        bench_fork(base, args.runs)
+        bench_write(base, args.runs * 4)
+        bench_shell(base, args.runs, args.files)
+        bench_rewind(base)
+        bench_storage(base)
+
+
+if __name__ == "__main__":
+    main()

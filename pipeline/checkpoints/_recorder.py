@@ -1,0 +1,321 @@
+"""WorkspaceCheckpoints: the previous state of every file a session's tools change.
+
+One per session, in ``{snapshots.dataDir}/{sessionId}/workspace/`` (so it is
+deleted with the session and kept while the session is in the trash)::
+
+    changes.jsonl      the FileChange log (see _changes)
+    blobs/ab/cdef...   the contents, by digest (see _blobs)
+    baseline.json      {path: [inode, mtimeNs, size, digest]} of the workspace's files
+
+Two ways to know what a tool changes, chosen by the tool:
+
+- **Named paths** (``write_file``, ``edit_file``): the tool says which path it will
+  write; its content is kept before the call, its new content after. A few
+  milliseconds for one file.
+- **Anything** (``shell``, extension tools): before the call every file of the
+  workspace must be recoverable, because a command may change a file in place
+  and its old content would be gone. The baseline keeps each file's content once,
+  keyed by (inode, mtime, size): the first such call copies the workspace's files
+  (compressed, deduplicated), later ones only stat them and copy what changed
+  since. After the call a second stat manifest tells which paths were created,
+  deleted, renamed (a delete plus a create) or changed, and only those are
+  recorded. Files over ``maxFileMb`` are not copied; a rewind names them.
+
+(The other design, bubblewrap's ``--overlay`` with the workspace as the lower
+layer, was considered, not built or measured: its cost would not grow with the
+workspace, but it needs overlayfs in the sandbox's user namespace, which many
+kernels refuse, and applying the upper dir back means handling whiteouts and
+opaque dirs ourselves. The stat manifest works everywhere; its cost grows with
+the number of files, see ``python -m bench.checkpoints``.)
+
+Example::
+
+    checkpoints = WorkspaceCheckpoints.of_session(root, sid, settings.checkpoints)
+    pending = checkpoints.before(workspace, ["src/a.py"])   # None: anything may change
+    ...                                                     # the tool runs
+    checkpoints.after(pending, tool_call_id="c1")           # the FileChanges recorded
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from ollm_cli.config.settings import CheckpointSettings
+from ollm_cli.pipeline.atomic_file import write_atomic
+from ollm_cli.pipeline.checkpoints._blobs import BlobStore, BudgetExceeded
+from ollm_cli.pipeline.checkpoints._changes import ABSENT, ChangeLog, FileChange, FileState
+from ollm_cli.pipeline.checkpoints._manifest import SKIPPED_DIRS, Entry, Manifest, diff, scan
+from ollm_cli.pipeline.errors import CheckpointError
+from ollm_cli.pipeline.records import SessionId
+
+logger = logging.getLogger(__name__)
+
+FOLDER = "workspace"
+BASELINE_FILE = "baseline.json"
+_MB = 1024 * 1024
+
+
+@dataclass
+class PendingCheckpoint:
+    """What :meth:`WorkspaceCheckpoints.before` kept, waiting for the call to end."""
+
+    workspace: Path
+    paths: list[str] | None
+    """The named paths (relative, resolved), or None: the whole workspace was scanned."""
+    before: dict[str, FileState] = field(default_factory=dict)
+    manifest: Manifest | None = None
+
+
+def relative_in(workspace: Path, path: str) -> str | None:
+    """``path`` (as a tool was given it) relative to the real workspace, or None when it
+    leads outside (the tool refuses such a path; nothing to keep)."""
+    root = os.path.realpath(workspace)
+    real = os.path.realpath(os.path.join(root, path))
+    if real == root or not real.startswith(root + os.sep):
+        return None
+    rel = os.path.relpath(real, root)
+    return None if rel.split(os.sep)[0] in SKIPPED_DIRS else rel
+
+
+class WorkspaceCheckpoints:
+    """The checkpoint folder of one session: its log, its blobs, its baseline."""
+
+    def __init__(self, folder: Path, settings: CheckpointSettings) -> None:
+        self.folder = folder
+        self.settings = settings
+        self.blobs = BlobStore(folder / "blobs", max_bytes=settings.max_mb * _MB)
+        self.log = ChangeLog(folder)
+        self._baseline: dict[str, list[object]] | None = None
+
+    @classmethod
+    def of_session(
+        cls, root: Path, session_id: str, settings: CheckpointSettings
+    ) -> WorkspaceCheckpoints:
+        """The checkpoints of ``session_id`` under ``root`` (``snapshots.dataDir``)."""
+        from pydantic import TypeAdapter
+
+        sid = TypeAdapter(SessionId).validate_python(session_id)
+        return cls(root / sid / FOLDER, settings)
+
+    # -- keeping states --------------------------------------------------------------
+
+    def _keep(self, data: bytes, digest: str | None = None) -> tuple[str | None, str | None]:
+        """Keep ``data``: ``(digest, None)``, or ``(None, reason)`` when it cannot be kept."""
+        try:
+            return self.blobs.put(data, digest), None
+        except BudgetExceeded:
+            return (
+                None,
+                f"the session's checkpoints reached checkpoints.maxMb ({self.settings.max_mb})",
+            )
+        except OSError as exc:
+            return None, f"the checkpoint store cannot be written ({exc.strerror})"
+
+    def _state(self, workspace: Path, rel: str) -> FileState:
+        """The state of ``rel`` now, its content kept."""
+        path = workspace / rel
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return ABSENT
+        except OSError as exc:
+            return FileState(kind="unkept", reason=f"cannot be read ({exc.strerror})")
+        mode = st.st_mode & 0o7777
+        if stat.S_ISLNK(st.st_mode):
+            return FileState(kind="symlink", target=os.readlink(path))
+        if stat.S_ISDIR(st.st_mode):
+            return FileState(kind="dir", mode=mode)
+        if not stat.S_ISREG(st.st_mode):
+            return FileState(kind="unkept", reason="not a regular file")
+        if st.st_size > self.settings.max_file_mb * _MB:
+            return FileState(
+                kind="unkept",
+                size=st.st_size,
+                reason=f"larger than checkpoints.maxFileMb ({self.settings.max_file_mb})",
+            )
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            return FileState(kind="unkept", reason=f"cannot be read ({exc.strerror})")
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read()
+        digest, reason = self._keep(data)
+        if digest is None:
+            return FileState(kind="unkept", size=len(data), reason=reason)
+        return FileState(kind="file", digest=digest, mode=mode, size=len(data))
+
+    # -- the baseline (for tools that may change anything) --------------------------
+
+    def _load_baseline(self) -> dict[str, list[object]]:
+        if self._baseline is None:
+            try:
+                loaded = orjson.loads((self.folder / BASELINE_FILE).read_bytes())
+                self._baseline = loaded if isinstance(loaded, dict) else {}
+            except (OSError, orjson.JSONDecodeError):
+                self._baseline = {}
+        return self._baseline
+
+    def _save_baseline(self) -> None:
+        with contextlib.suppress(OSError):
+            write_atomic(self.folder / BASELINE_FILE, orjson.dumps(self._load_baseline()))
+
+    def _baseline_state(
+        self, workspace: Path, rel: str, entry: Entry, *, read: bool = True
+    ) -> FileState:
+        """The state of a scanned path, its content from the baseline when unchanged
+        (``read=False``: never read now, the content is the one the baseline kept)."""
+        if entry.kind == "dir":
+            return FileState(kind="dir", mode=entry.mode)
+        if entry.kind == "symlink":
+            with contextlib.suppress(OSError):
+                return FileState(kind="symlink", target=os.readlink(workspace / rel))
+            return FileState(kind="unkept", reason="a symlink that cannot be read")
+        baseline = self._load_baseline()
+        known = baseline.get(rel)
+        sig = [entry.ino, entry.mtime_ns, entry.size]
+        if isinstance(known, list) and known[:3] == sig and isinstance(known[3], str):
+            return FileState(kind="file", digest=known[3], mode=entry.mode, size=entry.size)
+        if not read:
+            return FileState(kind="unkept", reason="changed before its content could be kept")
+        state = self._state(workspace, rel)
+        if state.kind == "file" and state.digest is not None:
+            baseline[rel] = [*sig, state.digest]
+        else:
+            baseline.pop(rel, None)
+        return state
+
+    # -- around a tool call ----------------------------------------------------------
+
+    def before(self, workspace: Path, paths: list[str] | None) -> PendingCheckpoint:
+        """Keep what the call may change: the named ``paths``, or (None) the workspace."""
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if paths is not None:
+            pending = PendingCheckpoint(workspace, [])
+            for given in paths:
+                rel = relative_in(workspace, given)
+                if rel is None or rel in pending.before:
+                    continue
+                assert pending.paths is not None
+                for parent in reversed(Path(rel).parents[:-1]):  # folders the tool may create
+                    key = str(parent)
+                    if key not in pending.before and not (workspace / key).exists():
+                        pending.paths.append(key)
+                        pending.before[key] = ABSENT
+                pending.paths.append(rel)
+                pending.before[rel] = self._state(workspace, rel)
+            return pending
+        manifest = scan(workspace)
+        pending = PendingCheckpoint(workspace, None, manifest=manifest)
+        baseline = self._load_baseline()
+        gone = [p for p in baseline if p not in manifest]
+        for rel in gone:
+            del baseline[rel]
+        dirty = bool(gone)
+        for rel, entry in manifest.items():
+            if entry.kind == "file":
+                known = baseline.get(rel)
+                if (  # unchanged since kept: the common case, no call, no object
+                    known is not None
+                    and known[0] == entry.ino
+                    and known[1] == entry.mtime_ns
+                    and known[2] == entry.size
+                ):
+                    continue
+                dirty = True
+                state = self._baseline_state(workspace, rel, entry)
+                if state.kind != "file":  # not kept (too large, over budget): say so later
+                    pending.before[rel] = state
+            elif entry.kind == "symlink":  # its target, read now: after the call it may differ
+                pending.before[rel] = self._baseline_state(workspace, rel, entry)
+        if dirty:
+            self._save_baseline()
+        return pending
+
+    def after(self, pending: PendingCheckpoint, tool_call_id: str) -> list[FileChange]:
+        """Record what the call changed (nothing recorded when nothing changed)."""
+        workspace = pending.workspace
+        changes: list[FileChange] = []
+        where = str(workspace)
+        if pending.paths is not None:
+            for rel in pending.paths:
+                before = pending.before[rel]
+                after = self._state(workspace, rel)
+                if not before.same_as(after) or before.mode != after.mode:
+                    changes.append(
+                        FileChange(
+                            tool_call_id=tool_call_id,
+                            workspace=where,
+                            path=rel,
+                            before=before,
+                            after=after,
+                        )
+                    )
+        else:
+            assert pending.manifest is not None
+            old = pending.manifest
+            new = scan(workspace)
+            created, deleted, changed = diff(old, new)
+            for rel in sorted({*created, *deleted, *changed}):
+                before = (
+                    pending.before.get(rel)
+                    or self._baseline_state(workspace, rel, old[rel], read=False)
+                    if rel in old
+                    else ABSENT
+                )
+                after = self._baseline_state(workspace, rel, new[rel]) if rel in new else ABSENT
+                if rel not in new:
+                    self._load_baseline().pop(rel, None)
+                changes.append(
+                    FileChange(
+                        tool_call_id=tool_call_id,
+                        workspace=where,
+                        path=rel,
+                        before=before,
+                        after=after,
+                    )
+                )
+            if changes:
+                self._save_baseline()
+        try:
+            self.log.append(changes)
+        except OSError as exc:
+            raise CheckpointError(
+                f"the checkpoint log {self.log.path} cannot be written ({exc.strerror}); "
+                f"a rewind cannot undo tool call {tool_call_id}",
+                hint="free some disk space in the snapshots folder (snapshots.dataDir)",
+            ) from None
+        return changes
+
+    # -- reading, forks --------------------------------------------------------------
+
+    def changes(self) -> list[FileChange]:
+        """Every recorded change, oldest first."""
+        return self.log.read()
+
+    def changed_paths(self) -> dict[str, list[str]]:
+        """Which paths each tool call changed (by tool-call id), for views."""
+        by_call: dict[str, list[str]] = {}
+        for change in self.changes():
+            by_call.setdefault(change.tool_call_id, []).append(change.path)
+        return by_call
+
+    def carry_over(self, into: WorkspaceCheckpoints, tool_call_ids: set[str]) -> int:
+        """Give a fork the changes of the tool calls it kept (and their contents);
+        returns how many changes."""
+        kept = [c for c in self.changes() if c.tool_call_id in tool_call_ids]
+        if not kept:
+            return 0
+        into.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for change in kept:
+            for state in (change.before, change.after):
+                if state.digest is not None:
+                    self.blobs.link_into(into.blobs, state.digest)
+        into.log.append(kept)
+        return len(kept)

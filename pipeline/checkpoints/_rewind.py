@@ -1,0 +1,311 @@
+"""Putting the workspace back as it was before some tool calls.
+
+:func:`plan_rewind` takes a session's :class:`FileChange` log and the tool calls
+to undo and gives, for each path they changed, the state to restore (the state
+before the first undone change) and the state the tools left (after the last
+one). :func:`apply_rewind` then:
+
+1. checks the workspace is still there and writable, and that every content it
+   needs is in the store and undamaged (:class:`CheckpointError` otherwise,
+   before anything is touched);
+2. compares each path with the state the tools left: a path changed since (by
+   the user) is a conflict; ``on_conflict`` says what to do: ``refuse`` (raise
+   :class:`RewindConflict` naming them, nothing changed), ``keep`` (leave them,
+   reported as skipped) or ``overwrite``;
+3. restores file by file, each atomically (a temporary file in the same folder,
+   fsynced, renamed over the path), folders the tools created last (removed only
+   when empty). Files the tools did not change are never touched.
+
+A failure mid-restore (a full disk) stops there: the error lists the files
+already restored; the others are left as they were, none half-written.
+
+Example::
+
+    plan = plan_rewind(checkpoints.changes(), undo={"c3", "c4"})
+    report = apply_rewind(plan, checkpoints.blobs, on_conflict="keep")
+    for item in report.items: print(item.path, item.action)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from pathlib import Path
+from typing import Literal
+
+from ollm_cli.pipeline.checkpoints._blobs import BlobStore, digest_of
+from ollm_cli.pipeline.checkpoints._changes import FileChange, FileState
+from ollm_cli.pipeline.errors import CheckpointError
+from ollm_cli.pipeline.records import Record
+
+OnConflict = Literal["refuse", "keep", "overwrite"]
+Action = Literal["restored", "deleted", "created folder", "removed folder", "skipped"]
+
+
+class PathRewind(Record):
+    """One path to put back: from what the tools left to what was there before."""
+
+    workspace: str
+    path: str
+    restore: FileState
+    left: FileState
+
+
+class RewindItem(Record):
+    """What the rewind did with one path."""
+
+    path: str
+    action: Action
+    reason: str | None = None
+
+
+class RewindReport(Record):
+    """What a rewind did, path by path."""
+
+    workspace: str | None = None
+    items: list[RewindItem]
+
+    @property
+    def restored(self) -> list[RewindItem]:
+        """The paths put back."""
+        return [i for i in self.items if i.action != "skipped"]
+
+    @property
+    def skipped(self) -> list[RewindItem]:
+        """The paths left as they are, with why."""
+        return [i for i in self.items if i.action == "skipped"]
+
+
+class RewindConflict(CheckpointError):
+    """Files the tools changed were changed again since (by the user)."""
+
+    def __init__(self, paths: list[str]) -> None:
+        shown = ", ".join(paths[:10]) + (", ..." if len(paths) > 10 else "")
+        super().__init__(
+            f"{len(paths)} file(s) changed since the tools wrote them: {shown}; nothing "
+            "was restored",
+            hint="rerun with --keep-user-changes to restore the others and leave these, "
+            "or --overwrite-user-changes to restore them too",
+        )
+        self.paths = paths
+
+
+class RewindFailed(CheckpointError):
+    """A restore stopped partway (the files restored so far are listed)."""
+
+    def __init__(self, message: str, report: RewindReport) -> None:
+        done = ", ".join(i.path for i in report.restored) or "none"
+        super().__init__(
+            f"{message}; restored before it stopped: {done}; the other files were left "
+            "as they were",
+            hint="free some space (or fix the permissions) and rewind again: the restored "
+            "files are skipped as already right",
+        )
+        self.report = report
+
+
+def plan_rewind(changes: list[FileChange], undo: set[str]) -> list[PathRewind]:
+    """For each path changed by the tool calls in ``undo``: what to put back."""
+    plan: dict[tuple[str, str], PathRewind] = {}
+    for change in changes:
+        if change.tool_call_id not in undo:
+            continue
+        key = (change.workspace, change.path)
+        if key in plan:
+            plan[key].left = change.after
+        else:
+            plan[key] = PathRewind(
+                workspace=change.workspace,
+                path=change.path,
+                restore=change.before,
+                left=change.after,
+            )
+    return [p for p in plan.values() if not p.restore.same_as(p.left) or p.restore.kind == "unkept"]
+
+
+def current_state(workspace: Path, rel: str) -> FileState:
+    """What ``rel`` is now (its content digested, not kept)."""
+    path = workspace / rel
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return FileState(kind="absent")
+    if stat.S_ISLNK(st.st_mode):
+        return FileState(kind="symlink", target=os.readlink(path))
+    if stat.S_ISDIR(st.st_mode):
+        return FileState(kind="dir", mode=st.st_mode & 0o7777)
+    if not stat.S_ISREG(st.st_mode):
+        return FileState(kind="unkept", reason="not a regular file")
+    with open(path, "rb") as handle:
+        data = handle.read()
+    return FileState(kind="file", digest=digest_of(data), mode=st.st_mode & 0o7777, size=len(data))
+
+
+def _inside(workspace: Path, rel: str) -> bool:
+    """Whether ``rel``'s folder is really inside the workspace (no symlink leads out)."""
+    root = os.path.realpath(workspace)
+    parent = os.path.realpath(os.path.dirname(os.path.join(root, rel)) or root)
+    return parent == root or parent.startswith(root + os.sep)
+
+
+def _write_file(path: Path, data: bytes, mode: int | None) -> None:
+    """Put ``data`` at ``path`` atomically (temporary file in its folder, fsync, rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name[:200]}.{secrets.token_hex(4)}.rewind")
+    fd = os.open(
+        temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+    )
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+            os.fchmod(handle.fileno(), 0o644 if mode is None else mode)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _remove(path: Path) -> None:
+    st = os.lstat(path)
+    if stat.S_ISDIR(st.st_mode):
+        os.rmdir(path)
+    else:
+        os.unlink(path)
+
+
+def apply_rewind(
+    plan: list[PathRewind],
+    blobs: BlobStore,
+    *,
+    on_conflict: OnConflict = "refuse",
+    workspace: Path | None = None,
+) -> RewindReport:
+    """Carry out ``plan`` (see the module's docstring); ``workspace`` replaces the
+    recorded one (a workspace that moved)."""
+    if not plan:
+        return RewindReport(items=[])
+    roots = {p.workspace for p in plan}
+    if workspace is None and len(roots) > 1:
+        raise CheckpointError(
+            f"the tool calls to undo ran in {len(roots)} workspaces: {', '.join(sorted(roots))}",
+            hint="rewind them one workspace at a time with --workspace",
+        )
+    root = workspace or Path(next(iter(roots)))
+    if not root.is_dir():
+        raise CheckpointError(
+            f"the workspace {root} is not there any more (moved or deleted); nothing was restored",
+            hint="give its new place with --workspace PATH, or rewind with --no-files",
+        )
+    items: list[RewindItem] = []
+    todo: list[PathRewind] = []
+    conflicts: list[str] = []
+    for entry in plan:
+        if entry.restore.kind == "unkept":
+            items.append(
+                RewindItem(
+                    path=entry.path, action="skipped", reason=f"not kept: {entry.restore.reason}"
+                )
+            )
+            continue
+        if not _inside(root, entry.path):
+            items.append(
+                RewindItem(
+                    path=entry.path,
+                    action="skipped",
+                    reason="its folder now leads outside the workspace",
+                )
+            )
+            continue
+        try:
+            now = current_state(root, entry.path)
+        except OSError as exc:
+            raise CheckpointError(
+                f"cannot read {entry.path} in {root} ({exc.strerror}); nothing was restored",
+                hint="check the workspace's permissions",
+            ) from None
+        if now.same_as(entry.restore):
+            continue  # already as it was
+        if entry.left.kind != "unkept" and not now.same_as(entry.left) and entry.left.kind != "dir":
+            if on_conflict == "keep":
+                items.append(
+                    RewindItem(
+                        path=entry.path, action="skipped", reason="changed since the tools wrote it"
+                    )
+                )
+                continue
+            if on_conflict == "refuse":
+                conflicts.append(entry.path)
+                continue
+        todo.append(entry)
+    if conflicts:
+        raise RewindConflict(conflicts)
+    contents: dict[str, bytes] = {}
+    for entry in todo:  # every content checked before the first file is touched
+        digest = entry.restore.digest
+        if entry.restore.kind == "file" and digest is not None and digest not in contents:
+            contents[digest] = blobs.get(digest)
+    for entry in todo:
+        folder = (root / entry.path).parent
+        while not folder.exists() and folder != root:
+            folder = folder.parent
+        if not os.access(folder, os.W_OK):
+            raise CheckpointError(
+                f"the workspace {root} is read-only here ({folder}); nothing was restored",
+                hint="make it writable and rewind again, or rewind with --no-files",
+            )
+    files = [e for e in todo if not (e.restore.kind == "absent" and e.left.kind == "dir")]
+    created_dirs = sorted(
+        (e for e in todo if e.restore.kind == "absent" and e.left.kind == "dir"),
+        key=lambda e: e.path.count("/"),
+        reverse=True,
+    )
+    for entry in [*files, *created_dirs]:
+        path = root / entry.path
+        try:
+            action = _restore_one(path, entry, contents)
+        except OSError as exc:
+            if entry in created_dirs and exc.errno in (
+                errno.ENOTEMPTY,
+                errno.EEXIST,
+            ):  # the user's files
+                items.append(
+                    RewindItem(path=entry.path, action="skipped", reason="folder not empty")
+                )
+                continue
+            report = RewindReport(workspace=str(root), items=items)
+            raise RewindFailed(f"cannot restore {entry.path}: {exc.strerror}", report) from None
+        items.append(RewindItem(path=entry.path, action=action))
+    return RewindReport(workspace=str(root), items=items)
+
+
+def _restore_one(path: Path, entry: PathRewind, contents: dict[str, bytes]) -> Action:
+    restore = entry.restore
+    if restore.kind == "absent":
+        with contextlib.suppress(FileNotFoundError):
+            _remove(path)
+        return "removed folder" if entry.left.kind == "dir" else "deleted"
+    if restore.kind == "dir":
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            _remove(path)
+        path.mkdir(parents=True, exist_ok=True)
+        if restore.mode is not None:
+            os.chmod(path, restore.mode)
+        return "created folder"
+    if restore.kind == "symlink":
+        assert restore.target is not None
+        temporary = path.with_name(f".{path.name[:200]}.{secrets.token_hex(4)}.rewind")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(restore.target, temporary)
+        os.replace(temporary, path)
+        return "restored"
+    assert restore.digest is not None
+    if path.is_dir() and not path.is_symlink():
+        os.rmdir(path)
+    _write_file(path, contents[restore.digest], restore.mode)
+    return "restored"
