@@ -98,6 +98,7 @@ RESTRICTED_KEYS: tuple[str, ...] = (
     "services.loopDetection.enabled",
     "services.compression.finishOnExitS",
     "snapshots.dataDir",
+    "checkpoints",
     "runtime",
     "provider.name",
     "provider.ollama.host",
