@@ -25,6 +25,7 @@ __all__ = [
     "err_console",
     "print_error",
     "print_json",
+    "print_warning",
     "strip_control",
     "write_stdout",
 ]
@@ -94,3 +95,9 @@ def print_error(error: BaseException, *, as_json: bool = False) -> None:
     err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
     if hint:
         err_console.print(f"[dim]hint:[/] {escape(hint)}", markup=True, soft_wrap=True)
+
+
+def print_warning(text: str) -> None:
+    """Warn the user on stderr, in one rich-styled ``warning:`` line (secrets redacted)."""
+    shown = strip_control(_redact(text))
+    err_console.print(f"[bold yellow]warning:[/] {escape(shown)}", markup=True, soft_wrap=True)
