@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -74,6 +74,9 @@ COMMANDS: dict[str, CommandSpec] = {
     "extensions": CommandSpec(
         "extensions_cmd", "List installed extensions and what they add.", group=True
     ),
+    "version": CommandSpec(
+        "version_cmd", "Print the version of OLLM, and the Python and platform it runs on."
+    ),
 }
 
 
@@ -108,8 +111,27 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from ollm_cli.cli.version_cmd import version_line
+
+        typer.echo(version_line())
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            help="Print the version and exit (`ollm version --json` for scripts).",
+            is_eager=True,
+            callback=_print_version,
+        ),
+    ] = False,
+) -> None:
     """The root group's callback (the commands are in :data:`COMMANDS`)."""
 
 
