@@ -74,6 +74,11 @@ COMMANDS: dict[str, CommandSpec] = {
     "extensions": CommandSpec(
         "extensions_cmd", "List installed extensions and what they add.", group=True
     ),
+    "models": CommandSpec(
+        "models_cmd",
+        "List the models the provider has: Ollama's pulled models, an OpenAI-compatible "
+        "server's /v1/models, or the embedded model file.",
+    ),
     "version": CommandSpec(
         "version_cmd", "Print the version of OLLM, and the Python and platform it runs on."
     ),

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ollm_cli.pipeline.providers._factory import PROBE_TIMEOUT_S, create_provider
     from ollm_cli.pipeline.providers._gguf_metadata import GgufMetadata, read_gguf_metadata
     from ollm_cli.pipeline.providers._ollama import OllamaProvider, ollama_answers
-    from ollm_cli.pipeline.providers._openai import OpenAIProvider
+    from ollm_cli.pipeline.providers._openai import OpenAIProvider, display_url
     from ollm_cli.pipeline.providers._service import ProviderService
     from ollm_cli.pipeline.providers._simulated import SimulatedProvider
 
@@ -64,6 +64,7 @@ __all__ = [
     "bundled_model_path",
     "create_provider",
     "display_host",
+    "display_url",
     "embedded_model_available",
     "new_tool_call_id",
     "ollama_answers",
@@ -105,7 +106,7 @@ __getattr__ = lazy_exports(
             "OllamaProvider",
             "ollama_answers",
         ),
-        "_openai": ("OpenAIProvider",),
+        "_openai": ("OpenAIProvider", "display_url"),
         "_service": ("ProviderService",),
         "_simulated": ("SimulatedProvider",),
     },
