@@ -150,10 +150,11 @@ spares every command the scan of all installed packages' entry points (7 ms)."""
 
 def main() -> None:
     """Console entry point of ``ollm``."""
+    from ollm_cli.cli.log_lines import TerminalLogHandler
     from ollm_cli.pipeline.environment import configure_logging
 
     os.environ.setdefault(PLUGINS_OFF, "__all__")
-    configure_logging()
+    configure_logging(handler=TerminalLogHandler())
     try:
         app()
     except OllmError as error:
