@@ -18,13 +18,18 @@ from tests.cli.conftest import OLLM_SCRIPT
 
 @pytest.fixture
 def handler() -> Iterator[TerminalLogHandler]:
+    """The terminal handler alone on the root logger (earlier tests that ran ``main``
+    left theirs there), at WARNING."""
     installed = TerminalLogHandler()
     root = logging.getLogger()
-    root.addHandler(installed)
+    saved, level = root.handlers[:], root.level
+    root.handlers = [installed]
+    root.setLevel(logging.WARNING)
     try:
         yield installed
     finally:
-        root.removeHandler(installed)
+        root.handlers = saved
+        root.setLevel(level)
 
 
 def test_a_warning_is_one_line_in_our_words_and_never_twice(
