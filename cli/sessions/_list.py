@@ -110,7 +110,7 @@ def list_sessions(
     with `$PAGER` (`less -R`). `--json` lists every session in one flat list unless
     `--limit` is given.
 
-    Examples: `ollm sessions list --limit 10 --tag work --since 7d`, `ollm sessions list --all`
+    Example: `ollm sessions list --limit 10 --tag work --since 7d`, `ollm sessions list --all`
     """
     if limit is not None and show_all:
         usage_error(

@@ -49,7 +49,7 @@ def search(
     Every word must match; a word also finds the words it begins (`kube` finds
     kubernetes, whole words first). Text in double quotes is a phrase.
 
-    Examples: `ollm sessions search kube deploy`, `ollm sessions search '"docker compose"'`
+    Example: `ollm sessions search kube deploy`, `ollm sessions search '"docker compose"'`
     """
     if not query.strip():
         raise typer.BadParameter("give at least one word to search for", param_hint="QUERY")
