@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -74,6 +74,14 @@ COMMANDS: dict[str, CommandSpec] = {
     "extensions": CommandSpec(
         "extensions_cmd", "List installed extensions and what they add.", group=True
     ),
+    "models": CommandSpec(
+        "models_cmd",
+        "List the models the provider has: Ollama's pulled models, an OpenAI-compatible "
+        "server's /v1/models, or the embedded model file.",
+    ),
+    "version": CommandSpec(
+        "version_cmd", "Print the version of OLLM, and the Python and platform it runs on."
+    ),
 }
 
 
@@ -108,8 +116,27 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from ollm_cli.cli.version_cmd import version_line
+
+        typer.echo(version_line())
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            help="Print the version and exit (`ollm version --json` for scripts).",
+            is_eager=True,
+            callback=_print_version,
+        ),
+    ] = False,
+) -> None:
     """The root group's callback (the commands are in :data:`COMMANDS`)."""
 
 
@@ -123,10 +150,11 @@ spares every command the scan of all installed packages' entry points (7 ms)."""
 
 def main() -> None:
     """Console entry point of ``ollm``."""
+    from ollm_cli.cli.log_lines import TerminalLogHandler
     from ollm_cli.pipeline.environment import configure_logging
 
     os.environ.setdefault(PLUGINS_OFF, "__all__")
-    configure_logging()
+    configure_logging(handler=TerminalLogHandler())
     try:
         app()
     except OllmError as error:

@@ -16,10 +16,14 @@ Example::
 from __future__ import annotations
 
 import importlib
+from difflib import get_close_matches
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import typer
+from typer._click.exceptions import UsageError
 from typer.core import TyperCommand, TyperGroup
+
+from ollm_cli.cli.help_pages import tidy
 
 if TYPE_CHECKING:  # typer ships its own copy of click
     from typer._click.core import Command, Context
@@ -61,6 +65,7 @@ class LazyGroup(TyperGroup):
         return typer.main.get_group(holder).commands.get(name)
 
     def format_help(self, ctx: Context, formatter: Any) -> None:
+        tidy(self, ctx)
         # the help page needs each command's name and summary, not the command
         self._summaries_only = True
         try:
@@ -77,4 +82,18 @@ class LazyGroup(TyperGroup):
             return None
         if ctx.resilient_parsing or self._summaries_only:
             return TyperCommand(cmd_name, help=spec.summary, short_help=spec.summary)
-        return self.load_command(cmd_name)
+        command = self.load_command(cmd_name)
+        if command is not None:
+            tidy(command, ctx)
+        return command
+
+    def resolve_command(
+        self, ctx: Context, args: list[str]
+    ) -> tuple[str | None, Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as error:
+            matches = get_close_matches(args[0], list(self.table), n=1) if args else []
+            if matches and "Did you mean" not in error.message:
+                error.message = f"No such command {args[0]!r}. Did you mean {matches[0]!r}?"
+            raise

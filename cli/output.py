@@ -25,6 +25,8 @@ __all__ = [
     "err_console",
     "print_error",
     "print_json",
+    "print_token_limit_notice",
+    "print_warning",
     "strip_control",
     "write_stdout",
 ]
@@ -94,3 +96,28 @@ def print_error(error: BaseException, *, as_json: bool = False) -> None:
     err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
     if hint:
         err_console.print(f"[dim]hint:[/] {escape(hint)}", markup=True, soft_wrap=True)
+
+
+def print_warning(text: str) -> None:
+    """Warn the user on stderr, in one rich-styled ``warning:`` line (secrets redacted)."""
+    shown = strip_control(_redact(text))
+    err_console.print(f"[bold yellow]warning:[/] {escape(shown)}", markup=True, soft_wrap=True)
+
+
+def print_token_limit_notice(
+    finish_reason: str | None, token_limit: int | None, *, provider: str
+) -> bool:
+    """After ``ollm run -p`` printed an answer: say on stderr when it was cut at the
+    token limit (``finish_reason == "length"``), so it does not end mid-sentence in
+    silence; whether it said so.
+
+    The answer on stdout stays exactly the model's text; the note goes to stderr.
+    """
+    from ollm_cli.pipeline.providers import TOKEN_LIMIT_REASON, cut_note
+
+    if finish_reason != TOKEN_LIMIT_REASON:
+        return False
+    err_console.print(
+        cut_note(token_limit, provider=provider), style="yellow", markup=False, soft_wrap=True
+    )
+    return True

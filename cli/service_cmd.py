@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from ollm_cli.cli.exit_codes import EXIT_CODES_HELP
 from ollm_cli.cli.output import console, err_console, print_json
-from ollm_cli.cli.state import loaded_settings
+from ollm_cli.cli.state import loaded_settings, settings_despite_errors, warn_config_problems
 from ollm_cli.pipeline.service import ServicePaths
 
 app = typer.Typer(
@@ -101,14 +101,17 @@ def stop(
     """Stop the service: background work finishes (bounded), every session is closed
     and its lock released, and no Ray process is left.
 
+    With an invalid config it still stops (waiting the default time for a bad
+    `runtime.service.stopTimeout`) and prints the config error as a warning.
+
     Example: `ollm service stop`.
     """
     from ollm_cli.pipeline.service import stop_service
 
-    limit = (
-        timeout if timeout is not None else loaded_settings().settings.runtime.service.stop_timeout
-    )
+    loaded = settings_despite_errors()  # an invalid config must not keep the service up
+    limit = timeout if timeout is not None else loaded.settings.runtime.service.stop_timeout
     report = stop_service(timeout_s=limit)
+    warn_config_problems(loaded)
     if json_output:
         print_json(report)
         return

@@ -63,6 +63,10 @@ class LoadedSettings:
     """Keys of the workspace file left out because the folder is not trusted."""
     trust: WorkspaceTrust | None = None
     """Why the workspace file was (not) trusted; ``None`` without a workspace file."""
+    problems: list[ConfigError] = field(default_factory=list)
+    """What was wrong, when loaded with ``lenient=True`` (empty otherwise)."""
+    replaced: dict[str, str] = field(default_factory=dict)
+    """Lenient loading: each dotted key left at its default, and who set the bad value."""
 
     def source_of(self, dotted_key: str) -> str:
         """Where ``dotted_key`` (camelCase, e.g. ``services.compression.threshold``) came from."""
@@ -70,6 +74,9 @@ class LoadedSettings:
         for key, source in self.sources.items():
             if dotted_key == key or dotted_key.startswith(key + "."):
                 best = source
+        for key, source in self.replaced.items():
+            if dotted_key == key or dotted_key.startswith(key + "."):
+                return f"default (the value in {source} is invalid)"
         if best == DEFAULT_SOURCE:  # a mapping (`services.compresion:`): who set keys in it
             below = [s for key, s in self.sources.items() if key.startswith(dotted_key + ".")]
             best = below[-1] if below else best
@@ -355,6 +362,7 @@ def load_settings(
     *,
     user_file: Path | None = None,
     trusted: bool | None = None,
+    lenient: bool = False,
 ) -> LoadedSettings:
     """Load the effective settings, raising :class:`ConfigError` for a bad layer.
 
@@ -362,6 +370,11 @@ def load_settings(
     :data:`ollm_cli.config.trust.ALLOWED_KEYS`; by default the trusted folders list
     decides (the folder trusted with exactly the file's restricted part), or
     ``OLLM_TRUST_WORKSPACE=1`` for one run.
+
+    ``lenient`` (for the commands that help repair a config: ``config show``,
+    ``service stop``, ``sessions doctor``) raises nothing: a file or the ``OLLM_*``
+    variables that cannot be read are left out, an invalid value is left at its
+    default, and each error is kept in :attr:`LoadedSettings.problems`.
     """
     environ = os.environ if env is None else env
     user = user_file or user_config_path()
@@ -374,7 +387,13 @@ def load_settings(
         if resolved in seen or not path.is_file():
             continue
         seen.add(resolved)
-        layer = _read_yaml(path)
+        try:
+            layer = _read_yaml(path)
+        except ConfigError as exc:
+            if not lenient:
+                raise
+            loaded.problems.append(exc)
+            continue
         if path is workspace_file:
             from ollm_cli.config.trust import WorkspaceTrust, workspace_trust
 
@@ -393,7 +412,13 @@ def load_settings(
         _merge(merged, layer)
         for dotted in _flatten(layer):
             loaded.sources[dotted] = str(path)
-    env_layer, env_sources = _env_layer(environ)
+    try:
+        env_layer, env_sources = _env_layer(environ)
+    except ConfigError as exc:
+        if not lenient:
+            raise
+        loaded.problems.append(exc)
+        env_layer, env_sources = {}, {}
     _merge(merged, env_layer)
     loaded.sources.update(env_sources)
     for name, key, value in standard_env_values(environ):
@@ -405,8 +430,37 @@ def load_settings(
     try:
         loaded.settings = OllmSettings.model_validate(merged)
     except ValidationError as exc:
-        raise _format_validation_error(exc, loaded) from None
+        error = _format_validation_error(exc, loaded)
+        if not lenient:
+            raise error from None
+        loaded.problems.append(error)
+        loaded.settings = _valid_part(merged, exc, loaded)
     return loaded
+
+
+def _valid_part(
+    merged: dict[str, Any], exc: ValidationError, loaded: LoadedSettings
+) -> OllmSettings:
+    """The settings of ``merged`` with every value ``exc`` refuses left at its default."""
+    for _ in range(8):  # a dropped key can only reveal errors below it; a few rounds suffice
+        for err in exc.errors():
+            cursor: Any = merged
+            path: list[str] = []
+            for part in err["loc"]:
+                if not isinstance(cursor, dict) or str(part) not in cursor:
+                    break
+                path.append(str(part))
+                parent, cursor = cursor, cursor[str(part)]
+            if not path:
+                continue
+            parent.pop(path[-1], None)
+            dotted = ".".join(path)
+            loaded.replaced.setdefault(dotted, loaded.source_of(dotted))
+        try:
+            return OllmSettings.model_validate(merged)
+        except ValidationError as again:
+            exc = again
+    return OllmSettings.defaults()
 
 
 def _warn_ignored(path: Path, workspace: Path, keys: list[str], trust: WorkspaceTrust) -> None:

@@ -15,7 +15,7 @@ import typer
 
 from ollm_cli.cli.exit_codes import USAGE
 from ollm_cli.cli.output import console, err_console, print_error
-from ollm_cli.cli.state import loaded_settings
+from ollm_cli.cli.state import loaded_settings, settings_despite_errors, warn_config_problems
 from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import parse_iso
@@ -43,13 +43,22 @@ def usage_error(message: str, *, hint: str, json_output: bool = False) -> NoRetu
 
 
 @contextmanager
-def open_store(*, read_only: bool = False) -> Iterator[ChatRecordingService]:
+def open_store(
+    *, read_only: bool = False, despite_config_errors: bool = False
+) -> Iterator[ChatRecordingService]:
     """The session store of the effective settings, closed on the way out.
 
     ``read_only`` (list, view, search, export): nothing in the store is moved,
     folded or rewritten; a damaged file is named on stderr instead.
+    ``despite_config_errors`` (doctor): an invalid config is warned about, its bad
+    values left at their defaults, instead of stopping the command.
     """
-    settings = loaded_settings().settings
+    if despite_config_errors:
+        loaded = settings_despite_errors()
+        warn_config_problems(loaded)
+    else:
+        loaded = loaded_settings()
+    settings = loaded.settings
     store = ChatRecordingService(
         settings.services.session,
         snapshots_dir=settings.snapshots.data_dir,

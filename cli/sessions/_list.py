@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from contextlib import AbstractContextManager, nullcontext
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
@@ -17,10 +19,12 @@ from ollm_cli.cli.sessions._common import (
     say,
     short_time,
     time_ago,
+    usage_error,
 )
 from ollm_cli.pipeline.records import SessionSummary
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.table import Table
 
 
@@ -73,10 +77,21 @@ def summaries_table(summaries: list[SessionSummary]) -> Table:
     return table
 
 
+DEFAULT_LIMIT = 20
+"""How many sessions ``ollm sessions list`` shows a person when not told (``--json``
+lists every one unless ``--limit`` is given: scripts want the whole list)."""
+
+
 def list_sessions(
     limit: Annotated[
-        int | None, typer.Option("--limit", "-n", min=1, help="Show at most this many.")
+        int | None,
+        typer.Option(
+            "--limit", "-n", min=1, help=f"Show at most this many (default {DEFAULT_LIMIT})."
+        ),
     ] = None,
+    show_all: Annotated[
+        bool, typer.Option("--all", "-a", help="Show every session (no limit).")
+    ] = False,
     offset: Annotated[int, typer.Option(min=0, help="Skip this many first (paging).")] = 0,
     sort: Annotated[SortKey, typer.Option(help="Order by this field.")] = SortKey.LAST_ACTIVITY,
     ascending: Annotated[
@@ -92,24 +107,43 @@ def list_sessions(
 ) -> None:
     """List recorded sessions, most recently active first.
 
-    Example: `ollm sessions list --limit 10 --tag work --since 7d`
+    Pinned sessions come first under their own heading (always shown); then the
+    others, 20 by default (`--limit`, `--all`). On a terminal a long list is paged
+    with `$PAGER` (`less -R`). `--json` lists every session in one flat list unless
+    `--limit` is given.
+
+    Example: `ollm sessions list --limit 10 --tag work --since 7d`, `ollm sessions list --all`
     """
+    if limit is not None and show_all:
+        usage_error(
+            "--limit and --all contradict each other",
+            hint="give one: --limit N shows N sessions, --all shows every one",
+            json_output=json_output,
+        )
     since_at = parse_since(since) if since else None
     with open_store(read_only=True) as store:
-        summaries = store.list_sessions(
-            limit=limit,
-            offset=offset,
-            sort=sort.value,
-            descending=not ascending,
-            tag=tag,
-            model=model,
-            since=since_at,
-        )
+
+        def listed(limit: int | None = None, offset: int = 0) -> list[SessionSummary]:
+            return store.list_sessions(
+                limit=limit,
+                offset=offset,
+                sort=sort.value,
+                descending=not ascending,
+                tag=tag,
+                model=model,
+                since=since_at,
+            )
+
+        if json_output:
+            print_json(listed(limit, offset))
+            return
+        matching = listed()
         total = store.count_sessions()
-    if json_output:
-        print_json(summaries)
-        return
-    if not summaries:
+    pinned = [s for s in matching if s.pinned]
+    others = [s for s in matching if not s.pinned]
+    shown_limit = None if show_all else (limit or DEFAULT_LIMIT)
+    page = others[offset : None if shown_limit is None else offset + shown_limit]
+    if not pinned and not page:
         if total == 0:
             say("No sessions yet. Start one with `ollm run`.")
         else:
@@ -118,13 +152,35 @@ def list_sessions(
                 "lower --offset to see more."
             )
         return
-    console.print(summaries_table(summaries))
-    shown_to = offset + len(summaries)
-    if limit is not None and len(summaries) == limit and shown_to < total:
-        say(
-            f"Showing {offset + 1}-{shown_to}; `--offset {shown_to}` for more.",
-            style="dim",
-        )
+    with _paged() as out:
+        if pinned:
+            out.print(Text("Pinned", style="bold yellow"))
+            out.print(summaries_table(pinned))
+            out.print()
+            if page:
+                out.print(Text("Recent", style="bold"))
+        if page:
+            out.print(summaries_table(page))
+        shown_to = offset + len(page)
+        if shown_to < len(others):
+            out.print(
+                Text(
+                    f"Showing {offset + 1}-{shown_to} of {len(others)}"
+                    + (" unpinned" if pinned else "")
+                    + f"; `--offset {shown_to}` for more, `--all` for every one.",
+                    style="dim",
+                ),
+                soft_wrap=True,
+            )
+
+
+def _paged() -> AbstractContextManager[Console]:
+    """The pager on a terminal (``$PAGER``, as ``ollm sessions view`` uses), else stdout."""
+    if not sys.stdout.isatty():
+        return nullcontext(console)
+    from ollm_cli.cli.sessions._view import paged_console
+
+    return paged_console()
 
 
 def register(app: typer.Typer) -> None:

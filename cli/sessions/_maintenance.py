@@ -38,9 +38,12 @@ def doctor(
     """Check the sessions folder: damaged files, orphaned journals, stale locks, index
     drift, rescue files waiting. Reports only, unless --fix.
 
+    With an invalid config it still runs (the defaults in place of the invalid
+    values) and prints the config error as a warning first.
+
     Example: `ollm sessions doctor`, then `ollm sessions doctor --fix`
     """
-    with open_store(read_only=not fix) as store:
+    with open_store(read_only=not fix, despite_config_errors=True) as store:
         findings = store.doctor(fix=fix)
     if json_output:
         print_json(findings)

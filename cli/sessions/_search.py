@@ -46,7 +46,10 @@ def search(
 ) -> None:
     """Search the text of every session; best matches first, matches highlighted.
 
-    Example: `ollm sessions search "docker compose"`
+    Every word must match; a word also finds the words it begins (`kube` finds
+    kubernetes, whole words first). Text in double quotes is a phrase.
+
+    Example: `ollm sessions search kube deploy`, `ollm sessions search '"docker compose"'`
     """
     if not query.strip():
         raise typer.BadParameter("give at least one word to search for", param_hint="QUERY")

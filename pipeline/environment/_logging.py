@@ -94,12 +94,16 @@ def _parse_level(value: str | int) -> int:
     return level
 
 
-def configure_logging(level: str | int | None = None) -> None:
+def configure_logging(
+    level: str | int | None = None, *, handler: logging.Handler | None = None
+) -> None:
     """Send log records to stderr through the :class:`RedactingFilter`.
 
     The level comes from ``level``, else ``$OLLM_LOG_LEVEL``, else WARNING.
     Calling it again only updates the level. Handlers already on the root
     logger get the filter as well, so no handler prints an unredacted line.
+    ``handler`` (the ``ollm`` command's terminal lines) is used in place of the
+    plain ``LEVEL name: message`` one, the first time.
     """
     bad_env: str | None = None
     if level is not None:
@@ -121,15 +125,18 @@ def configure_logging(level: str | int | None = None) -> None:
     root = logging.getLogger()
     ours = [h for h in root.handlers if getattr(h, "_ollm_redacting", False)]
     if ours:
-        handler = ours[0]
+        installed = ours[0]
+    elif handler is not None:
+        installed = handler
+        root.addHandler(installed)
     else:
-        handler = _StderrHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        root.addHandler(handler)
+        installed = _StderrHandler()
+        installed.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        root.addHandler(installed)
     for each in root.handlers:
         if not any(isinstance(f, RedactingFilter) for f in each.filters):
             each.addFilter(RedactingFilter())
-    handler.setLevel(resolved)
+    installed.setLevel(resolved)
     root.setLevel(resolved)
     if bad_env is not None:
         logger.warning(

@@ -40,13 +40,21 @@ if TYPE_CHECKING:
     from ollm_cli.pipeline.providers._factory import PROBE_TIMEOUT_S, create_provider
     from ollm_cli.pipeline.providers._gguf_metadata import GgufMetadata, read_gguf_metadata
     from ollm_cli.pipeline.providers._ollama import OllamaProvider, ollama_answers
-    from ollm_cli.pipeline.providers._openai import OpenAIProvider
+    from ollm_cli.pipeline.providers._openai import OpenAIProvider, display_url
     from ollm_cli.pipeline.providers._service import ProviderService
     from ollm_cli.pipeline.providers._simulated import SimulatedProvider
+    from ollm_cli.pipeline.providers._stop_reason import (
+        TOKEN_LIMIT_REASON,
+        answer_end_fields,
+        cut_at_token_limit,
+        cut_note,
+        token_limit_note,
+    )
 
 __all__ = [
     "BUNDLED_SHA256",
     "PROBE_TIMEOUT_S",
+    "TOKEN_LIMIT_REASON",
     "ChatBatch",
     "ChatOpening",
     "ChatRequest",
@@ -61,13 +69,18 @@ __all__ = [
     "StreamChunk",
     "ToolCallTextParser",
     "WindowSource",
+    "answer_end_fields",
     "bundled_model_path",
     "create_provider",
+    "cut_at_token_limit",
+    "cut_note",
     "display_host",
+    "display_url",
     "embedded_model_available",
     "new_tool_call_id",
     "ollama_answers",
     "read_gguf_metadata",
+    "token_limit_note",
     "verify_sha256",
 ]
 
@@ -81,6 +94,7 @@ __getattr__ = lazy_exports(
             "ModelInfo",
             "Provider",
             "StreamChunk",
+            "TOKEN_LIMIT_REASON",
             "WindowSource",
             "display_host",
             "new_tool_call_id",
@@ -89,6 +103,7 @@ __getattr__ = lazy_exports(
             "BUNDLED_SHA256",
             "EmbeddedProvider",
             "ToolCallTextParser",
+            "answer_end_fields",
             "bundled_model_path",
             "embedded_model_available",
             "verify_sha256",
@@ -105,8 +120,15 @@ __getattr__ = lazy_exports(
             "OllamaProvider",
             "ollama_answers",
         ),
-        "_openai": ("OpenAIProvider",),
+        "_openai": ("OpenAIProvider", "display_url"),
         "_service": ("ProviderService",),
         "_simulated": ("SimulatedProvider",),
+        "_stop_reason": (
+            "TOKEN_LIMIT_REASON",
+            "answer_end_fields",
+            "cut_at_token_limit",
+            "cut_note",
+            "token_limit_note",
+        ),
     },
 )

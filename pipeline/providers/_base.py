@@ -65,6 +65,10 @@ class StreamChunk(BaseModel):
     completion_tokens: int | None = None
     thinking_tokens: int | None = None
     """Of ``completion_tokens``, those the server says went to reasoning."""
+    token_limit: int | None = None
+    """On a final chunk with ``done_reason="length"``: the output limit the answer hit,
+    when the provider knows it (``provider.embedded.maxTokens``, a request's
+    ``max_tokens``); see :mod:`ollm_cli.pipeline.providers._stop_reason`."""
 
 
 class ChatOpening(BaseModel):

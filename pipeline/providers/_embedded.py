@@ -46,6 +46,7 @@ from ollm_cli.pipeline.providers._base import (
     new_tool_call_id,
 )
 from ollm_cli.pipeline.providers._gguf_metadata import GgufMetadata, read_gguf_metadata
+from ollm_cli.pipeline.providers._stop_reason import TOKEN_LIMIT_REASON
 from ollm_cli.pipeline.records import (
     ImagePart,
     SessionMessage,
@@ -438,7 +439,10 @@ class EmbeddedProvider(Provider):
         worker = threading.Thread(target=generate, name="ollm-embedded-generate", daemon=True)
         worker.start()
         try:
-            yield from completion_chunks(iter(items.get, finished))
+            for chunk in completion_chunks(iter(items.get, finished)):
+                if chunk.done_reason == TOKEN_LIMIT_REASON:
+                    chunk.token_limit = body["max_tokens"]
+                yield chunk
         finally:
             stop.set()
             worker.join()

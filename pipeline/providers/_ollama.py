@@ -39,6 +39,7 @@ from ollm_cli.pipeline.providers._base import (
     new_tool_call_id,
     wire_messages,
 )
+from ollm_cli.pipeline.providers._stop_reason import TOKEN_LIMIT_REASON
 from ollm_cli.pipeline.providers._think_tags import ThinkTagSplitter
 from ollm_cli.pipeline.records import (
     ImagePart,
@@ -191,6 +192,8 @@ class OllamaProvider(Provider):
             for part in stream:
                 received += 1
                 chunk = self._chunk(part, splitter)
+                if chunk.done_reason == TOKEN_LIMIT_REASON:
+                    chunk.token_limit = request.max_tokens
                 yield chunk
                 if chunk.done:
                     return

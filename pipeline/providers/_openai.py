@@ -49,6 +49,7 @@ from ollm_cli.pipeline.providers._base import (
     new_tool_call_id,
     wire_messages,
 )
+from ollm_cli.pipeline.providers._stop_reason import TOKEN_LIMIT_REASON
 from ollm_cli.pipeline.providers._think_tags import ThinkTagSplitter
 from ollm_cli.pipeline.records import SessionMessage, ToolCallPart
 
@@ -303,6 +304,7 @@ class OpenAIProvider(Provider):
             tool_calls=calls.complete(),
             done=True,
             done_reason=finish or "stop",
+            token_limit=request.max_tokens if finish == TOKEN_LIMIT_REASON else None,
             prompt_tokens=getattr(usage, "prompt_tokens", None),
             completion_tokens=getattr(usage, "completion_tokens", None),
             thinking_tokens=getattr(details, "reasoning_tokens", None),

@@ -130,6 +130,7 @@ class SimulatedProvider(Provider):
         yield StreamChunk(
             done=True,
             done_reason="length" if len(words) < self.settings.output_tokens else "stop",
+            token_limit=request.max_tokens if len(words) < self.settings.output_tokens else None,
             prompt_tokens=prompt_tokens,
             completion_tokens=len(words),
         )

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sqlite3
 import stat
 import threading
@@ -672,19 +673,41 @@ class SessionIndex:
         return hits
 
 
+_QUERY_PARTS = re.compile(r'"([^"]*)"?|(\S+)')
+
+
 def fts_query(text: str) -> str | None:
     """An FTS5 query matching every word of ``text`` (each quoted, so no syntax leaks in).
 
-    A word ending in ``*`` is a prefix (``dock*`` finds ``docker``).
+    A word also matches the words it begins (``kube`` finds ``kubernetes``), a whole
+    word ranking first; text in double quotes is a phrase, its words in that order
+    and whole (``"docker compose"``).
+
+    >>> fts_query('kube "docker compose"')
+    '("kube" OR "kube"*) AND "docker compose"'
+    >>> fts_query("dock* --")
+    '"dock"*'
     """
     terms = []
-    for word in text.split():
-        prefix = word.endswith("*")
+    for match in _QUERY_PARTS.finditer(text):
+        phrase, word = match.group(1), match.group(2)
+        if phrase is not None:
+            words = [w for w in phrase.split() if any(ch.isalnum() for ch in w)]
+            if words:
+                terms.append(_quoted(" ".join(words)))
+            continue
         core = word.rstrip("*")
         if not any(ch.isalnum() for ch in core):
             continue
-        terms.append('"' + core.replace('"', '""') + '"' + ("*" if prefix else ""))
-    return " ".join(terms) if terms else None
+        if word.endswith("*"):
+            terms.append(_quoted(core) + "*")
+        else:
+            terms.append(f"({_quoted(core)} OR {_quoted(core)}*)")
+    return " AND ".join(terms) if terms else None
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
 
 
 def message_text(message: dict[str, Any]) -> str:

@@ -70,7 +70,8 @@ def test_a_hostile_user_config_is_one_clear_error(case: str, tmp_path: Path) -> 
     assert "Traceback" not in err
     assert str(home / "config.yaml") in err
     assert expected in err
-    assert len(done.stdout) < 10_000
+    # config show still prints the defaults (~10 kB), never the file's expansion
+    assert len(done.stdout) < 30_000
 
 
 ENVS: dict[str, tuple[str, str]] = {

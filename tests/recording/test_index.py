@@ -143,7 +143,7 @@ def test_search_pages_through_many_hits_of_one_session(tmp_path: Path) -> None:
 
 
 def test_query_building_and_text_extraction() -> None:
-    assert fts_query('say "hi" dock*') == '"say" """hi""" "dock"*'
+    assert fts_query('say "hi" dock*') == '("say" OR "say"*) AND "hi" AND "dock"*'
     assert fts_query("*** ()") is None
     message = {
         "parts": [
