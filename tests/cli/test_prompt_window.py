@@ -210,13 +210,13 @@ def test_old_user_messages_left_out_to_fit_are_said_in_the_chat_and_the_status_c
     # ...and the status line after each turn counts that request as it was sent
     idle = [s for s in statuses if s.activity == "idle"]
     assert len(idle) == len(requests) == len(said)
-    allowances = set()
+    allowances: set[int] = set()
     for status, request in zip(idle, requests, strict=True):
-        said, tools = _counted(coordinator, request)
+        as_sent, tools = _counted(coordinator, request)
         # the messages and system prompt exactly as sent, and the tool schemas as the
         # coordinator counts them (the Ollama client sends them in its own layout)
-        allowances.add(status.tokens_used - said)
-        assert abs(status.tokens_used - said - tools) <= tools * 0.2
+        allowances.add(status.tokens_used - as_sent)
+        assert abs(status.tokens_used - as_sent - tools) <= tools * 0.2
         assert status.tokens_used <= WINDOW
     assert len(allowances) == 1
     assert f"{idle[-1].tokens_used}/{WINDOW} tokens" in shown
