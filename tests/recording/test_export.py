@@ -515,6 +515,10 @@ def test_markdown_export_neutralizes_raw_html_and_script_links() -> None:
         )
         markdown = render(session, ExportFormat.MARKDOWN)
         assert _unsafe_tokens(markdown) == [], attack
+        parsed = _parse_html(render(session, ExportFormat.HTML))  # HTML: escaped, whole
+        assert set(parsed.tags) <= ALLOWED_TAGS, attack
+        assert not {name for name, _ in parsed.attrs} & {"href", "src", "onerror"}, attack
+        assert "".join(parsed.data).count(attack) >= 3, attack  # message, reasoning, answer
         unsafe_before = _unsafe_tokens(attack)
         if unsafe_before:  # the raw text would have run: now it is shown, whole
             assert attack in markdown or attack in _as_written(markdown), attack
