@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ollm_cli.cli.loop_thread import LoopThread
+from ollm_cli.cli.oversized_prompt import run_turn_within_window
 from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.events import (
@@ -96,6 +97,8 @@ class ChatRepl:
         self.session_id = ""
         self._streaming = False
         self.show_thinking = False
+        self.truncate_prompt = False
+        """A message larger than the window is sent cut (``--truncate-prompt``), not refused."""
         """Reasoning is shown dimmed when on; folded to one line when off (``/thinking``)."""
         self._thinking = False
         self._unsaved = False
@@ -258,7 +261,9 @@ class ChatRepl:
 
     def _turn(self, text: str) -> None:
         try:
-            result = self.loop.run(self.coordinator.run_turn(self.session_id, text))
+            result = run_turn_within_window(
+                self.loop, self.coordinator, self.session_id, text, truncate=self.truncate_prompt
+            )
         except KeyboardInterrupt:
             self._streaming = False
             self.console.print(
@@ -272,6 +277,8 @@ class ChatRepl:
         if self._streaming:
             self.console.print()
             self._streaming = False
+        for notice in result.notices:  # what was left out of, or cut in, this turn
+            self.err.print(f"[yellow]⚠ {escape(notice)}[/]")
         if result.stopped in {"loop", "limit"} and result.loop is not None:
             self.console.print(
                 f"[yellow]stopped: {escape(result.loop.kind)} — {escape(result.loop.details)}[/]"

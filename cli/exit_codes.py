@@ -5,7 +5,8 @@ code   meaning
 =====  ===========================================================
 0      success
 1      an unexpected error (a bug: please report it)
-2      wrong usage: an unknown option or a missing argument
+2      wrong usage: an unknown option, a missing argument, or a message
+       larger than the model's window (``ollm run --truncate-prompt`` cuts it)
 3      invalid configuration (the message names the file and key)
 4      a session could not be found, read, written or locked
 5      a loop or a limit stopped the turn (``ollm run -p``, batch)

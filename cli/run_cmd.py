@@ -30,6 +30,7 @@ from ollm_cli.cli.overrides import (
     RuntimeOption,
     apply_overrides,
 )
+from ollm_cli.cli.oversized_prompt import TruncatePromptOption, run_turn_within_window
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.cli.trust_cmd import TrustWorkspaceOption, settle_workspace_trust
 from ollm_cli.config.settings import OllmSettings
@@ -83,6 +84,7 @@ def run(
         bool, typer.Option("--json", help="With -p: print the turn result as JSON.")
     ] = False,
     trust_workspace: TrustWorkspaceOption = False,
+    truncate_prompt: TruncatePromptOption = False,
 ) -> None:
     """Chat with a local model; every message is recorded as it happens.
 
@@ -105,7 +107,16 @@ def run(
     )
     workspace = Path.cwd()
     if settings.runtime.kind == "service":
-        _run_in_service(settings, workspace, prompt, session, resume, continue_latest, json_output)
+        _run_in_service(
+            settings,
+            workspace,
+            prompt,
+            session,
+            resume,
+            continue_latest,
+            json_output,
+            truncate_prompt=truncate_prompt,
+        )
         return
     loop = LoopThread()
     events = EventBus()
@@ -120,6 +131,7 @@ def run(
         ask=repl.ask_approval if interactive and sys.stdin.isatty() else None,
     )
     repl.coordinator = coordinator
+    repl.truncate_prompt = truncate_prompt
     started = False
     failed = False
     report: CloseReport | None = None
@@ -136,7 +148,7 @@ def run(
             assert prompt is not None
             events.subscribe(_warn_on_loop, {"loop:detected"})
             events.subscribe(_warn_on_notice, {"context:notice"})
-            _one_turn(loop, coordinator, session_id, prompt, json_output)
+            _one_turn(loop, coordinator, session_id, prompt, json_output, truncate_prompt)
     except BaseException:
         failed = True
         raise
@@ -165,6 +177,8 @@ def _run_in_service(
     resume: bool,
     continue_latest: bool,
     json_output: bool,
+    *,
+    truncate_prompt: bool = False,
 ) -> None:
     """The chat or ``-p`` turn as a thin client of the local service (or of the
     pipeline host on the Ray cluster at ``runtime.rayAddress``)."""
@@ -188,6 +202,7 @@ def _run_in_service(
         ask=repl.ask_approval if interactive and sys.stdin.isatty() else None,
     )
     repl.coordinator = client  # type: ignore[assignment]  # the same interface, remote
+    repl.truncate_prompt = truncate_prompt
     try:
         loop.run(service_runtime.start())
         session_id = _open_session(loop, client, repl, session, resume, continue_latest)
@@ -198,7 +213,7 @@ def _run_in_service(
             assert prompt is not None
             events.subscribe(_warn_on_loop, {"loop:detected"})
             events.subscribe(_warn_on_notice, {"context:notice"})
-            _one_turn(loop, client, session_id, prompt, json_output)
+            _one_turn(loop, client, session_id, prompt, json_output, truncate_prompt)
     finally:
         try:
             for sid in list(client.conversations):
@@ -298,8 +313,11 @@ def _one_turn(
     session_id: str,
     prompt: str,
     json_output: bool,
+    truncate_prompt: bool = False,
 ) -> None:
-    result = loop.run(coordinator.run_turn(session_id, prompt))
+    result = run_turn_within_window(loop, coordinator, session_id, prompt, truncate=truncate_prompt)
+    for notice in result.notices:  # what was cut or left out: said, never silent
+        err_console.print(f"[yellow]⚠ {escape(notice)}[/]")
     if json_output:
         print_json(result)
     else:

@@ -38,10 +38,10 @@ from ollm_cli.pipeline.compression import (
     SnapshotInfo,
     TokenCounter,
 )
-from ollm_cli.pipeline.errors import OllmError
+from ollm_cli.pipeline.errors import OllmError, PromptTooLargeError
 from ollm_cli.pipeline.events import CompressionFinished, CompressionStarted, EventBus
 from ollm_cli.pipeline.recording import RESTORE_TRIGGER
-from ollm_cli.pipeline.records import CompressionEvent
+from ollm_cli.pipeline.records import CompressionEvent, SessionMessage
 from ollm_cli.pipeline.runtime import Runtime
 from ollm_cli.pipeline.telemetry import Telemetry, traced_compression
 
@@ -214,18 +214,85 @@ class CompressionScheduler:
         applied = result.apply(conversation.context)
         if applied is not None:
             conversation.context = applied
+            if result.notes:  # what the compression left out or cut, said with the turn
+                conversation.notices.append(
+                    f"compression ({result.strategy}): {'; '.join(result.notes)} "
+                    "(the session file keeps every message)"
+                )
 
     def fitting_context(self, conversation: Conversation) -> ActiveContext:
         """The context of the next request: the active context, cut at once if it
         would overflow the window before a summary is ready. The cut is for this
-        request only, so a compression still running on the whole context applies."""
+        request only, so a compression still running on the whole context applies.
+        What the cut left out goes to the conversation's notices (see
+        :meth:`take_notices`); the request's size is kept for the status line."""
+        notes: list[str] = []
         fitted = self.compressor.emergency_truncate(
             conversation.context,
             window=conversation.info.context_window,
             extra_tokens=conversation.extra_tokens,
             model=conversation.model,
+            notes=notes,
         )
-        return fitted or conversation.context
+        sent = fitted or conversation.context
+        conversation.sent_tokens = self.request_tokens(conversation, sent)
+        if notes:
+            conversation.notices.append(
+                f"to fit the model's window of {conversation.info.context_window} tokens, "
+                f"this request {'; '.join(notes)} (the session file keeps every message)"
+            )
+        return sent
+
+    @staticmethod
+    def take_notices(conversation: Conversation) -> list[str]:
+        """The conversation's notices since the last call, each once, in order: for
+        the turn's result (the chat prints them, ``--json`` carries them)."""
+        notices = list(dict.fromkeys(conversation.notices))
+        conversation.notices.clear()
+        return notices
+
+    def request_tokens(self, conversation: Conversation, sent: ActiveContext | None = None) -> int:
+        """A request's size in the model's tokens as estimated: the system prompt,
+        what every request adds (tools, context), and ``sent`` (the whole context
+        when not given)."""
+        context = conversation.context if sent is None else sent
+        estimate = self.compressor.request_size(context, extra_tokens=conversation.extra_tokens)
+        return int(estimate * self.counter.ratio(conversation.model))
+
+    def status_tokens(self, conversation: Conversation) -> int:
+        """What the status line counts: the last request as sent (after any cut),
+        or the next one's whole size before the first request."""
+        return conversation.sent_tokens or self.request_tokens(conversation)
+
+    def check_prompt(self, conversation: Conversation, text: str, extra_tokens: int = 0) -> None:
+        """Refuse ``text`` when the window cannot hold it even alone (with the system
+        prompt, ``extra_tokens`` of tools and context, and the answer's reserve):
+        before anything is recorded or sent, saying the sizes. Older messages can be
+        compressed to make room; the new message cannot be, without consent."""
+        window = conversation.info.context_window
+        if window <= 0:
+            return
+        extra = max(conversation.extra_tokens, extra_tokens)
+        budget = self.compressor.context_budget(
+            conversation.context, window=window, model=conversation.model, extra_tokens=extra
+        )
+        tokens = self.counter.count_message(SessionMessage.user(text))
+        if tokens <= budget.room:
+            return
+        ratio = self.counter.ratio(conversation.model)
+        size, room = int(tokens * ratio), int(budget.room * ratio)
+        raise PromptTooLargeError(
+            f"the message is about {size} tokens, but the model's window is {window} tokens "
+            f"and leaves about {room} for it (after the system prompt, tools, context and "
+            "the answer's reserve); it was not sent or recorded",
+            hint="shorten it (or put it in a file the model can read with its tools), "
+            "use a model with a larger window, or pass --truncate-prompt to send it with "
+            "its middle cut out",
+            prompt_tokens=size,
+            room_tokens=room,
+            window=window,
+            room_estimate=budget.room,
+        )
 
     # ------------------------------------------------------------------ resuming
 

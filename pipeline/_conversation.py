@@ -45,6 +45,9 @@ class TurnResult(BaseModel):
     completion_tokens: int = 0
     context_tokens: int = 0
     context_window: int = 0
+    notices: list[str] = []
+    """What the user must know of this turn: messages left out of or cut in a request
+    to fit the window (the session file keeps them whole), a prompt cut with consent."""
 
 
 @dataclass
@@ -73,6 +76,12 @@ class Conversation:
     """The loop detector began the next request when this one's answer was checked."""
     compression_tokens: int = 0
     """The tokens of the context the running compression works on."""
+    sent_tokens: int = 0
+    """The size of the last request sent (system prompt, tools, context, messages),
+    in the model's tokens as estimated: what the status line counts."""
+    notices: list[str] = field(default_factory=list)
+    """What was left out of or cut in the context since the last turn's result (an
+    emergency cut, a compression applied): said with the next result, never silent."""
     await_compression: bool = False
     """Resumed: the first request waits for a compression rather than being cut."""
     above_snapshot_threshold: bool = False

@@ -307,12 +307,17 @@ class Coordinator:
 
     @traced_turn
     async def run_turn(self, session_id: str, text: str) -> TurnResult:
-        """Run one user turn to its end (answer, loop stop, limit, or error)."""
+        """Run one user turn to its end (answer, loop stop, limit, or error).
+
+        A message the model's window cannot hold even alone is refused first
+        (:class:`~ollm_cli.pipeline.errors.PromptTooLargeError`): nothing is recorded."""
         conversation = self.conversations[session_id]
         if self._recovering:
             # an actor died during an earlier turn: wait for Ray to bring it back
             await asyncio.gather(*(s.wait_alive() for s in self.runtime.services))
             self._recovering = False
+        await self._schemas()  # their size counts against the room for the message
+        self.compaction.check_prompt(conversation, text, self._schema_tokens)
         conversation.turns += 1
         result = TurnResult(
             session_id=session_id, answer="", context_window=conversation.info.context_window
@@ -663,6 +668,7 @@ class Coordinator:
     def _turn_end(self, conversation: Conversation, result: TurnResult) -> None:
         tokens = conversation.context.message_tokens(self.counter)
         result.context_tokens = tokens
+        result.notices.extend(self.compaction.take_notices(conversation))
         if not conversation.turn_end_recorded:  # no answer carried it to recording
             conversation.run_in_background(self._save(conversation.session_id, tokens))
         conversation.turn_end_recorded = False
@@ -729,7 +735,7 @@ class Coordinator:
             StatusEvent(
                 session_id=conversation.session_id,
                 activity=activity,
-                tokens_used=conversation.context.message_tokens(self.counter),
+                tokens_used=self.compaction.status_tokens(conversation),
                 context_window=conversation.info.context_window,
                 detail=detail,
             )

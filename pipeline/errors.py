@@ -33,6 +33,32 @@ class UsageError(OllmError):
     exit_code = 2
 
 
+class PromptTooLargeError(UsageError):
+    """A message larger than the room the model's window leaves for it: refused
+    before anything is recorded or sent, never cut without the user's consent.
+
+    ``prompt_tokens``, ``room_tokens`` and ``window`` are in the model's tokens (as
+    estimated); ``room_estimate`` is the room in the counter's own tokens, what a
+    client cuts the message to when the user consents (``--truncate-prompt``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        prompt_tokens: int = 0,
+        room_tokens: int = 0,
+        window: int = 0,
+        room_estimate: int = 0,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.prompt_tokens = prompt_tokens
+        self.room_tokens = room_tokens
+        self.window = window
+        self.room_estimate = room_estimate
+
+
 class ConfigError(OllmError):
     """A configuration file or variable is invalid."""
 

@@ -23,8 +23,8 @@ COMMANDS: dict[str, CommandSpec] = {
     "list": CommandSpec("_list", "List recorded sessions, most recently active first."),
     "view": CommandSpec(
         "_view",
-        "Show a whole session: every message and tool call, with times, and a line where "
-        "each compression happened.",
+        "Show a whole session, wrapped to the width and never cut: every message, "
+        "reasoning and tool call, with times.",
     ),
     "export": CommandSpec(
         "_view", "Export a whole session (never shortened) as JSON, Markdown or one HTML file."

@@ -6,20 +6,23 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shlex
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console, Group, RenderableType
+from rich.cells import cell_len, chop_cells
+from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.padding import Padding
 from rich.panel import Panel
 from rich.rule import Rule
 from rich.segment import Segment
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -36,11 +39,13 @@ from ollm_cli.cli.sessions._common import (
 )
 from ollm_cli.pipeline.errors import SessionError
 from ollm_cli.pipeline.recording import (
+    INTERRUPTED_NOTE,
     CompressionMark,
     ExportFormat,
     NoteBlock,
     StreamedSession,
     TextBlock,
+    ThinkingBlock,
     ToolCallView,
     TranscriptEntry,
     call_outcome,
@@ -77,7 +82,8 @@ def _truncated(text: str, *, full: bool) -> tuple[str, str | None]:
 
 
 def _call_panel(call: ToolCallView, *, full: bool) -> Panel:
-    parts: list[RenderableType] = []
+    # the id and outcome in the body, where they wrap (a panel's title is cut to its width)
+    parts: list[RenderableType] = [Text(f"{call.id}, {call_outcome(call)}", style="dim")]
     if call.args is not None:
         parts.append(Text("arguments", style="dim"))
         parts.append(Text(format_args(call.args)))
@@ -93,9 +99,7 @@ def _call_panel(call: ToolCallView, *, full: bool) -> Panel:
     if call.display:
         parts.append(Text("shown to the user", style="dim"))
         parts.append(Text(call.display))
-    title = Text.assemble(
-        ("tool ", "dim"), (call.name, "bold magenta"), (f" ({call.id}, {call_outcome(call)})", "")
-    )
+    title = Text.assemble(("tool ", "dim"), (call.name, "bold magenta"))
     return Panel(
         Group(*parts),
         title=title,
@@ -109,12 +113,11 @@ _ROLE_STYLES = {"user": "bold green", "assistant": "bold blue", "system": "bold 
 
 def _compression_rule(mark: CompressionMark, *, summaries: bool) -> list[RenderableType]:
     shown: list[RenderableType] = [
-        Rule(
+        _Heading(
             Text.assemble(
                 ("⇣ " + describe_compression(mark), "bold cyan"),
                 ("  " + short_time(mark.event.timestamp), "dim"),
             ),
-            align="left",
             style="cyan",
         )
     ]
@@ -152,37 +155,132 @@ def view_items(
     facts.add_column(style="dim")
     facts.add_column()
     for label, value in facts_list:
-        facts.add_row(label, Text(value))
-    yield Panel(facts, title=Text(session_heading(header), style="bold"), title_align="left")
+        facts.add_row(label, Text(value, overflow="fold"))
+    yield _FactsPanel(Text(session_heading(header), style="bold"), facts)
     for entry in with_compression_marks(header, entries):
         if isinstance(entry, CompressionMark):
             yield from _compression_rule(entry, summaries=summaries)
             continue
         style = _ROLE_STYLES.get(entry.role, "bold magenta")
-        yield Rule(
-            Text.assemble((entry.role, style), ("  " + short_time(entry.timestamp), "dim")),
-            align="left",
+        yield _Heading(
+            Text.assemble(
+                (entry.role, style),
+                (" interrupted" if entry.interrupted else "", "bold yellow"),
+                ("  " + short_time(entry.timestamp), "dim"),
+            )
         )
         for block in entry.blocks:
             if isinstance(block, TextBlock):
                 yield _indented(block.text)
+            elif isinstance(block, ThinkingBlock):
+                yield Padding(Text(block.label, style="dim italic"), (0, 0, 0, 2))
+                yield _Indented(block.text, prefix="  ┆ ", style=Style(dim=True, italic=True))
             elif isinstance(block, NoteBlock):
                 yield Padding(Text(f"({block.text})", style="dim italic"), (0, 0, 0, 2))
             else:
                 yield Padding(_call_panel(block.call, full=full), (0, 0, 0, 2))
+        if entry.interrupted:
+            yield Padding(Text(f"⚠ {INTERRUPTED_NOTE}", style="bold yellow"), (0, 0, 0, 2))
+
+
+class _Heading:
+    """A rule with ``title`` on it when the title fits, else a rule and the title
+    wrapped under it (a rule cuts a title longer than the width)."""
+
+    def __init__(self, title: Text, *, style: str = "rule.line") -> None:
+        self.title = title
+        self.style = style
+
+    def __rich_console__(
+        self, console: Console, options: ConsoleOptions
+    ) -> Iterator[RenderableType]:
+        if self.title.cell_len + 6 <= options.max_width:
+            yield Rule(self.title, align="left", style=self.style)
+        else:
+            yield Rule(style=self.style)
+            yield self.title
+
+
+class _FactsPanel:
+    """The facts in a panel titled with the session's heading when it fits, else with
+    the heading wrapped above them (a panel cuts a title longer than its width)."""
+
+    def __init__(self, heading: Text, facts: Table) -> None:
+        self.heading = heading
+        self.facts = facts
+
+    def __rich_console__(
+        self, console: Console, options: ConsoleOptions
+    ) -> Iterator[RenderableType]:
+        if self.heading.cell_len + 6 <= options.max_width:
+            yield Panel(self.facts, title=self.heading, title_align="left")
+        else:
+            yield Panel(Group(self.heading, self.facts))
 
 
 class _Indented:
-    """Message text indented by two spaces, lines left for the terminal (or the pager)
-    to wrap: laying out megabytes of text in rich's wrapper cost minutes."""
+    """Message text indented by ``prefix``, every line wrapped at the width (at spaces
+    where it can), so nothing is cut by the console or the pager, in a pipe as on a
+    terminal. Wrapped here, plainly: laying out megabytes of text in rich's own
+    wrapper cost minutes."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, *, prefix: str = "  ", style: Style | None = None) -> None:
         self.text = text
+        self.prefix = prefix
+        self.style = style
 
-    def __rich_console__(self, console: Console, options: Any) -> Iterator[Segment]:
-        for line in self.text.split("\n"):
-            yield Segment("  " + strip_control(line) if line else "")
-            yield Segment.line()
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
+        width = max(options.max_width - cell_len(self.prefix), 8)
+        for line in strip_control(self.text).split("\n"):
+            for piece in wrapped(line.expandtabs(8), width):
+                yield Segment(self.prefix + piece if piece else self.prefix.rstrip(), self.style)
+                yield Segment.line()
+
+
+_WORDS = re.compile(r"\s*\S+|\s+$")
+
+
+def wrapped(line: str, width: int) -> Iterator[str]:
+    """``line`` in pieces of at most ``width`` cells, cut at spaces where it can (the
+    space a piece ends at is dropped), a word longer than a line cut where it must.
+
+    Example: ``list(wrapped("a bb ccc", 4))`` is ``["a bb", "ccc"]``.
+    """
+    if line.isascii():  # one cell a character: cut by index, fast on megabytes
+        yield from _wrapped_ascii(line, width)
+        return
+    if cell_len(line) <= width:
+        yield line
+        return
+    piece, used = "", 0
+    for token in _WORDS.findall(line):
+        size = cell_len(token)
+        if used + size <= width:
+            piece, used = piece + token, used + size
+            continue
+        if piece:
+            yield piece
+        token = token.lstrip()
+        if cell_len(token) > width:
+            *whole, token = chop_cells(token, width)
+            yield from whole
+        piece, used = token, cell_len(token)
+    if piece or not line:
+        yield piece
+
+
+def _wrapped_ascii(line: str, width: int) -> Iterator[str]:
+    start, end = 0, len(line)
+    while end - start > width:
+        cut = line.rfind(" ", start + 1, start + width + 1)
+        if cut < 0:  # a word longer than a line
+            yield line[start : start + width]
+            start += width
+        else:
+            yield line[start:cut]
+            start = cut + 1
+    if start < end or not line:
+        yield line[start:]
 
 
 def _indented(text: str) -> _Indented:
@@ -257,8 +355,12 @@ def view(
     ] = False,
     json_output: JsonOption = False,
 ) -> None:
-    """Show a whole session: every message and tool call, with times, and a line
-    where each compression happened.
+    """Show a whole session, wrapped to the width and never cut: every message,
+    reasoning and tool call, with times.
+
+    Interrupted answers are marked, and a line shows where each compression
+    happened. Only long tool results are shortened, and say so (`--full` shows
+    them whole).
 
     Example: `ollm sessions view 3f1c2a9e --full | less -R`,
     `ollm sessions view 3f1c2a9e --summaries`

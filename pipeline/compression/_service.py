@@ -587,6 +587,7 @@ class ChatCompressionService:
         window: int,
         extra_tokens: int = 0,
         model: str | None = None,
+        notes: list[str] | None = None,
     ) -> ActiveContext | None:
         """The context cut at once to fit the window, or ``None`` if it already fits.
 
@@ -595,19 +596,29 @@ class ChatCompressionService:
         other content goes; user messages and the newest messages go last.
         Tip: keep the uncut context as the base of a pending compression so its
         result still applies (:meth:`CompressionResult.apply` refuses a context
-        that was cut meanwhile).
+        that was cut meanwhile). ``notes``, when given, gets what was left out or
+        cut, for the user (nothing is left out silently).
         """
         budget = self.context_budget(context, window=window, model=model, extra_tokens=extra_tokens)
         if self._total(context, with_system=False) <= budget.room:
             return None
-        notes: list[str] = []
-        cut = self._truncated(context, budget, notes)
-        cut = self._fitted(cut, budget.room, notes)
+        said: list[str] = []
+        cut = self._truncated(context, budget, said)
+        cut = self._fitted(cut, budget.room, said)
         logger.warning(
             "context over the window before a summary was ready: cut at once (%s)",
-            "; ".join(notes) or "oldest messages left out",
+            "; ".join(said) or "oldest messages left out",
         )
+        if notes is not None:
+            notes.extend(said or ["left out the oldest messages"])
         return cut
+
+    def request_size(self, context: ActiveContext, *, extra_tokens: int = 0) -> int:
+        """The estimated tokens of a request of ``context``: its system prompt with
+        ``extra_tokens`` (tools, context additions), checkpoints and messages."""
+        return self._system_tokens(context.system_prompt, extra_tokens) + context.message_tokens(
+            self.counter
+        )
 
     # -- internals ---------------------------------------------------------------
 

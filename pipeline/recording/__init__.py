@@ -13,10 +13,12 @@ from ollm_cli.pipeline._lazy import lazy_exports
 if TYPE_CHECKING:
     from ollm_cli.pipeline.recording._checkpoints import RESTORE_TRIGGER, ResumePoint
     from ollm_cli.pipeline.recording._export import (
+        INTERRUPTED_NOTE,
         CompressionMark,
         ExportFormat,
         NoteBlock,
         TextBlock,
+        ThinkingBlock,
         ToolCallView,
         TranscriptEntry,
         call_outcome,
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORKED_FROM",
+    "INTERRUPTED_NOTE",
     "MARK_END",
     "MARK_START",
     "RESTORE_TRIGGER",
@@ -65,6 +68,7 @@ __all__ = [
     "StoreHealth",
     "StreamedSession",
     "TextBlock",
+    "ThinkingBlock",
     "ToolCallView",
     "TranscriptEntry",
     "call_outcome",
@@ -97,10 +101,12 @@ __getattr__ = lazy_exports(
             "ResumePoint",
         ),
         "_export": (
+            "INTERRUPTED_NOTE",
             "CompressionMark",
             "ExportFormat",
             "NoteBlock",
             "TextBlock",
+            "ThinkingBlock",
             "ToolCallView",
             "TranscriptEntry",
             "call_outcome",

@@ -11,8 +11,11 @@ Three formats, all pure functions of the session:
 All of them go through :func:`transcript`, which pairs each tool call with its
 result (from the tool message that answered it, or from ``toolCalls``) so that a
 reader sees the call, its arguments and what came back in one place. Nothing is
-ever truncated here: ``ollm sessions view`` shortens long results on screen,
-exports never do.
+ever truncated here (reasoning included: whole, folded in HTML): ``ollm sessions
+view`` shortens long tool results on screen unless ``--full``, exports never do.
+An interrupted answer is marked so in every format. Markdown goes through
+:func:`~ollm_cli.pipeline.recording._inert_markdown.inert_markdown`, so that no
+raw HTML or ``javascript:`` link in a message runs where the file is rendered.
 
 Example::
 
@@ -23,7 +26,6 @@ Example::
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC
 from enum import StrEnum
@@ -32,6 +34,12 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from ollm_cli.pipeline.recording._inert_markdown import (
+    code_span,
+    fenced,
+    inert_inline,
+    inert_markdown,
+)
 from ollm_cli.pipeline.records import (
     CompressionEvent,
     ImagePart,
@@ -92,6 +100,22 @@ class ToolBlock(BaseModel):
     call: ToolCallView
 
 
+class ThinkingBlock(BaseModel):
+    """The reasoning a thinking model gave, whole; ``tokens`` when it was counted."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["thinking"] = "thinking"
+    text: str
+    tokens: int | None = None
+
+    @property
+    def label(self) -> str:
+        """``reasoning (120 tokens)``, or its size in characters when not counted."""
+        size = f"{self.tokens} tokens" if self.tokens else f"{len(self.text)} characters"
+        return f"reasoning ({size})"
+
+
 class NoteBlock(BaseModel):
     """A part that is not text: an image reference, a part of an unknown type."""
 
@@ -101,17 +125,34 @@ class NoteBlock(BaseModel):
     text: str
 
 
-Block = TextBlock | ToolBlock | NoteBlock
+Block = TextBlock | ThinkingBlock | ToolBlock | NoteBlock
 
 
 class TranscriptEntry(BaseModel):
-    """One message of the conversation (or a tool call recorded on its own)."""
+    """One message of the conversation (or a tool call recorded on its own).
+
+    ``interrupted``: the answer was cut off (Ctrl-C, a crash mid-answer) and holds
+    only the part that was shown; every view and export says so."""
 
     model_config = ConfigDict(frozen=True)
 
     role: str
     timestamp: str
     blocks: list[Block] = Field(default_factory=list)
+    interrupted: bool = False
+
+
+INTERRUPTED_NOTE = "interrupted: the answer stopped here; only the part shown was recorded"
+"""What every view and export says at the end of an interrupted answer."""
+
+
+def _entry_of(message: SessionMessage, blocks: list[Block]) -> TranscriptEntry:
+    return TranscriptEntry(
+        role=message.role,
+        timestamp=message.timestamp,
+        blocks=blocks,
+        interrupted=(message.model_extra or {}).get("interrupted") is True,
+    )
 
 
 def format_timestamp(value: str) -> str:
@@ -165,10 +206,6 @@ def _view_of_call(
 
 
 def _note_for(part: Any) -> str:
-    if isinstance(part, ThinkingPart):  # shown folded: its start, and its size
-        size = f"{part.tokens} tokens" if part.tokens else f"{len(part.text)} characters"
-        head = part.text[:300].replace("\n", " ")
-        return f"reasoning ({size}): {head}{'…' if len(part.text) > 300 else ''}"
     if isinstance(part, ImagePart):
         where = part.path or part.url or "no location recorded"
         kind = f", {part.mime_type}" if part.mime_type else ""
@@ -186,6 +223,8 @@ def _blocks_of(
     for part in message.parts:
         if isinstance(part, TextPart):
             blocks.append(TextBlock(text=part.text))
+        elif isinstance(part, ThinkingPart):
+            blocks.append(ThinkingBlock(text=part.text, tokens=part.tokens))
         elif isinstance(part, ToolCallPart):
             view = _view_of_call(
                 part.id, part.name, part.args, results.get(part.id), recorded.get(part.id)
@@ -224,9 +263,7 @@ def transcript(session: Session) -> list[TranscriptEntry]:
     for message in session.messages:
         blocks = _blocks_of(message, called_ids, results, recorded)
         if blocks or message.role != "tool":
-            entries.append(
-                TranscriptEntry(role=message.role, timestamp=message.timestamp, blocks=blocks)
-            )
+            entries.append(_entry_of(message, blocks))
 
     for call in session.tool_calls:
         if call.id in called_ids or call.id in results or recorded[call.id] is not call:
@@ -341,7 +378,7 @@ def iter_transcript(
                 yield _orphan_entry(pending.pop(0))
             blocks = _blocks_of(message, attached, results, recorded)
             if blocks or message.role != "tool":
-                yield TranscriptEntry(role=message.role, timestamp=message.timestamp, blocks=blocks)
+                yield _entry_of(message, blocks)
 
     for message in messages:
         for part in message.parts:
@@ -436,31 +473,21 @@ def to_json(session: Session) -> str:
     return session.to_json().decode() + "\n"
 
 
-_BACKTICKS = re.compile(r"`+")
-
-
-def _fenced(text: str, info: str = "") -> str:
-    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    body = text if text.endswith("\n") else text + "\n"
-    return f"{fence}{info}\n{body}{fence}\n"
-
-
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
 def _markdown_call(call: ToolCallView) -> str:
-    out = [f"**Tool call** `{_one_line(call.name)}` (id `{_one_line(call.id)}`, "]
+    out = [f"**Tool call** {code_span(_one_line(call.name))} (id {code_span(_one_line(call.id))}, "]
     out[0] += f"{call_outcome(call)})\n\n"
     if call.args is not None:
-        out.append("Arguments:\n\n" + _fenced(format_args(call.args), "json") + "\n")
+        out.append("Arguments:\n\n" + fenced(format_args(call.args), "json") + "\n")
     if call.error:
-        out.append("Error:\n\n" + _fenced(call.error, "text") + "\n")
+        out.append("Error:\n\n" + fenced(call.error, "text") + "\n")
     if call.result is not None:
-        out.append("Result:\n\n" + _fenced(call.result, "text") + "\n")
+        out.append("Result:\n\n" + fenced(call.result, "text") + "\n")
     if call.display:
-        out.append("Shown to the user:\n\n" + _fenced(call.display, "text") + "\n")
+        out.append("Shown to the user:\n\n" + fenced(call.display, "text") + "\n")
     return "".join(out)
 
 
@@ -472,11 +499,22 @@ def to_markdown(session: Session) -> str:
 
 
 def _markdown_mark(mark: CompressionMark) -> str:
-    text = f"---\n\n> **{describe_compression(mark)}** · {format_timestamp(mark.event.timestamp)}\n"
+    line = inert_inline(describe_compression(mark))
+    text = f"---\n\n> **{line}** · {format_timestamp(mark.event.timestamp)}\n"
     summary = compression_summary(mark.event)
     if summary:
-        text += ">\n" + "".join(f"> {line}\n" if line else ">\n" for line in summary.splitlines())
+        text += ">\n" + _ending_in_newline(inert_markdown(summary, quote=True))
     return text + "\n"
+
+
+def _ending_in_newline(text: str) -> str:
+    return text if text.endswith("\n") else text + "\n"
+
+
+def _markdown_thinking(block: ThinkingBlock) -> str:
+    """Reasoning whole, in a block quote under its label (fenced if it must be)."""
+    shown = inert_markdown(block.text, quote=True)
+    return f"_{block.label}:_\n\n" + _ending_in_newline(shown) + "\n"
 
 
 _CSS = """
@@ -508,6 +546,8 @@ summary { cursor: pointer; } summary code { font-weight: 600; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: rgba(127,127,127,.1);
   padding: .5rem; border-radius: 6px; margin: .3rem 0; font-size: .85rem; }
 .label { color: var(--muted); font-size: .8rem; margin-top: .4rem; }
+.interrupted { color: var(--error); font-weight: 600; }
+article.interrupted { border-color: var(--error); border-style: dashed; }
 aside.compression { border: 1px dashed var(--line); border-radius: 8px; margin: 1rem 0;
   padding: .4rem .9rem; color: var(--muted); }
 """
@@ -568,21 +608,28 @@ def markdown_chunks(
 def _markdown_pieces(
     header: Session, entries: Iterable[TranscriptEntry], facts: list[tuple[str, str]]
 ) -> Iterator[str]:
-    yield f"# {session_heading(header)}\n\n"
-    yield "".join(f"- **{label}:** {_one_line(value)}\n" for label, value in facts) + "\n"
+    yield f"# {inert_inline(session_heading(header))}\n\n"
+    yield ("".join(f"- **{label}:** {inert_inline(value)}\n" for label, value in facts) + "\n")
     for entry in with_compression_marks(header, entries):
         if isinstance(entry, CompressionMark):
             yield _markdown_mark(entry)
             continue
-        out = [f"---\n\n## {entry.role.capitalize()} · {format_timestamp(entry.timestamp)}\n\n"]
+        heading = f"{entry.role.capitalize()} · {format_timestamp(entry.timestamp)}"
+        if entry.interrupted:
+            heading += " · interrupted"
+        out = [f"---\n\n## {heading}\n\n"]
         for block in entry.blocks:
             if isinstance(block, TextBlock):
-                text = block.text
+                text = inert_markdown(block.text)
                 out.append(text + ("\n\n" if not text.endswith("\n") else "\n"))
+            elif isinstance(block, ThinkingBlock):
+                out.append(_markdown_thinking(block))
             elif isinstance(block, ToolBlock):
                 out.append(_markdown_call(block.call))
             else:
-                out.append(f"_({_one_line(block.text)})_\n\n")
+                out.append(f"_({inert_inline(block.text)})_\n\n")
+        if entry.interrupted:
+            out.append(f"**⚠ {INTERRUPTED_NOTE}**\n\n")
         yield "".join(out)
 
 
@@ -619,18 +666,29 @@ def html_chunks(
             yield _html_mark(entry)
             continue
         role_class = entry.role if entry.role in _ROLE_CLASSES else "other"
+        role = _esc(entry.role.capitalize())
+        if entry.interrupted:
+            role_class += " interrupted"
+            role += ' <span class="interrupted">· interrupted</span>'
         out = [
-            f'<article class="{role_class}"><header><span>{_esc(entry.role.capitalize())}'
+            f'<article class="{role_class}"><header><span>{role}'
             f'</span><time datetime="{_esc(entry.timestamp)}">'
             f"{_esc(format_timestamp(entry.timestamp))}</time></header>\n"
         ]
         for block in entry.blocks:
             if isinstance(block, TextBlock):
                 out.append(f'<div class="text">{_esc(block.text)}</div>\n')
+            elif isinstance(block, ThinkingBlock):
+                out.append(
+                    f'<details class="thinking"><summary>{_esc(block.label)}</summary>'
+                    f'<div class="text">{_esc(block.text)}</div></details>\n'
+                )
             elif isinstance(block, ToolBlock):
                 out.append(_html_call(block.call) + "\n")
             else:
                 out.append(f'<div class="note">{_esc(block.text)}</div>\n')
+        if entry.interrupted:
+            out.append(f'<div class="interrupted">⚠ {_esc(INTERRUPTED_NOTE)}</div>\n')
         out.append("</article>\n")
         yield "".join(out)
     yield "</main>\n</body>\n</html>\n"

@@ -736,7 +736,8 @@ def test_view_shows_errors_notes_and_what_the_user_saw(seed: Seed) -> None:
     assert out.exit_code == 0, out.stderr
     for expected in (
         "(image: /tmp/screen.png)",
-        "shell (call_9, error)",
+        "tool shell",
+        "call_9, error",
         "exit status 2",
         "make: *** No rule",
         "shown to the user",

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
 import orjson
-from hypothesis import given
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from ollm_cli.pipeline.recording._export import (
+    INTERRUPTED_NOTE,
     ExportFormat,
     NoteBlock,
     TextBlock,
@@ -30,11 +33,13 @@ from ollm_cli.pipeline.records import (
     SessionMessage,
     SessionToolCall,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolResult,
     ToolResultPart,
     UnknownPart,
 )
+from ollm_cli.pipeline.terminal_text import strip_control
 from tests.cli.session_strategies import iso, make_session, sessions
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "examples" / "session.json"
@@ -168,17 +173,30 @@ def test_html_export_shows_tool_calls_with_arguments_and_results() -> None:
     assert "Error:\n\n```text\nexit status 2\n```" in markdown
 
 
+_ESCAPES = {"&lt;": "<", "&amp;": "&", "&#91;": "[", "&#93;": "]"}
+
+
+_ESCAPED = re.compile(r"\\[!-/:-@\[-`{-~]|" + "|".join(map(re.escape, _ESCAPES)))
+
+
+def _as_written(markdown: str) -> str:
+    """The Markdown with the inert escapes of the export undone (in one pass, a
+    backslash escape of the text kept as it is)."""
+    return _ESCAPED.sub(lambda m: _ESCAPES.get(m.group(), m.group()), markdown)
+
+
 @given(sessions())
 def test_markdown_export_keeps_every_text_and_fences_every_result(session: Session) -> None:
     markdown = to_markdown(session)
     for message in session.messages:
         for part in message.parts:
             if isinstance(part, TextPart):
-                assert part.text in markdown
+                shown = strip_control(part.text)  # as every Markdown export writes it
+                assert shown in markdown or shown in _as_written(markdown)
     fences = [t for t in MarkdownIt().parse(markdown) if t.type == "fence"]
     fenced = [t.content for t in fences]
     for call in session.tool_calls:
-        body = call.result.llm_content.replace("\x00", "\ufffd")  # as CommonMark reads NUL
+        body = strip_control(call.result.llm_content)
         if "\r" not in body and body.strip():
             assert (body if body.endswith("\n") else body + "\n") in fenced
 
@@ -384,3 +402,172 @@ def test_render_dispatches_on_format() -> None:
     assert render(session, ExportFormat.MARKDOWN) == to_markdown(session)
     assert render(session, ExportFormat.HTML) == to_html(session)
     assert [f.value for f in ExportFormat] == ["json", "markdown", "html"]
+
+
+def _thinking_session() -> Session:
+    reasoning = " ".join(f"step{n}" for n in range(900))  # about 5,000 characters
+    assert len(reasoning) > 5000
+    answer = SessionMessage(
+        role="assistant",
+        parts=[
+            ThinkingPart(text=reasoning + "\n\nlast <b>line</b>", tokens=1200),
+            TextPart(text="42"),
+        ],
+        timestamp=iso(2),
+    )
+    return make_session(
+        [SessionMessage.user("why?").model_copy(update={"timestamp": iso(1)}), answer]
+    )
+
+
+def test_exports_keep_reasoning_of_5000_characters_whole() -> None:
+    session = _thinking_session()
+    reasoning = session.messages[1].thinking
+    markdown = render(session, ExportFormat.MARKDOWN)
+    assert "…" not in markdown
+    assert "_reasoning (1200 tokens):_" in markdown
+    quoted = [line[2:] for line in markdown.splitlines() if line.startswith("> ")]
+    assert _as_written("\n".join(quoted)).startswith(reasoning.split("\n")[0])
+    assert "step899" in markdown and "last &lt;b>line&lt;/b>" in markdown
+    page = to_html(session)
+    parsed = _parse_html(page)
+    assert reasoning in "".join(parsed.data)
+    assert '<details class="thinking"><summary>reasoning (1200 tokens)</summary>' in page
+    assert "b" not in parsed.tags
+
+
+def test_interrupted_answers_are_marked_in_markdown_and_html() -> None:
+    cut = SessionMessage.model_validate(
+        {**SessionMessage.assistant("Half an ans").to_dict(), "interrupted": True}
+    )
+    whole = SessionMessage.assistant("A whole answer.")
+    session = make_session([SessionMessage.user("q"), cut, SessionMessage.user("again"), whole])
+    entries = transcript(session)
+    assert [e.interrupted for e in entries] == [False, True, False, False]
+    markdown = to_markdown(session)
+    assert markdown.count("· interrupted\n") == 1
+    assert markdown.count(INTERRUPTED_NOTE) == 1
+    assert markdown.index("Half an ans") < markdown.index(INTERRUPTED_NOTE)
+    assert markdown.index(INTERRUPTED_NOTE) < markdown.index("again")
+    page = to_html(session)
+    assert page.count('<article class="assistant interrupted">') == 1
+    assert page.count(INTERRUPTED_NOTE) == 1
+    assert page.index("Half an ans") < page.index(INTERRUPTED_NOTE) < page.index("again")
+
+
+_HOSTILE = [
+    "<script>alert(1)</script>",
+    '<img src=x onerror="alert(1)">',
+    "[click](javascript:alert(1))",
+    "[c](JaVaScRiPt:alert(1))",
+    "[c](java\tscript:alert(1))",
+    "![i](data:text/html;base64,PHNjcmlwdD4=)",
+    "[v](vbscript:msgbox(1))",
+    "<javascript:alert(1)>",
+    "[r]\n\n[r]: javascript:alert(1)",
+    "&lt;script&gt;",
+    "java&#115;cript:",
+    "`<b>`",
+    "``<i>``",
+    "```\n<pre>\n```",
+    "1. x\n   ```\n   a\n<b>\n   ```",
+    "- a\n    <div>",
+    "> quoted <s>",
+    "\\<u>",
+    "\\\\<u>",
+    "<!-- c -->",
+    "<?php ?>",
+    "<![CDATA[x]]>",
+    "~~~\n<x>",
+]
+
+
+def _unsafe_tokens(markdown: str) -> list[str]:
+    parser = MarkdownIt("commonmark")
+    parser.validateLink = lambda url: True  # type: ignore[method-assign]
+    found: list[str] = []
+    stack = list(parser.parse(markdown))
+    while stack:
+        token = stack.pop()
+        stack.extend(token.children or [])
+        if token.type in ("html_block", "html_inline"):
+            found.append(token.content)
+        if token.type in ("link_open", "image"):
+            target = str(token.attrGet("href") or token.attrGet("src") or "")
+            if re.match(r"(?i)\s*(java|vb)\s*script|\s*data:", re.sub(r"[\x00-\x1f]", "", target)):
+                found.append(target)
+    return found
+
+
+def test_markdown_export_neutralizes_raw_html_and_script_links() -> None:
+    for attack in _HOSTILE:
+        session = make_session(
+            [
+                SessionMessage.user(attack),
+                SessionMessage(
+                    role="assistant",
+                    parts=[ThinkingPart(text=attack), TextPart(text=attack)],
+                ),
+            ],
+            title=attack,
+            notes=attack,
+            tags=[attack],
+        )
+        markdown = render(session, ExportFormat.MARKDOWN)
+        assert _unsafe_tokens(markdown) == [], attack
+        parsed = _parse_html(render(session, ExportFormat.HTML))  # HTML: escaped, whole
+        assert set(parsed.tags) <= ALLOWED_TAGS, attack
+        assert not {name for name, _ in parsed.attrs} & {"href", "src", "onerror"}, attack
+        assert "".join(parsed.data).count(attack) >= 3, attack  # message, reasoning, answer
+        unsafe_before = _unsafe_tokens(attack)
+        if unsafe_before:  # the raw text would have run: now it is shown, whole
+            assert attack in markdown or attack in _as_written(markdown), attack
+    assert _unsafe_tokens("<script>alert(1)</script>")  # the check sees what it must
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                *_HOSTILE,
+                "`",
+                "``",
+                "```",
+                "~~~",
+                "\n",
+                "\n\n",
+                "    ",
+                "- ",
+                "> ",
+                "\\",
+                "[",
+                "]",
+                "(",
+                ")",
+                "<",
+                "&",
+                "a",
+                " ",
+                "javascript:",
+                "<b>",
+                "</b>",
+                "<a href='x'>",
+            ]
+        )
+        | st.text(max_size=8),
+        max_size=12,
+    ).map("".join)
+)
+@settings(max_examples=300)
+def test_property_markdown_export_never_holds_raw_html_or_script_links(text: str) -> None:
+    session = make_session(
+        [
+            SessionMessage.user(text),
+            SessionMessage(role="assistant", parts=[ThinkingPart(text=text)]),
+        ],
+        title=text,
+    )
+    markdown = render(session, ExportFormat.MARKDOWN)
+    assert _unsafe_tokens(markdown) == []
+    for word in re.findall(r"\w+", strip_control(text)):  # nothing dropped
+        assert word in markdown
