@@ -78,13 +78,14 @@ def mtime_ns(path: str) -> int:
 
 # (absolute dir, relative dir, depth, rules, ancestors' (dev, inode), tracked files only)
 _Pending = tuple[str, str, int, IgnoreStack, tuple[tuple[int, int], ...], bool]
+_Batch = list[tuple[str, EntryKind]]
 
 
 def walk(
     plan: Plan,
     root_rules: IgnoreStack,
     git_view: GitView,
-    on_batch: Callable[[list[tuple[str, EntryKind]]], None] | None,
+    on_batch: Callable[[_Batch], None] | None,
     cancel: threading.Event | None,
     deadline: Deadline,
 ) -> Walk:
@@ -94,37 +95,82 @@ def walk(
     An ignored directory that holds files git tracks is entered in *tracked-only*
     mode: there, and below, only tracked files are listed, as git does.
     """
-    walk = Walk(
-        [], set(), [], [], {"dirs": 0, "dirs_ignored": 0, "files_ignored": 0, "ignore_files": 0}
-    )
-    files, symlinks, notes, stamps, counts = (
-        walk.files,
-        walk.symlinks,
-        walk.notes,
-        walk.stamps,
-        walk.stats,
-    )
-    include, exclude = plan.include, plan.exclude
-    follow, max_depth, max_files = plan.follow_symlinks, plan.max_depth, plan.max_files
-    tracked = git_view.tracked
-    in_repository = git_view.repository is not None
-    join = os.path.join
-    pending: list[_Pending] = [(plan.root, "", 0, root_rules, (), False)]
-    while pending:
-        if cancel is not None and cancel.is_set():
-            walk.cancelled = True
-            break
-        if deadline.passed():
-            walk.timed_out = [pending_dir[1] or "." for pending_dir in reversed(pending)]
-            break
-        directory, rel_dir, depth, rules, ancestors, tracked_only = pending.pop()
+    return _Walker(plan, git_view, on_batch, cancel, deadline).run(root_rules)
+
+
+class _CapReached(Exception):
+    """``maxFiles`` files are listed: the walk stops where it is."""
+
+
+class _Walker:
+    """One walk's state; :meth:`run` lists one directory at a time."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        git_view: GitView,
+        on_batch: Callable[[_Batch], None] | None,
+        cancel: threading.Event | None,
+        deadline: Deadline,
+    ) -> None:
+        self.plan = plan
+        self.tracked = git_view.tracked
+        self.in_repository = git_view.repository is not None
+        self.on_batch = on_batch
+        self.cancel = cancel
+        self.deadline = deadline
+        counts = {"dirs": 0, "dirs_ignored": 0, "files_ignored": 0, "ignore_files": 0}
+        self.found = Walk([], set(), [], [], counts)
+
+    def run(self, root_rules: IgnoreStack) -> Walk:
+        found = self.found
+        pending: list[_Pending] = [(self.plan.root, "", 0, root_rules, (), False)]
+        try:
+            while pending:
+                if self.cancel is not None and self.cancel.is_set():
+                    found.cancelled = True
+                    break
+                if self.deadline.passed():
+                    found.timed_out = [pending_dir[1] or "." for pending_dir in reversed(pending)]
+                    break
+                pending.extend(reversed(self._directory(pending.pop())))
+        except _CapReached:
+            pass
+        return found
+
+    def _directory(self, item: _Pending) -> list[_Pending]:
+        """List one directory: its files are added, its subdirectories returned."""
+        directory, rel_dir, _, rules, ancestors, tracked_only = item
+        listed = self._list(directory, rel_dir)
+        if listed is None:
+            return []
+        entries, info = listed
+        if self.plan.follow_symlinks:
+            ancestors = (*ancestors, (info.st_dev, info.st_ino))
+        if rel_dir:
+            if not tracked_only and self.in_repository and any(e.name == ".git" for e in entries):
+                # A repository of its own: git lists it as one entry and stops.
+                repository: _Batch = []
+                self._add(repository, rel_dir + "/", "directory", rel_dir)
+                self._flush(repository)
+                return []
+            rules = self._read_ignore_files(entries, rel_dir, rules)
+        batch: _Batch = []
+        try:
+            return self._entries(entries, item, rules, ancestors, batch)
+        finally:
+            self._flush(batch)
+
+    def _list(
+        self, directory: str, rel_dir: str
+    ) -> tuple[list[os.DirEntry[str]], os.stat_result] | None:
         try:
             info = os.stat(directory)
             with os.scandir(directory) as iterator:
                 entries = list(iterator)
         except OSError as error:
             reason = error.strerror or type(error).__name__
-            notes.append(
+            self.found.notes.append(
                 DiscoveryNote(
                     kind="unreadable",
                     path=rel_dir or ".",
@@ -132,48 +178,46 @@ def walk(
                 )
             )
             logger.info("file discovery skipped %s: %s", directory, reason)
-            continue
-        counts["dirs"] += 1
-        stamps.append((directory, info.st_mtime_ns))
-        if follow:
-            ancestors = (*ancestors, (info.st_dev, info.st_ino))
-        batch: list[tuple[str, EntryKind]] = []
-        if rel_dir:
-            git_file = ollm_file = None
-            nested = False
-            for entry in entries:
-                name = entry.name
-                if name == ".git" and in_repository and not tracked_only:
-                    nested = True
-                    break
-                if name in (GITIGNORE, OLLMIGNORE):
-                    path = entry.path
-                    stamps.append((path, mtime_ns(path)))
-                    if name == GITIGNORE and entry.is_symlink():
-                        log_symlinked_gitignore(path)
-                        continue
-                    loaded = RuleSet.from_file(path, rel_dir)
-                    if loaded:
-                        counts["ignore_files"] += 1
-                        if name == GITIGNORE:
-                            git_file = loaded
-                        else:
-                            ollm_file = loaded
-            if nested:
-                # A repository of its own: git lists it as one entry and stops.
-                if len(files) >= max_files:
-                    _cap(walk, plan, rel_dir)
-                    return walk
-                entry_name = rel_dir + "/"
-                files.append(entry_name)
-                walk.repositories.add(entry_name)
-                if on_batch is not None:
-                    on_batch([(entry_name, "directory")])
+            return None
+        self.found.stats["dirs"] += 1
+        self.found.stamps.append((directory, info.st_mtime_ns))
+        return entries, info
+
+    def _read_ignore_files(
+        self, entries: list[os.DirEntry[str]], rel_dir: str, rules: IgnoreStack
+    ) -> IgnoreStack:
+        """``rules`` with this directory's ``.gitignore`` and ``.ollmignore`` added."""
+        loaded: dict[str, RuleSet] = {}
+        for entry in entries:
+            name = entry.name
+            if name not in (GITIGNORE, OLLMIGNORE):
                 continue
-            rules = rules.child(git_file, ollm_file)
+            path = entry.path
+            self.found.stamps.append((path, mtime_ns(path)))
+            if name == GITIGNORE and entry.is_symlink():
+                log_symlinked_gitignore(path)
+                continue
+            rule_set = RuleSet.from_file(path, rel_dir)
+            if rule_set:
+                self.found.stats["ignore_files"] += 1
+                loaded[name] = rule_set
+        return rules.child(loaded.get(GITIGNORE), loaded.get(OLLMIGNORE))
+
+    def _entries(
+        self,
+        entries: list[os.DirEntry[str]],
+        item: _Pending,
+        rules: IgnoreStack,
+        ancestors: tuple[tuple[int, int], ...],
+        batch: _Batch,
+    ) -> list[_Pending]:
+        """Decide about each entry of one directory (the hot loop: kept inline)."""
+        directory, rel_dir, depth, _, _, tracked_only = item
+        plan, found, tracked = self.plan, self.found, self.tracked
+        include, exclude, follow = plan.include, plan.exclude, plan.follow_symlinks
         verdict_here = rules.for_directory(rel_dir).verdict
         prefix = rel_dir + "/" if rel_dir else ""
-        enter = depth < max_depth
+        enter = depth < plan.max_depth
         subdirs: list[_Pending] = []
         for entry in entries:
             name = entry.name
@@ -189,65 +233,78 @@ def walk(
                 is_dir = is_link = special = False
             relative = prefix + name
             verdict = verdict_here(name, is_dir)
-            only_tracked = tracked_only
             if verdict == KEPT and exclude is not None and exclude.match(relative, name, is_dir):
                 verdict = IGNORED_BY_OLLM
+            only_tracked = tracked_only
             if verdict != KEPT or tracked_only:
                 # Ignored (or below an ignored directory): what git tracks stays.
-                if verdict == IGNORED_BY_OLLM or not tracked:
-                    keep = False
-                elif is_dir:
-                    keep = relative in tracked or tracked.has_under(relative)
-                    only_tracked = True
-                else:
-                    keep = relative in tracked
-                if not keep:
-                    counts["dirs_ignored" if is_dir else "files_ignored"] += 1
+                if not self._tracked_stays(relative, is_dir, verdict):
                     continue
-            if is_dir:
+                only_tracked = True
+            if is_dir and relative not in tracked:
                 # A directory git tracks is a submodule: one entry, never walked into.
-                if relative not in tracked:
-                    if not enter:
-                        walk.depth_cut += 1
-                        continue
-                    if is_link:
-                        target = _link_target(entry.path)
-                        if target is None or target in ancestors:
-                            notes.append(
-                                DiscoveryNote(
-                                    kind="symlink_loop",
-                                    path=relative,
-                                    message=f"not followed: {relative} leads back to a parent",
-                                )
-                            )
-                            continue
-                    subdirs.append(
-                        (join(directory, name), relative, depth + 1, rules, ancestors, only_tracked)
-                    )
-                    continue
-            elif special:  # a FIFO, socket or device: not a file (git skips them too)
-                counts["files_ignored"] += 1
+                if not enter:
+                    found.depth_cut += 1
+                elif not is_link or self._leads_on(entry.path, relative, ancestors):
+                    path = os.path.join(directory, name)
+                    subdirs.append((path, relative, depth + 1, rules, ancestors, only_tracked))
+                continue
+            if special:  # a FIFO, socket or device: not a file (git skips them too)
+                found.stats["files_ignored"] += 1
                 continue
             if include is not None and not include.match(relative, name, False):
                 continue
-            if len(files) >= max_files:
-                _cap(walk, plan, rel_dir)
-                if on_batch is not None and batch:
-                    on_batch(batch)
-                return walk
-            files.append(relative)
-            if is_dir:
-                walk.repositories.add(relative)
-            elif is_link:
-                symlinks.add(relative)
-            if on_batch is not None:
-                batch.append(
-                    (relative, "directory" if is_dir else "symlink" if is_link else "file")
-                )
-        if on_batch is not None and batch:
-            on_batch(batch)
-        pending.extend(reversed(subdirs))
-    return walk
+            self._add(
+                batch,
+                relative,
+                "directory" if is_dir else "symlink" if is_link else "file",
+                rel_dir,
+            )
+        return subdirs
+
+    def _tracked_stays(self, relative: str, is_dir: bool, verdict: int) -> bool:
+        """Whether an ignored entry stays because git tracks it (or files below it)."""
+        tracked = self.tracked
+        if verdict == IGNORED_BY_OLLM or not tracked:
+            keep = False
+        elif is_dir:
+            keep = relative in tracked or tracked.has_under(relative)
+        else:
+            keep = relative in tracked
+        if not keep:
+            self.found.stats["dirs_ignored" if is_dir else "files_ignored"] += 1
+        return keep
+
+    def _leads_on(self, path: str, relative: str, ancestors: tuple[tuple[int, int], ...]) -> bool:
+        """Whether a followed link to a directory leads somewhere new (not to a parent)."""
+        target = _link_target(path)
+        if target is not None and target not in ancestors:
+            return True
+        self.found.notes.append(
+            DiscoveryNote(
+                kind="symlink_loop",
+                path=relative,
+                message=f"not followed: {relative} leads back to a parent",
+            )
+        )
+        return False
+
+    def _add(self, batch: _Batch, relative: str, kind: EntryKind, rel_dir: str) -> None:
+        found = self.found
+        if len(found.files) >= self.plan.max_files:
+            _cap(found, self.plan, rel_dir)
+            raise _CapReached
+        found.files.append(relative)
+        if kind == "directory":
+            found.repositories.add(relative)
+        elif kind == "symlink":
+            found.symlinks.add(relative)
+        if self.on_batch is not None:
+            batch.append((relative, kind))
+
+    def _flush(self, batch: _Batch) -> None:
+        if self.on_batch is not None and batch:
+            self.on_batch(batch)
 
 
 @dataclass(frozen=True)
