@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ollm_cli.config.settings import FileDiscoverySettings
-from ollm_cli.pipeline.discovery._git import read_git
+from ollm_cli.pipeline.discovery._git import GitView, read_git
 from ollm_cli.pipeline.discovery._ignore_rules import (
     IgnoreTree,
     NeverMatchesError,
@@ -77,7 +77,7 @@ from ollm_cli.pipeline.discovery._models import (
     ScanStats,
     make_entry,
 )
-from ollm_cli.pipeline.discovery._walker import Deadline, Plan, mtime_ns, time_note, walk
+from ollm_cli.pipeline.discovery._walker import Deadline, Plan, Walk, mtime_ns, time_note, walk
 from ollm_cli.pipeline.discovery._watcher import Disposable, Watcher
 from ollm_cli.pipeline.errors import ToolError
 
@@ -371,27 +371,7 @@ class FileDiscoveryService:
         found = walk(plan, stack, git_view, on_batch, cancel, Deadline(self._clock, deadline))
         found.stamps.extend((path, mtime_ns(path)) for path in (*consulted, *git_view.consulted))
         found.files.sort()
-        if git_view.problem is not None:
-            found.notes.append(
-                DiscoveryNote(kind="git_unavailable", path=".", message=git_view.problem)
-            )
-        if found.timed_out:
-            found.notes.append(time_note(plan, found.timed_out))
-            logger.warning(
-                "file discovery under %s stopped after %g s; %d directories not listed",
-                plan.root,
-                plan.time_s,
-                len(found.timed_out),
-            )
-        if found.depth_cut:
-            found.notes.append(
-                DiscoveryNote(
-                    kind="depth_limit",
-                    path=".",
-                    message=f"{found.depth_cut} directories below depth {plan.max_depth} were "
-                    "not listed (services.fileDiscovery.maxDepth, `ollm files --depth`)",
-                )
-            )
+        _add_notes(plan, found, git_view)
         stats = ScanStats(
             directories_scanned=found.stats["dirs"],
             directories_ignored=found.stats["dirs_ignored"],
@@ -411,18 +391,54 @@ class FileDiscoveryService:
             tracked=len(git_view.tracked),
             stats=stats,
         )
-        if found.truncated:
-            logger.warning("file discovery under %s stopped at %d files", plan.root, plan.max_files)
         if not found.cancelled and not found.timed_out:
-            trust = all(mtime < started_ns - self._racy_ns for _, mtime in found.stamps)
-            cached = result.model_copy(update={"from_cache": True})
-            with self._lock:
-                entry = _CacheEntry(cached, found.stamps, trust, watcher, generation)
-                self._cache[plan.key] = entry
-                self._cache.move_to_end(plan.key)
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+            self._store(plan, result, found.stamps, started_ns, watcher, generation)
         return result
+
+    def _store(
+        self,
+        plan: Plan,
+        result: DiscoveryResult,
+        stamps: list[tuple[str, int]],
+        started_ns: int,
+        watcher: Watcher | None,
+        generation: int,
+    ) -> None:
+        """Cache a complete scan, trusted by mtimes only if none was racy."""
+        trust = all(mtime < started_ns - self._racy_ns for _, mtime in stamps)
+        cached = result.model_copy(update={"from_cache": True})
+        with self._lock:
+            self._cache[plan.key] = _CacheEntry(cached, stamps, trust, watcher, generation)
+            self._cache.move_to_end(plan.key)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+
+
+def _add_notes(plan: Plan, found: Walk, git_view: GitView) -> None:
+    """What the user must know about a scan that did not list everything."""
+    if git_view.problem is not None:
+        found.notes.append(
+            DiscoveryNote(kind="git_unavailable", path=".", message=git_view.problem)
+        )
+    if found.timed_out:
+        found.notes.append(time_note(plan, found.timed_out))
+        logger.warning(
+            "file discovery under %s stopped after %g s; %d directories not listed",
+            plan.root,
+            plan.time_s,
+            len(found.timed_out),
+        )
+    if found.depth_cut:
+        found.notes.append(
+            DiscoveryNote(
+                kind="depth_limit",
+                path=".",
+                message=f"{found.depth_cut} directories below depth {plan.max_depth} were "
+                "not listed (services.fileDiscovery.maxDepth, `ollm files --depth`)",
+            )
+        )
+    if found.truncated:
+        logger.warning("file discovery under %s stopped at %d files", plan.root, plan.max_files)
 
 
 def _under(path: str, ancestor: str) -> bool:
