@@ -235,6 +235,44 @@ class Sandbox:
         ``tools.sandbox.allowUnsandboxed`` is false, and :class:`ToolError` for
         an empty ``argv`` or a ``cwd`` that is not a directory.
         """
+        workdir = self._checked_workdir(argv, cwd)
+        self.check()
+        sandboxed = self.probe().ok
+        full_env = harden_environment(env)
+        cgroup = self._make_cgroup()
+        memory = self._make_memory_cgroup()
+        with contextlib.ExitStack() as stack:
+            for group in (memory, cgroup):  # removed last, pids cgroup first
+                if group is not None:
+                    stack.callback(group.remove)
+            guard: ControlGuard | None = None
+            pass_fds: tuple[int, ...] = ()
+            if sandboxed:
+                guard = stack.enter_context(ControlGuard(self.workspace, self._survey))
+                command, pass_fds = self._sandboxed_command(argv, full_env, workdir, guard, stack)
+                launch_env = {"PATH": full_env.get("PATH", os.defpath)}
+                launch_cwd = self.workspace
+            else:
+                command = self._unsandboxed_command(argv)
+                launch_env, launch_cwd = full_env, workdir
+            try:
+                result = supervise(
+                    _joining_cgroups(command, cgroup, memory),
+                    env=launch_env,
+                    cwd=launch_cwd,
+                    stdin=stdin,
+                    pass_fds=pass_fds,
+                    cgroup=cgroup,
+                    sandboxed=sandboxed,
+                    settings=self.settings,
+                    workspace=self.workspace,
+                )
+            finally:  # the command is gone, whatever happened: undo what it planted
+                undone = guard.finish() if guard is not None else []
+            return self._completed(result, guard, undone, memory)
+
+    def _checked_workdir(self, argv: list[str], cwd: Path | None) -> Path:
+        """The directory to run ``argv`` in, once the call is known to be runnable."""
         if not argv:
             raise ToolError("no command to run", hint="pass the program and its arguments")
         workdir = Path(cwd).resolve() if cwd is not None else self.workspace
@@ -249,93 +287,57 @@ class Sandbox:
                 f"is missing",
                 hint="install util-linux, which provides prlimit",
             )
-        self.check()
-        sandboxed = self.probe().ok
-        full_env = harden_environment(env)
-        cgroup = self._make_cgroup()
-        memory = self._make_memory_cgroup()
-        args_fd: int | None = None
+        return workdir
+
+    def _sandboxed_command(
+        self,
+        argv: list[str],
+        env: Mapping[str, str],
+        workdir: Path,
+        guard: ControlGuard,
+        stack: contextlib.ExitStack,
+    ) -> tuple[list[str], tuple[int, ...]]:
+        """bubblewrap's command line, and the memfds it reads (closed by ``stack``)."""
         seccomp_fd: int | None = None
-        guard: ControlGuard | None = None
-        stack = contextlib.ExitStack()
-        try:
-            if sandboxed:
-                guard = stack.enter_context(ControlGuard(self.workspace, self._survey))
-                program = filter_program()
-                if program is not None:
-                    seccomp_fd = memfd("ollm-seccomp", program)
-                args_fd = args_memfd(
-                    self.bwrap_path,
-                    self.settings,
-                    self.workspace,
-                    full_env,
-                    workdir,
-                    guard,
-                    seccomp_fd,
-                )
-                command = [
-                    self.bwrap_path,
-                    "--args",
-                    str(args_fd),
-                    *self._limits(nproc=None),
-                    *argv,
-                ]
-                launch_env = {"PATH": full_env.get("PATH", os.defpath)}
-                launch_cwd = self.workspace
-            else:
-                _warn_once(
-                    "unsandboxed",
-                    "sandbox: %s is true; tool commands run WITHOUT bubblewrap "
-                    "(limits, environment and hardening still apply)",
-                    UNSANDBOXED_KEY,
-                )
-                command = [*self._limits(nproc=self._unsandboxed_nproc()), *argv]
-                launch_env, launch_cwd = full_env, workdir
-            joins = [c.path / "cgroup.procs" for c in (cgroup, memory) if c is not None]
-            if joins:
-                command = [
-                    "/bin/sh",
-                    "-c",
-                    'n=$1; shift; while [ "$n" -gt 0 ]; do echo 0 > "$1" || exit 126; '
-                    'shift; n=$((n-1)); done; exec "$@"',
-                    "ollm-sandbox",
-                    str(len(joins)),
-                    *(str(path) for path in joins),
-                    *command,
-                ]
-            try:
-                result = supervise(
-                    command,
-                    env=launch_env,
-                    cwd=launch_cwd,
-                    stdin=stdin,
-                    pass_fds=tuple(fd for fd in (args_fd, seccomp_fd) if fd is not None),
-                    cgroup=cgroup,
-                    sandboxed=sandboxed,
-                    settings=self.settings,
-                    workspace=self.workspace,
-                )
-            finally:  # the command is gone, whatever happened: undo what it planted
-                undone = guard.finish() if guard is not None else []
-            update: dict[str, object] = {}
-            if guard is not None:
-                update["protected_paths"] = guard.shown_protected()
-                update["undone"] = undone
-                self._survey = guard.after
-            if memory is not None:
-                update["memory_limit"] = "cgroup"
-                if memory.oom_killed() and result.killed_by in (None, "SIGKILL"):
-                    update["killed_by"] = "memory"
-            return result.model_copy(update=update)
-        finally:
-            stack.close()
-            for fd in (args_fd, seccomp_fd):
-                if fd is not None:
-                    os.close(fd)
-            if cgroup is not None:
-                cgroup.remove()
-            if memory is not None:
-                memory.remove()
+        program = filter_program()
+        if program is not None:
+            seccomp_fd = memfd("ollm-seccomp", program)
+            stack.callback(os.close, seccomp_fd)
+        args_fd = args_memfd(
+            self.bwrap_path, self.settings, self.workspace, env, workdir, guard, seccomp_fd
+        )
+        stack.callback(os.close, args_fd)
+        command = [self.bwrap_path, "--args", str(args_fd), *self._limits(nproc=None), *argv]
+        pass_fds = (args_fd,) if seccomp_fd is None else (args_fd, seccomp_fd)
+        return command, pass_fds
+
+    def _unsandboxed_command(self, argv: list[str]) -> list[str]:
+        _warn_once(
+            "unsandboxed",
+            "sandbox: %s is true; tool commands run WITHOUT bubblewrap "
+            "(limits, environment and hardening still apply)",
+            UNSANDBOXED_KEY,
+        )
+        return [*self._limits(nproc=self._unsandboxed_nproc()), *argv]
+
+    def _completed(
+        self,
+        result: SandboxResult,
+        guard: ControlGuard | None,
+        undone: list[str],
+        memory: MemoryCgroup | None,
+    ) -> SandboxResult:
+        """``result`` with what the control paths' guard and the memory cgroup saw."""
+        update: dict[str, object] = {}
+        if guard is not None:
+            update["protected_paths"] = guard.shown_protected()
+            update["undone"] = undone
+            self._survey = guard.after
+        if memory is not None:
+            update["memory_limit"] = "cgroup"
+            if memory.oom_killed() and result.killed_by in (None, "SIGKILL"):
+                update["killed_by"] = "memory"
+        return result.model_copy(update=update)
 
     def _limits(self, *, nproc: int | None) -> list[str]:
         settings = self.settings
@@ -390,3 +392,22 @@ class Sandbox:
         except OSError as error:  # pragma: no cover - it worked at the probe
             logger.warning("sandbox: could not create a pids cgroup (%s)", error)
             return None
+
+
+def _joining_cgroups(
+    command: list[str], cgroup: PidsCgroup | None, memory: MemoryCgroup | None
+) -> list[str]:
+    """``command`` run by a shell that first moves itself into the run's cgroups."""
+    joins = [c.path / "cgroup.procs" for c in (cgroup, memory) if c is not None]
+    if not joins:
+        return command
+    return [
+        "/bin/sh",
+        "-c",
+        'n=$1; shift; while [ "$n" -gt 0 ]; do echo 0 > "$1" || exit 126; '
+        'shift; n=$((n-1)); done; exec "$@"',
+        "ollm-sandbox",
+        str(len(joins)),
+        *(str(path) for path in joins),
+        *command,
+    ]

@@ -150,7 +150,6 @@ def supervise(
 ) -> SandboxResult:
     """Run ``command`` to its end or to the first limit it hits."""
     output = Output(settings.max_output_bytes)
-    stop_at = settings.max_output_bytes * OUTPUT_STOP_FACTOR
     started = time.perf_counter()
     deadline = time.monotonic() + settings.wall_time_s
     proc = subprocess.Popen(
@@ -163,57 +162,16 @@ def supervise(
         start_new_session=True,
         pass_fds=pass_fds,
     )
-    killed_by: str | None = None
-    disk = DiskUse(workspace, settings.max_write_mb * 1024 * 1024)
-    selector = selectors.DefaultSelector()
-    streams: dict[int, str] = {}
-    for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
-        assert pipe is not None
-        os.set_blocking(pipe.fileno(), False)
-        selector.register(pipe, selectors.EVENT_READ, name)
-        streams[pipe.fileno()] = name
-    pending = memoryview(stdin or b"")
-    if proc.stdin is not None:
-        os.set_blocking(proc.stdin.fileno(), False)
-        if pending:
-            selector.register(proc.stdin, selectors.EVENT_WRITE, "stdin")
-        else:
-            proc.stdin.close()
-    exited_at: float | None = None
+    limits = _Limits(
+        settings.max_output_bytes * OUTPUT_STOP_FACTOR,
+        cgroup,
+        DiskUse(workspace, settings.max_write_mb * 1024 * 1024),
+    )
+    pipes = _Pipes(proc, stdin)
     try:
-        while selector.get_map():
-            now = time.monotonic()
-            if now >= deadline:
-                killed_by = "wall_time"
-                break
-            if exited_at is not None and now - exited_at > 0.5:
-                break  # the command is gone; a leftover holds the pipes
-            for key, _ in selector.select(timeout=min(_POLL_S, deadline - now)):
-                pipe_file: IO[bytes] = key.fileobj  # type: ignore[assignment]
-                if key.data == "stdin":
-                    pending = _feed(selector, pipe_file, pending)
-                    continue
-                try:
-                    chunk = os.read(pipe_file.fileno(), _READ_CHUNK)
-                except BlockingIOError:  # pragma: no cover - spurious wake-up
-                    continue
-                if not chunk:
-                    selector.unregister(pipe_file)
-                    continue
-                output.add(key.data, chunk)
-            if output.total > stop_at:
-                killed_by = "max_output"
-                break
-            if cgroup is not None and cgroup.hit_limit():
-                killed_by = "max_processes"
-                break
-            if disk.exceeded():
-                killed_by = "disk_quota"
-                break
-            if exited_at is None and not sandboxed and proc.poll() is not None:
-                exited_at = time.monotonic()
+        killed_by = _follow(proc, pipes, output, limits, deadline, sandboxed)
     finally:
-        selector.close()
+        pipes.close()
         _stop(proc, cgroup)
     returncode = proc.returncode
     exit_code = 128 - returncode if returncode < 0 else returncode
@@ -230,6 +188,90 @@ def supervise(
         duration_ms=(time.perf_counter() - started) * 1000,
         sandboxed=sandboxed,
     )
+
+
+def _follow(
+    proc: subprocess.Popen[bytes],
+    pipes: _Pipes,
+    output: Output,
+    limits: _Limits,
+    deadline: float,
+    sandboxed: bool,
+) -> str | None:
+    """Pump the pipes until they close or a limit is hit (then named)."""
+    exited_at: float | None = None
+    while pipes.open:
+        now = time.monotonic()
+        if now >= deadline:
+            return "wall_time"
+        if exited_at is not None and now - exited_at > 0.5:
+            return None  # the command is gone; a leftover holds the pipes
+        pipes.pump(min(_POLL_S, deadline - now), output)
+        hit = limits.hit(output)
+        if hit is not None:
+            return hit
+        if exited_at is None and not sandboxed and proc.poll() is not None:
+            exited_at = time.monotonic()
+    return None
+
+
+class _Limits:
+    """The limits checked between two reads: output, processes, disk."""
+
+    def __init__(self, stop_at: int, cgroup: PidsCgroup | None, disk: DiskUse) -> None:
+        self.stop_at = stop_at
+        self.cgroup = cgroup
+        self.disk = disk
+
+    def hit(self, output: Output) -> str | None:
+        if output.total > self.stop_at:
+            return "max_output"
+        if self.cgroup is not None and self.cgroup.hit_limit():
+            return "max_processes"
+        if self.disk.exceeded():
+            return "disk_quota"
+        return None
+
+
+class _Pipes:
+    """The command's pipes in one selector: output read and stdin fed without blocking."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], stdin: bytes | None) -> None:
+        self.selector = selectors.DefaultSelector()
+        for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+            assert pipe is not None
+            os.set_blocking(pipe.fileno(), False)
+            self.selector.register(pipe, selectors.EVENT_READ, name)
+        self.pending = memoryview(stdin or b"")
+        if proc.stdin is not None:
+            os.set_blocking(proc.stdin.fileno(), False)
+            if self.pending:
+                self.selector.register(proc.stdin, selectors.EVENT_WRITE, "stdin")
+            else:
+                proc.stdin.close()
+
+    @property
+    def open(self) -> bool:
+        return bool(self.selector.get_map())
+
+    def pump(self, timeout: float, output: Output) -> None:
+        """One round: feed stdin, read what stdout and stderr have."""
+        for key, _ in self.selector.select(timeout=timeout):
+            pipe_file: IO[bytes] = key.fileobj  # type: ignore[assignment]
+            if key.data == "stdin":
+                self.pending = _feed(self.selector, pipe_file, self.pending)
+                continue
+            try:
+                chunk = os.read(pipe_file.fileno(), _READ_CHUNK)
+            except BlockingIOError:  # pragma: no cover - spurious wake-up
+                continue
+            if not chunk:
+                self.selector.unregister(pipe_file)
+                continue
+            output.add(key.data, chunk)
+
+    def close(self) -> None:
+        self.selector.close()
 
 
 def _feed(selector: selectors.BaseSelector, pipe: IO[bytes], pending: memoryview) -> memoryview:
