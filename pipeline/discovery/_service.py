@@ -46,7 +46,6 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import threading
@@ -144,7 +143,9 @@ class FileDiscoveryService:
     directory mtimes only if none was modified within ``racy_window_s`` of its
     start (a later change could share the timestamp); a running watcher on the
     root is trusted instead, as long as it reported nothing since the scan began
-    (its reports lag changes by about ``watch_step_ms``).
+    (its reports lag changes by about ``watch_step_ms``). With ``cache_size=0`` nothing
+    is cached, and a scan saves the ``stat`` of each directory that the cache needs
+    (a one-shot command such as ``ollm files``).
     """
 
     def __init__(
@@ -184,6 +185,8 @@ class FileDiscoveryService:
 
         The walk runs in a worker thread; leaving the loop early stops it.
         """
+        import asyncio  # here, not at the top: `ollm files` never needs it (27 ms)
+
         plan = self._plan(options)
         cached = self._lookup(plan)
         if cached is not None:
@@ -211,6 +214,8 @@ class FileDiscoveryService:
 
     async def discover_all(self, options: DiscoveryOptions) -> DiscoveryResult:
         """The whole result of :meth:`scan`, without blocking the event loop."""
+        import asyncio
+
         return await asyncio.to_thread(self.scan, options)
 
     def invalidate(self, root: Path | None = None) -> None:
@@ -330,6 +335,7 @@ class FileDiscoveryService:
             exclude=_compile_globs(options.exclude_patterns, "exclude"),
             builtin=builtin,
             key=key,
+            record_stamps=self._cache_size > 0,
         )
 
     def _watcher_for(self, root: str) -> Watcher | None:
@@ -369,7 +375,9 @@ class FileDiscoveryService:
         git_view = read_git(plan.root)
         stack, consulted = root_stack(plan.root, self._builtin, git_view.excludes_file)
         found = walk(plan, stack, git_view, on_batch, cancel, Deadline(self._clock, deadline))
-        found.stamps.extend((path, mtime_ns(path)) for path in (*consulted, *git_view.consulted))
+        if plan.record_stamps:
+            consulted = [*consulted, *git_view.consulted]
+            found.stamps.extend((path, mtime_ns(path)) for path in consulted)
         found.files.sort()
         _add_notes(plan, found, git_view)
         stats = ScanStats(
@@ -391,7 +399,7 @@ class FileDiscoveryService:
             tracked=len(git_view.tracked),
             stats=stats,
         )
-        if not found.cancelled and not found.timed_out:
+        if plan.record_stamps and not found.cancelled and not found.timed_out:
             self._store(plan, result, found.stamps, started_ns, watcher, generation)
         return result
 

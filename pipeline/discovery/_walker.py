@@ -52,6 +52,9 @@ class Plan:
     exclude: RuleSet | None
     builtin: tuple[str, ...]
     key: tuple[object, ...]
+    record_stamps: bool = True
+    """Record the modification time of each directory and ignore file (one ``stat``
+    each) so that the result can be cached; a scan that is not cached skips them."""
 
 
 @dataclass
@@ -145,16 +148,18 @@ class _Walker:
         if listed is None:
             return []
         entries, info = listed
-        if self.plan.follow_symlinks:
+        if info is not None and self.plan.follow_symlinks:
             ancestors = (*ancestors, (info.st_dev, info.st_ino))
         if rel_dir:
-            if not tracked_only and self.in_repository and any(e.name == ".git" for e in entries):
+            nested = not tracked_only and self.in_repository
+            child_rules = self._read_ignore_files(entries, rel_dir, rules, nested)
+            if child_rules is None:
                 # A repository of its own: git lists it as one entry and stops.
                 repository: _Batch = []
                 self._add(repository, rel_dir + "/", "directory", rel_dir)
                 self._flush(repository)
                 return []
-            rules = self._read_ignore_files(entries, rel_dir, rules)
+            rules = child_rules
         batch: _Batch = []
         try:
             return self._entries(entries, item, rules, ancestors, batch)
@@ -163,9 +168,12 @@ class _Walker:
 
     def _list(
         self, directory: str, rel_dir: str
-    ) -> tuple[list[os.DirEntry[str]], os.stat_result] | None:
+    ) -> tuple[list[os.DirEntry[str]], os.stat_result | None] | None:
+        """The entries of ``directory`` and, when needed, its ``stat``; ``None`` (and
+        a note) when it cannot be read."""
+        plan = self.plan
         try:
-            info = os.stat(directory)
+            info = os.stat(directory) if plan.record_stamps or plan.follow_symlinks else None
             with os.scandir(directory) as iterator:
                 entries = list(iterator)
         except OSError as error:
@@ -180,20 +188,25 @@ class _Walker:
             logger.info("file discovery skipped %s: %s", directory, reason)
             return None
         self.found.stats["dirs"] += 1
-        self.found.stamps.append((directory, info.st_mtime_ns))
+        if info is not None and plan.record_stamps:
+            self.found.stamps.append((directory, info.st_mtime_ns))
         return entries, info
 
     def _read_ignore_files(
-        self, entries: list[os.DirEntry[str]], rel_dir: str, rules: IgnoreStack
-    ) -> IgnoreStack:
-        """``rules`` with this directory's ``.gitignore`` and ``.ollmignore`` added."""
+        self, entries: list[os.DirEntry[str]], rel_dir: str, rules: IgnoreStack, nested: bool
+    ) -> IgnoreStack | None:
+        """``rules`` with this directory's ``.gitignore`` and ``.ollmignore`` added, or
+        ``None`` for a nested repository (a ``.git`` here, when ``nested`` may be)."""
         loaded: dict[str, RuleSet] = {}
         for entry in entries:
             name = entry.name
-            if name not in (GITIGNORE, OLLMIGNORE):
+            if name == ".git" and nested:
+                return None
+            if name != GITIGNORE and name != OLLMIGNORE:
                 continue
             path = entry.path
-            self.found.stamps.append((path, mtime_ns(path)))
+            if self.plan.record_stamps:
+                self.found.stamps.append((path, mtime_ns(path)))
             if name == GITIGNORE and entry.is_symlink():
                 log_symlinked_gitignore(path)
                 continue
@@ -212,8 +225,9 @@ class _Walker:
         batch: _Batch,
     ) -> list[_Pending]:
         """Decide about each entry of one directory (the hot loop: kept inline)."""
-        directory, rel_dir, depth, _, _, tracked_only = item
-        plan, found, tracked = self.plan, self.found, self.tracked
+        rel_dir, depth, tracked_only = item[1], item[2], item[5]
+        plan, found, tracked, files = self.plan, self.found, self.tracked, self.found.files
+        max_files, streaming = plan.max_files, self.on_batch is not None
         include, exclude, follow = plan.include, plan.exclude, plan.follow_symlinks
         verdict_here = rules.for_directory(rel_dir).verdict
         prefix = rel_dir + "/" if rel_dir else ""
@@ -246,20 +260,20 @@ class _Walker:
                 if not enter:
                     found.depth_cut += 1
                 elif not is_link or self._leads_on(entry.path, relative, ancestors):
-                    path = os.path.join(directory, name)
-                    subdirs.append((path, relative, depth + 1, rules, ancestors, only_tracked))
+                    subdirs.append(
+                        (entry.path, relative, depth + 1, rules, ancestors, only_tracked)
+                    )
                 continue
             if special:  # a FIFO, socket or device: not a file (git skips them too)
                 found.stats["files_ignored"] += 1
                 continue
             if include is not None and not include.match(relative, name, False):
                 continue
-            self._add(
-                batch,
-                relative,
-                "directory" if is_dir else "symlink" if is_link else "file",
-                rel_dir,
-            )
+            if is_dir or is_link or streaming or len(files) >= max_files:
+                kind: EntryKind = "directory" if is_dir else "symlink" if is_link else "file"
+                self._add(batch, relative, kind, rel_dir)
+            else:  # a plain file, the common case: no call
+                files.append(relative)
         return subdirs
 
     def _tracked_stays(self, relative: str, is_dir: bool, verdict: int) -> bool:
