@@ -125,6 +125,21 @@ def _class_char(char: str) -> str:
     return "\\" + char if char in "\\]^-[" else char
 
 
+def _posix_class(pattern: str, i: int) -> tuple[str, str | None, int]:
+    """The ``[:name:]`` at ``pattern[i]`` inside a class: (regex, the character a
+    following ``-`` would start a range from, next index). A ``[:`` that is not
+    closed by ``:]`` is a literal ``[``."""
+    close = pattern.find("]", i + 2)
+    if close < 0:
+        raise NeverMatchesError
+    if close - 1 < i + 2 or pattern[close - 1] != ":":
+        return _class_char("["), "[", i + 1
+    name = pattern[i + 2 : close - 1]
+    if name not in _POSIX_CLASSES:
+        raise NeverMatchesError
+    return _POSIX_CLASSES[name], None, close + 1
+
+
 def _translate_class(pattern: str, start: int) -> tuple[str, int]:
     """Translate the ``[...]`` starting at ``pattern[start]``; return (regex, next index)."""
     n = len(pattern)
@@ -168,20 +183,8 @@ def _translate_class(pattern: str, start: int) -> tuple[str, int]:
             i += 1
             continue
         if char == "[" and i + 1 < n and pattern[i + 1] == ":":
-            close = pattern.find("]", i + 2)
-            if close < 0:
-                raise NeverMatchesError
-            if close - 1 < i + 2 or pattern[close - 1] != ":":
-                parts.append(_class_char("["))
-                prev = "["
-                i += 1
-                continue
-            name = pattern[i + 2 : close - 1]
-            if name not in _POSIX_CLASSES:
-                raise NeverMatchesError
-            parts.append(_POSIX_CLASSES[name])
-            prev = None
-            i = close + 1
+            piece, prev, i = _posix_class(pattern, i)
+            parts.append(piece)
             continue
         parts.append(_class_char(char))
         prev = char
