@@ -61,7 +61,8 @@ def _write_plain(files: tuple[str, ...]) -> None:
         sys.stdout.flush()
         return
     sys.stdout.flush()
-    sys.stdout.buffer.write(b"".join(os.fsencode(name) + b"\n" for name in files))
+    # One encoding of the whole listing (a newline encodes alike alone or in a name).
+    sys.stdout.buffer.write(os.fsencode("\n".join(files) + "\n"))
     sys.stdout.buffer.flush()
 
 
