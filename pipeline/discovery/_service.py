@@ -39,6 +39,10 @@ Example::
     handle = service.watch_changes(Path("."), lambda event, path: print(event, path))
     handle.dispose()
 
+The records are in ``_models``, the walker in ``_walker``, the watcher in
+``_watcher``, git's ignore rules in ``_ignore_rules`` and the git runs in ``_git``;
+:class:`FileDiscoveryService` here caches and puts them together.
+
 ``scan`` is synchronous and thread-safe (tools call it from worker threads);
 ``discover`` streams :class:`FileEntry` objects to async code and
 ``discover_all`` awaits the whole :class:`DiscoveryResult`.

@@ -26,6 +26,12 @@ Limits:
   dropped, and a note says how much (``[output truncated: N more bytes]``);
   a command that keeps writing far past the cap is stopped.
 
+The parts live beside this module, one concept each: the bubblewrap command
+line in ``_bwrap``, what is hidden in ``_hidden_paths``, the ``pids`` and
+``memory`` cgroups in ``_cgroups``, the system-call filter in ``_seccomp``, and
+the supervised run (output budget, wall time, disk quota, kill and reap) in
+``_supervisor``; :class:`Sandbox` here puts them together.
+
 Where bubblewrap cannot run, :meth:`Sandbox.run` raises
 :class:`~ollm_cli.pipeline.errors.SandboxUnavailableError` naming the config key
 ``tools.sandbox.allowUnsandboxed``; with that key true the command runs
