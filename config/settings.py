@@ -106,8 +106,8 @@ def _valid_ignore_pattern(pattern: str) -> bool:
     """Whether ``pattern`` is a gitignore line that can match, by the parser discovery
     matches with (what it accepts is what works): not an unclosed ``[``, a trailing
     backslash, an unknown ``[:class:]``, a blank or a comment."""
-    # Imported when a pattern is set, never at start-up: discovery needs the settings.
-    from ollm_cli.pipeline.discovery._ignore_rules import NeverMatchesError, parse_rule
+    # Imported when a pattern is set: most runs never pay for the parser.
+    from ollm_cli.config.ignore_syntax import NeverMatchesError, parse_rule
 
     try:
         return parse_rule(pattern) is not None

@@ -11,15 +11,14 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from ollm_cli.config.ignore_syntax import NeverMatchesError, parse_rule
 from ollm_cli.config.settings import DEFAULT_BUILTIN_IGNORES, FileDiscoverySettings
 from ollm_cli.pipeline.discovery import DiscoveryOptions, FileDiscoveryService
 from ollm_cli.pipeline.discovery._ignore_rules import (
     IgnoreStack,
-    NeverMatchesError,
     RuleSet,
     builtin_rules,
     find_git_dir,
-    parse_rule,
     root_stack,
 )
 
