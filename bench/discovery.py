@@ -13,6 +13,9 @@ Trees:
   ``*.pyc`` ignored, ``git init`` and ``git add -A`` (so the scan reads the
   index: ``git ls-files --cached``), plus a few ignored files forced into the
   index, which must be listed;
+- ``site-packages`` (with ``--site-packages``): this interpreter's
+  ``site-packages`` (no ``__pycache__``, no compiled extensions) made a git
+  repository with everything added: tens of thousands of tracked files;
 - this repository's own working tree, and any ``--repo``.
 
 For each tree, the median of ``--runs`` runs, interleaved, of:
@@ -22,11 +25,17 @@ For each tree, the median of ``--runs`` runs, interleaved, of:
 - ``git``: ``git ls-files --cached --others --exclude-standard``;
 - ``walk``: a bare ``os.scandir`` walk with no ignore rules (Python's floor);
 - ``cold``: ``FileDiscoveryService.scan`` with an empty cache;
+- ``scan``: the scan ``ollm files`` makes (``cache_size=0``: no ``stat`` per
+  directory for a cache it will not keep);
+- ``process``: ``ollm files ROOT`` as a whole process, Python's start-up, the
+  imports and the output included (to compare with ``fd`` and ``git``, which
+  are whole processes too);
 - ``cached``: a repeat, validated by one ``stat`` per directory and ignore file;
 - ``watched``: a repeat while a watcher runs on the root (no ``stat`` at all).
 
 Targets: ``cold`` within 3 times ``fd``; ``cached`` at least 10 times faster
-than ``fd``; in a git tree, our listing equals git's. Then the cost of one
+than ``fd``; ``scan`` within 3 times ``git ls-files`` in a git tree;
+``process`` within 3 times ``fd``; in a git tree, our listing equals git's. Then the cost of one
 sandboxed ``true`` against a plain subprocess, and the hostile ignore pattern
 ``a*a*a*a*a*a*a*a*a*a*a*a*a*b`` matched against long names: ours, and a plain
 regex translation (``[^/]*`` per star) at the lengths where it still returns.
@@ -93,6 +102,24 @@ def copy_stdlib(target: Path) -> Path:
     return target
 
 
+def copy_site_packages(target: Path) -> Path:
+    """This interpreter's site-packages as a git working tree, everything tracked."""
+    source = Path(sysconfig.get_paths()["purelib"])
+    skipped = shutil.ignore_patterns("__pycache__", "*.so", "*.so.*", "*.pyc")
+    shutil.copytree(source, target, ignore=skipped, symlinks=True)
+    subprocess.run(["git", "init", "-q", str(target)], check=True)
+    subprocess.run(["git", "add", "-A"], cwd=target, check=True, capture_output=True)
+    return target
+
+
+def ollm_files_command(root: Path) -> list[str]:
+    """``ollm files ROOT`` as users run it (the installed script when there is one)."""
+    script = shutil.which("ollm", path=os.path.dirname(sys.executable))
+    if script is not None:
+        return [script, "files", str(root)]
+    return [sys.executable, "-c", "from ollm_cli.cli.app import main; main()", "files", str(root)]
+
+
 def fd_command(root: Path) -> list[str]:
     assert FD is not None
     excludes = [arg for name in DEFAULT_BUILTIN_IGNORES for arg in ("--exclude", name)]
@@ -144,7 +171,10 @@ def bench_tree(name: str, root: Path, runs: int) -> list[tuple[str, str, bool]]:
         listed = subprocess.run([*git_cmd, "-z"], cwd=root, capture_output=True, check=True)
         theirs = {os.fsdecode(p) for p in listed.stdout.split(b"\0") if p}
         same_as_git = theirs == set(ours)
-    samples: dict[str, list[float]] = {k: [] for k in ("fd", "git", "walk", "cold", "cached")}
+    names = ("fd", "git", "walk", "cold", "scan", "cached", "process")
+    samples: dict[str, list[float]] = {k: [] for k in names}
+    one_shot = FileDiscoveryService(cache_size=0)
+    process = ollm_files_command(root)
     cached_service = FileDiscoveryService()
     cached_service.scan(options)
     for _ in range(runs):
@@ -158,6 +188,10 @@ def bench_tree(name: str, root: Path, runs: int) -> list[tuple[str, str, bool]]:
             )
         samples["walk"].append(timed(lambda: bare_walk(root)))
         samples["cold"].append(timed(lambda: FileDiscoveryService().scan(options)))
+        samples["scan"].append(timed(lambda: one_shot.scan(options)))
+        samples["process"].append(
+            timed(lambda: subprocess.run(process, check=True, stdout=subprocess.DEVNULL))
+        )
         samples["cached"].append(timed(lambda: cached_service.scan(options)))
     watched_service = FileDiscoveryService()
     handle = watched_service.watch_changes(root, lambda event, path: None)
@@ -180,16 +214,23 @@ def bench_tree(name: str, root: Path, runs: int) -> list[tuple[str, str, bool]]:
     if not (cached_hit and watched_hit):  # the tree changed while we measured
         print(f"cache hits on the last repeat: cached {cached_hit}, watched {watched_hit}")
     print(f"{'what':<10} {'median ms':>10}")
-    for key in ("fd", "git", "walk", "cold", "cached", "watched"):
+    for key in ("fd", "git", "walk", "cold", "scan", "cached", "watched", "process"):
         if key in figures:
             print(f"{key:<10} {figures[key]:>10.2f}")
     verdicts: list[tuple[str, str, bool]] = []
     if same_as_git is not None:
         verdicts.append((f"{name}: listing equals git's", f"{len(ours)} files", same_as_git))
+    if has_git:
+        scan_ratio = figures["scan"] / figures["git"]
+        verdicts.append((f"{name}: scan <= 3x git", f"{scan_ratio:.2f}x git", scan_ratio <= 3))
     if FD:
         fd_ms = figures["fd"]
         cold_ratio = figures["cold"] / fd_ms
         verdicts.append((f"{name}: cold <= 3x fd", f"{cold_ratio:.2f}x fd", cold_ratio <= 3))
+        process_ratio = figures["process"] / fd_ms
+        verdicts.append(
+            (f"{name}: process <= 3x fd", f"{process_ratio:.2f}x fd", process_ratio <= 3)
+        )
         for key in ("cached", "watched"):
             speedup = fd_ms / figures[key]
             verdicts.append(
@@ -291,26 +332,43 @@ def main(argv: list[str] | None = None) -> int:
         help="another working tree to measure (repeatable)",
     )
     parser.add_argument("--sandbox-runs", type=int, default=20, help="runs of `true`")
+    parser.add_argument(
+        "--site-packages",
+        action="store_true",
+        help="also measure a copy of site-packages made a git repository (large; slow to build)",
+    )
+    parser.add_argument(
+        "--only-repos",
+        action="store_true",
+        help="skip the generated and cpython-lib trees, the sandbox and the hostile pattern",
+    )
     args = parser.parse_args(argv)
     if FD is None:
         print("fd (fdfind) is not installed: the comparisons with fd are skipped")
     verdicts: list[tuple[str, str, bool]] = []
     with tempfile.TemporaryDirectory(prefix="ollm-bench-discovery-") as scratch:
         started = time.perf_counter()
-        generated = Path(scratch) / "generated"
-        generate_tree(generated, args.files)
-        stdlib = copy_stdlib(Path(scratch) / "cpython-lib")
+        trees: list[tuple[str, Path]] = []
+        if not args.only_repos:
+            generated = Path(scratch) / "generated"
+            generate_tree(generated, args.files)
+            trees += [("generated", generated)]
+            trees += [("cpython-lib", copy_stdlib(Path(scratch) / "cpython-lib"))]
+        if args.site_packages:
+            trees += [("site-packages", copy_site_packages(Path(scratch) / "site-packages"))]
         print(
             f"trees built in {time.perf_counter() - started:.1f} s; "
-            f"python {sys.version.split()[0]}, {os.cpu_count()} cpus"
+            f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
+            f"load {os.getloadavg()[0]:.1f}"
         )
         time.sleep(0.3)  # let the new directories age past the cache's racy window
-        verdicts += bench_tree("generated", generated, args.runs)
-        verdicts += bench_tree("cpython-lib", stdlib, args.runs)
         for repo in [Path(__file__).resolve().parents[1], *args.repo]:
-            verdicts += bench_tree(repo.name, repo.resolve(), args.runs)
-    bench_sandbox(args.sandbox_runs)
-    verdicts.append(bench_hostile_pattern(args.runs))
+            trees += [(repo.name, repo.resolve())]
+        for name, root in trees:
+            verdicts += bench_tree(name, root, args.runs)
+    if not args.only_repos:
+        bench_sandbox(args.sandbox_runs)
+        verdicts.append(bench_hostile_pattern(args.runs))
     print("\n## targets")
     for check, figure, passed in verdicts:
         print(f"{'PASS' if passed else 'FAIL'}  {check:<44} {figure}")

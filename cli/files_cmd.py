@@ -10,7 +10,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 from typer.core import TyperGroup
 
 from ollm_cli.cli.output import console, err_console, print_json
@@ -62,7 +61,8 @@ def _write_plain(files: tuple[str, ...]) -> None:
         sys.stdout.flush()
         return
     sys.stdout.flush()
-    sys.stdout.buffer.write(b"".join(os.fsencode(name) + b"\n" for name in files))
+    # One encoding of the whole listing (a newline encodes alike alone or in a name).
+    sys.stdout.buffer.write(os.fsencode("\n".join(files) + "\n"))
     sys.stdout.buffer.flush()
 
 
@@ -134,7 +134,7 @@ def files(
     `ollm files --stats`.
     """
     settings = loaded_settings().settings.services.file_discovery
-    service = FileDiscoveryService(settings)
+    service = FileDiscoveryService(settings, cache_size=0)  # one scan: nothing to revalidate
     result = service.scan(
         DiscoveryOptions(
             root=path,
@@ -173,6 +173,8 @@ def files(
     for note in result.notes:
         err_console.print(f"[yellow]note:[/] {escape(shown(note.message))}", soft_wrap=True)
     if stats:
+        from rich.table import Table  # only for --stats
+
         table = Table(title=f"Files under {escape(shown(result.root))}", show_header=False)
         table.add_column("what", style="cyan")
         table.add_column("value", justify="right")

@@ -103,15 +103,16 @@ def _valid_env_pattern(pattern: str) -> bool:
 
 
 def _valid_ignore_pattern(pattern: str) -> bool:
-    if not pattern.strip():
-        return False
-    import pathspec  # only when there are patterns to check: it costs 10 ms to import
+    """Whether ``pattern`` is a gitignore line that can match, by the parser discovery
+    matches with (what it accepts is what works): not an unclosed ``[``, a trailing
+    backslash, an unknown ``[:class:]``, a blank or a comment."""
+    # Imported when a pattern is set: most runs never pay for the parser.
+    from ollm_cli.config.ignore_syntax import NeverMatchesError, parse_rule
 
     try:
-        pathspec.GitIgnoreSpec.from_lines([pattern])
-    except Exception:
+        return parse_rule(pattern) is not None
+    except NeverMatchesError:
         return False
-    return True
 
 
 def keep_valid_patterns(

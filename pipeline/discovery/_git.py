@@ -158,9 +158,9 @@ def read_git(root: str) -> GitView:
                 check=False,
             )
             if listing.returncode == 0:
-                tracked = TrackedFiles(
-                    os.fsdecode(path) for path in listing.stdout.split(b"\0") if path
-                )
+                # One decoding of the whole listing: a NUL is never inside a UTF-8 character.
+                names = os.fsdecode(listing.stdout).split("\0")
+                tracked = TrackedFiles(name for name in names if name)
             else:
                 reason = listing.stderr.decode(errors="replace").strip().splitlines()
                 problem = (

@@ -236,11 +236,13 @@ def test_symlinks_are_listed_not_followed_by_default(tmp_path: Path) -> None:
     assert entries["broken"].size is not None  # the link itself
 
 
-def test_followed_symlinks_with_a_loop_are_noted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cache_size", [32, 0])
+def test_followed_symlinks_with_a_loop_are_noted(tmp_path: Path, cache_size: int) -> None:
     build(tmp_path, {"real/a.txt": ""})
     (tmp_path / "real" / "again").symlink_to(tmp_path / "real")
     (tmp_path / "alias").symlink_to(tmp_path / "real")
-    result = FileDiscoveryService().scan(options(tmp_path, follow_symlinks=True))
+    service = FileDiscoveryService(cache_size=cache_size)  # 0: no stamps, still loop-safe
+    result = service.scan(options(tmp_path, follow_symlinks=True))
     assert result.files == ("alias/a.txt", "real/a.txt")
     loops = sorted(n.path for n in result.notes if n.kind == "symlink_loop")
     assert loops == ["alias/again", "real/again"]
@@ -463,3 +465,16 @@ def test_a_failing_callback_does_not_stop_the_watch(tree: Path) -> None:
 def test_watching_refuses_broad_roots() -> None:
     with pytest.raises(ToolError):
         FileDiscoveryService().watch_changes(Path("/"), lambda event, path: None)
+
+
+def test_a_service_without_a_cache_lists_the_same_and_never_from_the_cache(tree: Path) -> None:
+    # What `ollm files` uses: no stat per directory for a cache it would not keep.
+    git_init(tree)
+    build(tree, {"nested/.git/HEAD": "", "nested/inner.txt": ""})
+    age(tree)
+    one_shot = FileDiscoveryService(cache_size=0)
+    first, again = one_shot.scan(options(tree)), one_shot.scan(options(tree))
+    cached = FileDiscoveryService().scan(options(tree))
+    assert first.files == again.files == cached.files
+    assert "nested/" in first.repositories
+    assert not first.from_cache and not again.from_cache

@@ -3,17 +3,22 @@ in test_git_parity.py); the corners that the comparison does not reach."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
+from ollm_cli.config.ignore_syntax import NeverMatchesError, parse_rule
+from ollm_cli.config.settings import DEFAULT_BUILTIN_IGNORES, FileDiscoverySettings
+from ollm_cli.pipeline.discovery import DiscoveryOptions, FileDiscoveryService
 from ollm_cli.pipeline.discovery._ignore_rules import (
     IgnoreStack,
-    NeverMatchesError,
     RuleSet,
     builtin_rules,
     find_git_dir,
-    parse_rule,
     root_stack,
 )
 
@@ -83,3 +88,38 @@ def test_root_stack_outside_a_repository(tmp_path: Path) -> None:
     assert consulted == [str(tmp_path / ".gitignore"), str(tmp_path / ".ollmignore")]
     assert stack.is_ignored("a/b.o", False) and stack.is_ignored("x.env", False)
     assert stack.is_ignored(".git", True) and not stack.is_ignored("a.py", False)
+
+
+@pytest.mark.parametrize("line", ["[abc", "abc\\", "[[:nope:]]", "  ", "# only a comment"])
+def test_builtin_ignores_that_cannot_match_are_refused_and_the_defaults_stand(
+    line: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        settings = FileDiscoverySettings(builtin_ignores=["*.tmp", line])
+    assert settings.builtin_ignores == list(DEFAULT_BUILTIN_IGNORES)
+    assert "builtinIgnores" in caplog.text and repr(line) in caplog.text
+
+
+def test_builtin_ignores_accepted_are_what_the_scan_matches(tmp_path: Path) -> None:
+    # pathspec refused "[z-a]" (git accepts it: an empty range) and accepted "[abc"
+    # (which git, and our matcher, never match): the matcher's own parser decides now.
+    patterns = ["x[0-9].log", "a[z-a]b", "[!.]*.bak"]
+    settings = FileDiscoverySettings(builtin_ignores=patterns)
+    assert settings.builtin_ignores == patterns
+    for name in ("x1.log", "x.log", "azb", "a-b", "f.bak", "keep.txt"):
+        (tmp_path / name).write_text("")
+    result = FileDiscoveryService(settings).scan(DiscoveryOptions(root=tmp_path))
+    assert result.files == ("a-b", "azb", "keep.txt", "x.log")
+
+
+@hypothesis_settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="ab[]!^-:\\*?/# ", max_size=8))
+def test_property_a_builtin_ignore_is_accepted_exactly_when_the_parser_accepts_it(
+    line: str,
+) -> None:
+    try:
+        parsed = parse_rule(line) is not None
+    except NeverMatchesError:
+        parsed = False
+    accepted = FileDiscoverySettings(builtin_ignores=[line]).builtin_ignores == [line]
+    assert accepted == parsed or line in DEFAULT_BUILTIN_IGNORES

@@ -13,7 +13,8 @@ from functools import cache
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ollm_cli.pipeline.discovery._ignore_rules import RuleSet, translate
+from ollm_cli.config.ignore_syntax import translate
+from ollm_cli.pipeline.discovery._ignore_rules import RuleSet
 
 CATASTROPHIC = "a*a*a*a*a*a*a*a*a*a*a*a*a*b"
 

@@ -22,18 +22,15 @@ from hypothesis import strategies as st
 from ollm_cli.config.settings import SandboxSettings
 from ollm_cli.pipeline.errors import SandboxUnavailableError, ToolError
 from ollm_cli.pipeline.tools import ToolContext
+from ollm_cli.pipeline.tools._cgroups import PidsCgroup, cgroup_candidates, join_cgroup
 from ollm_cli.pipeline.tools._sandbox import (
     UNSANDBOXED_KEY,
-    PidsCgroup,
     Sandbox,
     SandboxResult,
-    _join_cgroup,
-    _Output,
-    _signal_cause,
-    cgroup_candidates,
     harden_environment,
 )
 from ollm_cli.pipeline.tools._shell import ShellArgs, ShellTool
+from ollm_cli.pipeline.tools._supervisor import Output, signal_cause
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -473,7 +470,7 @@ def test_harden_environment_always_hardens_and_keeps_the_rest(env: dict[str, str
 def test_output_budget_keeps_at_most_the_cap_and_counts_the_rest(
     chunks: list[tuple[str, bytes]], budget: int
 ) -> None:
-    output = _Output(budget)
+    output = Output(budget)
     for stream, data in chunks:
         output.add(stream, data)
     produced = sum(len(data) for _, data in chunks)
@@ -488,17 +485,17 @@ def test_output_budget_keeps_at_most_the_cap_and_counts_the_rest(
 
 
 def test_signal_cause_names_limits_and_signals() -> None:
-    assert _signal_cause(0) is None and _signal_cause(1) is None
-    assert _signal_cause(128 + 24) == "cpu_time"
-    assert _signal_cause(128 + 9) == "SIGKILL"
-    assert _signal_cause(128 + 15) == "SIGTERM"
-    assert _signal_cause(255) is None
-    assert _signal_cause(128 + 32) is None  # a number that names no signal
+    assert signal_cause(0) is None and signal_cause(1) is None
+    assert signal_cause(128 + 24) == "cpu_time"
+    assert signal_cause(128 + 9) == "SIGKILL"
+    assert signal_cause(128 + 15) == "SIGTERM"
+    assert signal_cause(255) is None
+    assert signal_cause(128 + 32) is None  # a number that names no signal
 
 
 def test_join_cgroup_strips_the_mount_root() -> None:
-    assert _join_cgroup("/sys/fs/cgroup/pids", "/", "/a/b") == Path("/sys/fs/cgroup/pids/a/b")
-    assert _join_cgroup("/sys/fs/cgroup", "/outer", "/outer/inner") == Path("/sys/fs/cgroup/inner")
+    assert join_cgroup("/sys/fs/cgroup/pids", "/", "/a/b") == Path("/sys/fs/cgroup/pids/a/b")
+    assert join_cgroup("/sys/fs/cgroup", "/outer", "/outer/inner") == Path("/sys/fs/cgroup/inner")
 
 
 def test_pids_cgroup_caps_processes_where_the_host_allows(

@@ -1,0 +1,368 @@
+"""The walker: ``os.scandir`` depth first, deciding about each entry as it meets it.
+
+It applies git's ignore semantics (:mod:`ollm_cli.pipeline.discovery._ignore_rules`)
+and never enters an ignored directory, except for the files git tracks below it.
+It records the modification time of each directory it lists, so that the
+service can revalidate a cached result with one ``stat`` per directory.
+
+Example::
+
+    plan = Plan(root="/src/app", max_depth=8, follow_symlinks=False, max_files=1000,
+                time_s=10, include=None, exclude=None, builtin=(), key=())
+    found = walk(plan, stack, read_git(plan.root), None, None, Deadline(time.monotonic, 1e9))
+    found.files                  # unsorted relative paths
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ollm_cli.pipeline.discovery._git import GitView
+from ollm_cli.pipeline.discovery._ignore_rules import (
+    GITIGNORE,
+    IGNORED_BY_OLLM,
+    KEPT,
+    OLLMIGNORE,
+    IgnoreStack,
+    RuleSet,
+    log_symlinked_gitignore,
+)
+from ollm_cli.pipeline.discovery._models import DiscoveryNote, EntryKind
+
+logger = logging.getLogger(__name__)
+
+MISSING = -1
+"""The modification time recorded for a path that does not exist."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Options resolved against the settings, with everything compiled once."""
+
+    root: str
+    max_depth: int
+    follow_symlinks: bool
+    max_files: int
+    time_s: float
+    include: RuleSet | None
+    exclude: RuleSet | None
+    builtin: tuple[str, ...]
+    key: tuple[object, ...]
+    record_stamps: bool = True
+    """Record the modification time of each directory and ignore file (one ``stat``
+    each) so that the result can be cached; a scan that is not cached skips them."""
+
+
+@dataclass
+class Walk:
+    files: list[str]
+    symlinks: set[str]
+    notes: list[DiscoveryNote]
+    stamps: list[tuple[str, int]]
+    stats: dict[str, int]
+    repositories: set[str] = field(default_factory=set)
+    truncated: bool = False
+    cancelled: bool = False
+    depth_cut: int = 0
+    timed_out: list[str] = field(default_factory=list)
+    """The directories (relative) left unlisted when the time ran out."""
+
+
+def mtime_ns(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return MISSING
+
+
+# (absolute dir, relative dir, depth, rules, ancestors' (dev, inode), tracked files only)
+_Pending = tuple[str, str, int, IgnoreStack, tuple[tuple[int, int], ...], bool]
+_Batch = list[tuple[str, EntryKind]]
+
+
+def walk(
+    plan: Plan,
+    root_rules: IgnoreStack,
+    git_view: GitView,
+    on_batch: Callable[[_Batch], None] | None,
+    cancel: threading.Event | None,
+    deadline: Deadline,
+) -> Walk:
+    """Walk ``plan.root`` depth first, pruning ignored directories as it goes,
+    until ``deadline`` passes (then the directories not yet listed are named).
+
+    An ignored directory that holds files git tracks is entered in *tracked-only*
+    mode: there, and below, only tracked files are listed, as git does.
+    """
+    return _Walker(plan, git_view, on_batch, cancel, deadline).run(root_rules)
+
+
+class _CapReached(Exception):
+    """``maxFiles`` files are listed: the walk stops where it is."""
+
+
+class _Walker:
+    """One walk's state; :meth:`run` lists one directory at a time."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        git_view: GitView,
+        on_batch: Callable[[_Batch], None] | None,
+        cancel: threading.Event | None,
+        deadline: Deadline,
+    ) -> None:
+        self.plan = plan
+        self.tracked = git_view.tracked
+        self.in_repository = git_view.repository is not None
+        self.on_batch = on_batch
+        self.cancel = cancel
+        self.deadline = deadline
+        counts = {"dirs": 0, "dirs_ignored": 0, "files_ignored": 0, "ignore_files": 0}
+        self.found = Walk([], set(), [], [], counts)
+
+    def run(self, root_rules: IgnoreStack) -> Walk:
+        found = self.found
+        pending: list[_Pending] = [(self.plan.root, "", 0, root_rules, (), False)]
+        try:
+            while pending:
+                if self.cancel is not None and self.cancel.is_set():
+                    found.cancelled = True
+                    break
+                if self.deadline.passed():
+                    found.timed_out = [pending_dir[1] or "." for pending_dir in reversed(pending)]
+                    break
+                pending.extend(reversed(self._directory(pending.pop())))
+        except _CapReached:
+            pass
+        return found
+
+    def _directory(self, item: _Pending) -> list[_Pending]:
+        """List one directory: its files are added, its subdirectories returned."""
+        directory, rel_dir, _, rules, ancestors, tracked_only = item
+        listed = self._list(directory, rel_dir)
+        if listed is None:
+            return []
+        entries, info = listed
+        if info is not None and self.plan.follow_symlinks:
+            ancestors = (*ancestors, (info.st_dev, info.st_ino))
+        if rel_dir:
+            nested = not tracked_only and self.in_repository
+            child_rules = self._read_ignore_files(entries, rel_dir, rules, nested)
+            if child_rules is None:
+                # A repository of its own: git lists it as one entry and stops.
+                repository: _Batch = []
+                self._add(repository, rel_dir + "/", "directory", rel_dir)
+                self._flush(repository)
+                return []
+            rules = child_rules
+        batch: _Batch = []
+        try:
+            return self._entries(entries, item, rules, ancestors, batch)
+        finally:
+            self._flush(batch)
+
+    def _list(
+        self, directory: str, rel_dir: str
+    ) -> tuple[list[os.DirEntry[str]], os.stat_result | None] | None:
+        """The entries of ``directory`` and, when needed, its ``stat``; ``None`` (and
+        a note) when it cannot be read."""
+        plan = self.plan
+        try:
+            info = os.stat(directory) if plan.record_stamps or plan.follow_symlinks else None
+            with os.scandir(directory) as iterator:
+                entries = list(iterator)
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+            self.found.notes.append(
+                DiscoveryNote(
+                    kind="unreadable",
+                    path=rel_dir or ".",
+                    message=f"skipped {rel_dir or 'the root'}: {reason}",
+                )
+            )
+            logger.info("file discovery skipped %s: %s", directory, reason)
+            return None
+        self.found.stats["dirs"] += 1
+        if info is not None and plan.record_stamps:
+            self.found.stamps.append((directory, info.st_mtime_ns))
+        return entries, info
+
+    def _read_ignore_files(
+        self, entries: list[os.DirEntry[str]], rel_dir: str, rules: IgnoreStack, nested: bool
+    ) -> IgnoreStack | None:
+        """``rules`` with this directory's ``.gitignore`` and ``.ollmignore`` added, or
+        ``None`` for a nested repository (a ``.git`` here, when ``nested`` may be)."""
+        loaded: dict[str, RuleSet] = {}
+        for entry in entries:
+            name = entry.name
+            if name == ".git" and nested:
+                return None
+            if name != GITIGNORE and name != OLLMIGNORE:
+                continue
+            path = entry.path
+            if self.plan.record_stamps:
+                self.found.stamps.append((path, mtime_ns(path)))
+            if name == GITIGNORE and entry.is_symlink():
+                log_symlinked_gitignore(path)
+                continue
+            rule_set = RuleSet.from_file(path, rel_dir)
+            if rule_set:
+                self.found.stats["ignore_files"] += 1
+                loaded[name] = rule_set
+        return rules.child(loaded.get(GITIGNORE), loaded.get(OLLMIGNORE))
+
+    def _entries(
+        self,
+        entries: list[os.DirEntry[str]],
+        item: _Pending,
+        rules: IgnoreStack,
+        ancestors: tuple[tuple[int, int], ...],
+        batch: _Batch,
+    ) -> list[_Pending]:
+        """Decide about each entry of one directory (the hot loop: kept inline)."""
+        rel_dir, depth, tracked_only = item[1], item[2], item[5]
+        plan, found, tracked, files = self.plan, self.found, self.tracked, self.found.files
+        max_files, streaming = plan.max_files, self.on_batch is not None
+        include, exclude, follow = plan.include, plan.exclude, plan.follow_symlinks
+        verdict_here = rules.for_directory(rel_dir).verdict
+        prefix = rel_dir + "/" if rel_dir else ""
+        enter = depth < plan.max_depth
+        subdirs: list[_Pending] = []
+        for entry in entries:
+            name = entry.name
+            if name == ".git":
+                continue
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                is_link = not is_dir and entry.is_symlink()
+                if is_link and follow:
+                    is_dir = entry.is_dir()
+                special = not is_dir and not is_link and not entry.is_file(follow_symlinks=False)
+            except OSError:  # pragma: no cover - is_dir() swallows all but rare errors
+                is_dir = is_link = special = False
+            relative = prefix + name
+            verdict = verdict_here(name, is_dir)
+            if verdict == KEPT and exclude is not None and exclude.match(relative, name, is_dir):
+                verdict = IGNORED_BY_OLLM
+            only_tracked = tracked_only
+            if verdict != KEPT or tracked_only:
+                # Ignored (or below an ignored directory): what git tracks stays.
+                if not self._tracked_stays(relative, is_dir, verdict):
+                    continue
+                only_tracked = True
+            if is_dir and relative not in tracked:
+                # A directory git tracks is a submodule: one entry, never walked into.
+                if not enter:
+                    found.depth_cut += 1
+                elif not is_link or self._leads_on(entry.path, relative, ancestors):
+                    subdirs.append(
+                        (entry.path, relative, depth + 1, rules, ancestors, only_tracked)
+                    )
+                continue
+            if special:  # a FIFO, socket or device: not a file (git skips them too)
+                found.stats["files_ignored"] += 1
+                continue
+            if include is not None and not include.match(relative, name, False):
+                continue
+            if is_dir or is_link or streaming or len(files) >= max_files:
+                kind: EntryKind = "directory" if is_dir else "symlink" if is_link else "file"
+                self._add(batch, relative, kind, rel_dir)
+            else:  # a plain file, the common case: no call
+                files.append(relative)
+        return subdirs
+
+    def _tracked_stays(self, relative: str, is_dir: bool, verdict: int) -> bool:
+        """Whether an ignored entry stays because git tracks it (or files below it)."""
+        tracked = self.tracked
+        if verdict == IGNORED_BY_OLLM or not tracked:
+            keep = False
+        elif is_dir:
+            keep = relative in tracked or tracked.has_under(relative)
+        else:
+            keep = relative in tracked
+        if not keep:
+            self.found.stats["dirs_ignored" if is_dir else "files_ignored"] += 1
+        return keep
+
+    def _leads_on(self, path: str, relative: str, ancestors: tuple[tuple[int, int], ...]) -> bool:
+        """Whether a followed link to a directory leads somewhere new (not to a parent)."""
+        target = _link_target(path)
+        if target is not None and target not in ancestors:
+            return True
+        self.found.notes.append(
+            DiscoveryNote(
+                kind="symlink_loop",
+                path=relative,
+                message=f"not followed: {relative} leads back to a parent",
+            )
+        )
+        return False
+
+    def _add(self, batch: _Batch, relative: str, kind: EntryKind, rel_dir: str) -> None:
+        found = self.found
+        if len(found.files) >= self.plan.max_files:
+            _cap(found, self.plan, rel_dir)
+            raise _CapReached
+        found.files.append(relative)
+        if kind == "directory":
+            found.repositories.add(relative)
+        elif kind == "symlink":
+            found.symlinks.add(relative)
+        if self.on_batch is not None:
+            batch.append((relative, kind))
+
+    def _flush(self, batch: _Batch) -> None:
+        if self.on_batch is not None and batch:
+            self.on_batch(batch)
+
+
+@dataclass(frozen=True)
+class Deadline:
+    clock: Callable[[], float]
+    at: float
+
+    def passed(self) -> bool:
+        return self.clock() >= self.at
+
+
+#: How many of the directories a timed-out scan left out its note names.
+_NAMED_CUT = 5
+
+
+def time_note(plan: Plan, left_out: list[str]) -> DiscoveryNote:
+    named = ", ".join(left_out[:_NAMED_CUT])
+    more = len(left_out) - _NAMED_CUT
+    rest = f" and {more} more" if more > 0 else ""
+    return DiscoveryNote(
+        kind="time_limit",
+        path=left_out[0],
+        message=f"stopped after {plan.time_s:g} s (services.fileDiscovery.scanTimeS): "
+        f"{len(left_out)} director{'y was' if len(left_out) == 1 else 'ies were'} "
+        f"not listed ({named}{rest}); "
+        "the listing is incomplete: scan a smaller folder or raise the limit",
+    )
+
+
+def _cap(walk: Walk, plan: Plan, rel_dir: str) -> None:
+    walk.truncated = True
+    walk.notes.append(
+        DiscoveryNote(
+            kind="cap_reached",
+            path=rel_dir or ".",
+            message=f"stopped at {plan.max_files} files (services.fileDiscovery.maxFiles); "
+            "the listing is incomplete",
+        )
+    )
+
+
+def _link_target(path: str) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:  # pragma: no cover - the link broke between two system calls
+        return None
+    return info.st_dev, info.st_ino
