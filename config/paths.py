@@ -51,3 +51,32 @@ def ensure_private_dir(path: Path) -> Path:
     except OSError:
         pass
     return path
+
+
+def private_dir_problem(path: Path) -> str | None:
+    """Why ``path`` is not a folder only this user can reach, or ``None`` when it is: a
+    real folder (not a symbolic link), owned by this user, that no one else may write
+    or enter (group and others have no permission at all)."""
+    import stat
+
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if not stat.S_ISDIR(info.st_mode):
+        return "is not a folder" if not stat.S_ISLNK(info.st_mode) else "is a symbolic link"
+    if info.st_uid != os.getuid():
+        return f"belongs to another user (uid {info.st_uid})"
+    if info.st_mode & 0o077:
+        return f"is open to other users (mode {info.st_mode & 0o777:o})"
+    return None
+
+
+def runtime_dir() -> Path | None:
+    """``$XDG_RUNTIME_DIR`` when it is set and is this user's private folder (owned by
+    the user, mode 0700, as the login manager makes it), else ``None``."""
+    value = os.environ.get("XDG_RUNTIME_DIR")
+    if not value or not os.path.isabs(value):
+        return None
+    path = Path(value)
+    return path if private_dir_problem(path) is None else None
