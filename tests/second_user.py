@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import pytest
 
 NAME = "ollm-intruder"
+ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LC_ALL": "C"}
 
 
 @dataclass(frozen=True)
@@ -33,21 +34,23 @@ class Intruder:
     uid: int
     gid: int
 
+    def command(self, *args: str) -> list[str]:
+        """``args`` as a command line that runs as this user, with no privilege."""
+        return [
+            "setpriv",
+            f"--reuid={self.uid}",
+            f"--regid={self.gid}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            *args,
+        ]
+
     def run(self, script: str, *, check: bool = True) -> subprocess.CompletedProcess[str]:
         """Run ``script`` with ``/bin/sh`` as this user, in ``/tmp``."""
         done = subprocess.run(
-            [
-                "setpriv",
-                f"--reuid={self.uid}",
-                f"--regid={self.gid}",
-                "--clear-groups",
-                "--inh-caps=-all",
-                "/bin/sh",
-                "-c",
-                script,
-            ],
+            self.command("/bin/sh", "-c", script),
             cwd="/tmp",
-            env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LC_ALL": "C"},
+            env=ENV,
             capture_output=True,
             text=True,
             timeout=60,

@@ -57,6 +57,8 @@ class ServiceState(BaseModel):
     version: str
     started_at: float
     home: str
+    ray_temp: str = ""
+    """The private folder of the service's Ray files (its sockets, logs)."""
 
     def alive(self) -> bool:
         """The daemon process that wrote this file still runs (the same process, not a

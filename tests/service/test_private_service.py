@@ -1,0 +1,191 @@
+"""Nothing of the service in a shared folder, nothing of it open without the token, and
+``ollm service status`` never signals a process the service did not start.
+
+The attacks of issue 27 are run by a real second local user (:mod:`tests.second_user`)."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import signal
+import stat
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import psutil
+import pytest
+
+from ollm_cli.config.paths import RAY_TEMP_MAX_CHARS, ray_temp_dir
+from ollm_cli.pipeline.service._state import ServicePaths, ServiceState, write_state
+from tests.fake_ollama import FakeOllama
+from tests.second_user import ENV, intruder
+from tests.service.conftest import ollm, service_env, service_processes, state_of
+
+
+def _answers_metrics(port: int) -> bool:
+    """Whether ``port`` on 127.0.0.1 serves Prometheus metrics to a client without a token."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=3) as reply:
+            return reply.status == 200 and b"# TYPE" in reply.read(65536)
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError):
+        return False
+
+
+def _listening_ports(processes: list[psutil.Process]) -> set[int]:
+    ports: set[int] = set()
+    for process in processes:
+        try:
+            for conn in process.net_connections(kind="tcp"):
+                if conn.status == psutil.CONN_LISTEN:
+                    ports.add(conn.laddr.port)
+        except psutil.Error:
+            continue
+    return ports
+
+
+def test_the_folder_for_ray_is_short_private_and_never_a_fixed_shared_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    short = Path(tempfile.mkdtemp(prefix="o-", dir="/tmp"))
+    try:
+        folder, removable = ray_temp_dir(short / "ray")
+        assert (folder, removable) == (short / "ray", None)
+        folder.chmod(0o777)  # as Ray leaves it: made private again
+        assert ray_temp_dir(short / "ray")[0] == folder
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+        runtime = short / "run"
+        runtime.mkdir(mode=0o700)
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+        long = tmp_path / ("x" * 40) / "ray"
+        folder, removable = ray_temp_dir(long)
+        assert folder.parent == runtime and removable is None
+        runtime.chmod(0o755)  # not the user's private runtime folder: not used
+        folder, removable = ray_temp_dir(long)
+        assert removable is not None and folder.parent == removable
+        assert removable.parent == Path("/tmp") and removable.name.startswith("ollm-ray-")
+        assert len(str(folder)) <= RAY_TEMP_MAX_CHARS
+        assert stat.S_IMODE(removable.stat().st_mode) == 0o700
+        assert ray_temp_dir(long)[1] != removable  # a new random name each time
+    finally:
+        subprocess.run(["rm", "-rf", str(short)], check=True)
+        for made in Path("/tmp").glob("ollm-ray-*"):
+            if made.stat().st_uid == os.getuid() and not any(made.iterdir()):
+                made.rmdir()
+
+
+def test_the_service_keeps_ray_private_and_its_metrics_closed(
+    server: FakeOllama, tmp_path: Path
+) -> None:
+    """Issue 27: Ray's temp folder was /tmp/ray, mode 777 without the sticky bit (another
+    user renamed the service's raylet socket), and two Prometheus endpoints answered
+    without the token."""
+    user = intruder()
+    home = tmp_path / "home"  # a long path: Ray's files go to a short private folder
+    env = service_env(home, server)
+    env.pop("XDG_RUNTIME_DIR", None)
+    done = ollm("run", "-p", "hello", env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    state = state_of(home)
+    assert state is not None
+    try:
+        ray_dir = Path(state.ray_temp)
+        assert ray_dir.is_dir() and not str(ray_dir).startswith("/tmp/ray/")
+        for folder in (ray_dir.parent, ray_dir):
+            info = folder.stat()
+            assert info.st_uid == os.getuid()
+        assert stat.S_IMODE(ray_dir.parent.stat().st_mode) == 0o700
+        socket = ray_dir / "session_latest" / "sockets" / "raylet"
+        assert stat.S_ISSOCK(socket.stat().st_mode)
+        moved = user.run(f"mv {socket} {socket}.moved", check=False)
+        assert moved.returncode != 0 and socket.exists()
+        listed = user.run(f"ls {ray_dir}/session_latest/logs", check=False)
+        assert listed.returncode != 0  # session ids are in Ray's logs
+
+        processes = service_processes(state)
+        ports = _listening_ports(processes)
+        assert ports, "the service listens nowhere?"
+        assert [p for p in ports if _answers_metrics(p)] == []
+    finally:
+        stopped = ollm("service", "stop", env=env, cwd=tmp_path)
+        assert stopped.returncode == 0, stopped.stderr
+    if ray_dir.parent.name.startswith("ollm-ray-"):
+        assert not ray_dir.parent.exists()  # a folder of its own in the temp folder: removed
+
+
+@pytest.fixture
+def bystanders() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Processes started by the test, each a group of its own, killed at its end."""
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for process in started:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def test_a_stale_state_file_never_gets_other_processes_killed(
+    server: FakeOllama, tmp_path: Path, bystanders: list[subprocess.Popen[bytes]]
+) -> None:
+    """Issue 27: a stale ``state.json`` made ``ollm service status`` SIGKILL other
+    users' processes whose command line matched. Now only processes the service
+    started (its user's, younger than its daemon, with its home's token) are."""
+    user = intruder()
+    home = tmp_path / "home"
+    env = service_env(home, server)
+    paths = ServicePaths.for_home(home)
+    address = "127.0.0.1:1"  # nothing answers there: the state is stale
+    # another user's process whose command line names the address, in its own group
+    theirs = subprocess.Popen(
+        user.command("/bin/sh", "-c", "sleep 300", "sh", f"--gcs-address={address}"),
+        env=ENV,
+        start_new_session=True,
+    )
+    bystanders.append(theirs)
+    # a process of this user that the service did not start, in a group of its own
+    mine = subprocess.Popen(
+        ["/bin/sh", "-c", "sleep 300", "sh", f"--gcs-address={address}"],
+        start_new_session=True,
+    )
+    bystanders.append(mine)
+    deadline = time.monotonic() + 30
+    while psutil.Process(theirs.pid).uids().real != user.uid:  # setpriv has not switched yet
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    created = psutil.Process(mine.pid).create_time()
+
+    def stale(pid: int, pgid: int, started: float) -> None:
+        write_state(
+            paths,
+            ServiceState(
+                address=address,
+                namespace=paths.namespace,
+                pid=pid,
+                pgid=pgid,
+                pid_started=started,
+                version="stale",
+                started_at=started,
+                home=str(paths.home),
+            ),
+        )
+
+    # the daemon's pid and group now belong to a process that is not the daemon
+    for pid, pgid, started in (
+        (theirs.pid, theirs.pid, created - 60),  # another user's: never
+        (mine.pid, mine.pid, created + 60),  # older than the daemon was: not its
+        (mine.pid, mine.pid, created - 60),  # younger, but without this home's token
+    ):
+        stale(pid, pgid, started)
+        status = ollm("service", "status", "--json", env=env, cwd=tmp_path)
+        assert status.returncode == 0, status.stderr
+        assert orjson.loads(status.stdout)["running"] is False
+        assert theirs.poll() is None and mine.poll() is None
+        assert state_of(home) is None  # the stale file is cleaned up
