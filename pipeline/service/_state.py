@@ -152,12 +152,7 @@ def ensure_token(paths: ServicePaths) -> Path:
         if path.stat().st_mode & 0o077:
             path.chmod(0o600)
         return path
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, secrets.token_hex(32).encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    write_atomic(path, secrets.token_hex(32).encode())
     return path
 
 
