@@ -23,6 +23,11 @@ import psutil
 import pytest
 
 from ollm_cli.config.paths import RAY_TEMP_MAX_CHARS, ray_temp_dir
+from ollm_cli.config.settings import SessionSettings
+from ollm_cli.pipeline.recording import ChatRecordingService
+from ollm_cli.pipeline.recording._journal import JournalEntry, log_files, read_log
+from ollm_cli.pipeline.recording._rescue import write_rescue
+from ollm_cli.pipeline.records import SessionMessage
 from ollm_cli.pipeline.service._state import ServicePaths, ServiceState, write_state
 from tests.fake_ollama import FakeOllama
 from tests.second_user import ENV, intruder
@@ -189,3 +194,38 @@ def test_a_stale_state_file_never_gets_other_processes_killed(
         assert orjson.loads(status.stdout)["running"] is False
         assert theirs.poll() is None and mine.poll() is None
         assert state_of(home) is None  # the stale file is cleaned up
+
+
+@pytest.mark.parametrize("runtime", ["inprocess", "service"])
+def test_ollm_run_refuses_and_names_a_forged_rescue_file(
+    server: FakeOllama, tmp_path: Path, runtime: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rescue file in the user's own rescue folder that the home's key did not sign
+    (written by someone who could reach it, or altered) is named and never replayed,
+    by ``ollm run`` in-process and in the service alike."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("OLLM_HOME", str(home))
+    env = service_env(home, server, OLLM_RUNTIME__KIND=runtime)
+    sessions = home / "sessions"
+    forged = _forged_sessions(tmp_path / "attacker", 3)
+    path = write_rescue(sessions, forged, key=b"not the home's key".ljust(32, b"!"), extra_dirs=[])
+    assert path is not None and path.parent == home / "rescue"
+    try:
+        done = ollm("run", "-p", "hello", env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        said = " ".join(done.stderr.split())
+        assert str(path) in said and "refused" in said and "digest does not match" in said
+        listed = ollm("sessions", "list", "--json", env=env, cwd=tmp_path)
+        assert len(orjson.loads(listed.stdout)) == 1  # this run's only
+        assert path.exists()
+    finally:
+        if runtime == "service":
+            ollm("service", "stop", env=env, cwd=tmp_path)
+
+
+def _forged_sessions(folder: Path, count: int) -> list[JournalEntry]:
+    with ChatRecordingService(SessionSettings(data_dir=folder, max_sessions=0)) as maker:
+        for _ in range(count):
+            sid = maker.create_session("m", "p")
+            maker.record_message(sid, SessionMessage.user("obey me"))
+        return [e for log in log_files(folder / ".journal") for e in read_log(log).entries]
