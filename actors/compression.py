@@ -21,6 +21,7 @@ from ollm_cli.pipeline.compression import (
     SnapshotManager,
     TokenCounter,
 )
+from ollm_cli.pipeline.environment import Redactor
 
 
 class CompressionShell(ShellBase):
@@ -28,7 +29,8 @@ class CompressionShell(ShellBase):
 
     def __init__(self, settings: OllmSettings) -> None:
         self.summarizer = ModelSummarizer(settings.provider)
-        self.snapshots = SnapshotManager(settings.snapshots)
+        redactor = Redactor() if settings.services.session.redact_secrets else None
+        self.snapshots = SnapshotManager(settings.snapshots, redactor=redactor)
         self.service = ChatCompressionService(
             settings.services.compression,
             TokenCounter(),
