@@ -31,7 +31,7 @@ from ollm_cli.pipeline.records import SessionMessage
 from ollm_cli.pipeline.service._state import ServicePaths, ServiceState, write_state
 from tests.fake_ollama import FakeOllama
 from tests.second_user import ENV, intruder
-from tests.service.conftest import ollm, service_env, service_processes, state_of
+from tests.service.conftest import ollm, service_env, service_processes, state_of, wait_for
 
 
 def _answers_metrics(port: int) -> bool:
@@ -108,6 +108,12 @@ def test_the_service_keeps_ray_private_and_its_metrics_closed(
             info = folder.stat()
             assert info.st_uid == os.getuid()
         assert stat.S_IMODE(ray_dir.parent.stat().st_mode) == 0o700
+        # Ray opens the folders it makes to everyone (0777) as each worker starts; the
+        # service closes them again (and the folder above them is private throughout)
+        wait_for(
+            lambda: stat.S_IMODE(ray_dir.stat().st_mode) == 0o700,
+            what="the service to close Ray's folder again",
+        )
         socket = ray_dir / "session_latest" / "sockets" / "raylet"
         assert stat.S_ISSOCK(socket.stat().st_mode)
         moved = user.run(f"mv {socket} {socket}.moved", check=False)
