@@ -68,6 +68,12 @@ class CompressionShell(ShellBase):
     ) -> SnapshotInfo:
         return self.snapshots.automatic_snapshot(session_id, context, token_count, share)
 
+    def add_redaction_values(self, values: dict[str, str]) -> int:
+        """Also mask these secret values (those the sanitizer removed, by variable
+        name) in snapshots, as the recording shell does in sessions."""
+        redactor = self.snapshots.redactor
+        return redactor.add_values(values) if redactor is not None else 0
+
     def take_active_override(self, session_id: str) -> ActiveContext | None:
         """A context restored from a snapshot for this session, once."""
         return self.snapshots.take_active_override(session_id)

@@ -6,6 +6,7 @@ checkpoints (29 of 36 chars of a ``ghp_`` token)"."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,10 @@ from hypothesis import strategies as st
 from ollm_cli.actors.compression import CompressionShell
 from ollm_cli.config.settings import CompressionSettings, OllmSettings, SessionSettings
 from ollm_cli.pipeline.compression import ActiveContext, ChatCompressionService, TokenCounter
+from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.recording import ChatRecordingService, SessionRecorder
 from ollm_cli.pipeline.records import SessionMessage, ToolCallPart, ToolResultPart
+from ollm_cli.pipeline.runtime import create_runtime
 from tests.compression.conversations import SYSTEM_PROMPT
 
 TOKEN = "ghp_" + "R8x2Lq9ZtW4mN7vB1cK6pJ3hF5dS0aY2eQ8u"  # the shape of a GitHub token
@@ -148,3 +151,35 @@ def test_a_truncated_checkpoint_is_recorded_without_a_fragment_of_a_secret(
         recorder.record_compression(sid, event)
     raw = (tmp_path / "sessions" / f"{sid}.json").read_bytes()
     assert b"ghp_" not in raw and TOKEN[-5:].encode() not in raw
+
+
+def test_a_snapshot_masks_the_secret_values_the_sanitizer_removed(ollm_home: Path) -> None:
+    """A password in an environment variable has no token shape: the snapshot masks
+    it by its value, as the session file does, through the coordinator."""
+    password = "Hunter2-correct-horse-battery"
+    settings = OllmSettings()
+    settings.provider.name = "simulated"
+    settings.provider.simulated.latency_ms = 0
+    settings.services.context.load_project_files = False
+    ollm_home.mkdir(parents=True, exist_ok=True)
+
+    async def scenario() -> None:
+        runtime = create_runtime(settings, ollm_home, kind="inprocess")
+        await runtime.start()
+        coordinator = Coordinator(
+            runtime, settings, workspace=ollm_home, environment={"DB_PASSWORD": password}
+        )
+        try:
+            sid = await coordinator.start_session()
+            await coordinator.run_turn(sid, f"the database password is {password}")
+            info = await coordinator.snapshot_now(sid)
+            await coordinator.end_session(sid)
+        finally:
+            await runtime.shutdown()
+        [written] = list(settings.snapshots.data_dir.rglob(f"snapshot-{info.id}.json"))
+        raw = written.read_bytes()
+        assert password.encode() not in raw and b"[REDACTED:env:DB_PASSWORD]" in raw
+        session_file = settings.services.session.data_dir / f"{sid}.json"
+        assert password.encode() not in session_file.read_bytes()
+
+    asyncio.run(scenario())
