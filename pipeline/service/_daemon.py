@@ -51,7 +51,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
-from ollm_cli.config.paths import ray_temp_dir
+from ollm_cli.config.paths import private_dir_problem, ray_temp_dir
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import ServiceError
 from ollm_cli.pipeline.service._state import (
@@ -153,6 +153,7 @@ def find_service(paths: ServicePaths | None = None) -> ServiceState | None:
     logger.warning("the OLLM service (pid %d) is gone or does not answer: replacing it", state.pid)
     _kill_group(state)
     remove_state(paths, state.pid)
+    _remove_ray_folder(state)
     return None
 
 
@@ -206,6 +207,18 @@ def _kill_group(state: ServiceState) -> None:
         with contextlib.suppress(psutil.Error):
             process.kill()
     psutil.wait_procs(members, timeout=5)
+
+
+def _remove_ray_folder(state: ServiceState) -> None:
+    """Remove the folder of random name a service made in the temp folder for its
+    Ray's files (``ollm-ray-XXXXXXXX``, when ``OLLM_HOME``'s path was too long for
+    Ray's sockets): a daemon that was killed could not. Nothing else is removed:
+    only such a folder, this user's own and private."""
+    if not state.ray_temp:
+        return
+    folder = Path(state.ray_temp).parent
+    if folder.name.startswith("ollm-ray-") and private_dir_problem(folder) is None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def start_service(
@@ -604,6 +617,7 @@ def stop_service(paths: ServicePaths | None = None, *, timeout_s: float = 30.0) 
     report.left_processes = len(_members(state))
     _kill_group(state)
     remove_state(paths, state.pid)
+    _remove_ray_folder(state)
     return report
 
 

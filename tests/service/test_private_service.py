@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -28,6 +29,7 @@ from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.recording._journal import JournalEntry, log_files, read_log
 from ollm_cli.pipeline.recording._rescue import write_rescue
 from ollm_cli.pipeline.records import SessionMessage
+from ollm_cli.pipeline.service._daemon import find_service
 from ollm_cli.pipeline.service._state import ServicePaths, ServiceState, write_state
 from tests.fake_ollama import FakeOllama
 from tests.second_user import ENV, intruder
@@ -60,6 +62,7 @@ def test_the_folder_for_ray_is_short_private_and_never_a_fixed_shared_name(
 ) -> None:
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     short = Path(tempfile.mkdtemp(prefix="o-", dir="/tmp"))
+    made: list[Path | None] = []
     try:
         folder, removable = ray_temp_dir(short / "ray")
         assert (folder, removable) == (short / "ray", None)
@@ -75,16 +78,18 @@ def test_the_folder_for_ray_is_short_private_and_never_a_fixed_shared_name(
         assert folder.parent == runtime and removable is None
         runtime.chmod(0o755)  # not the user's private runtime folder: not used
         folder, removable = ray_temp_dir(long)
+        made.append(removable)
         assert removable is not None and folder.parent == removable
         assert removable.parent == Path("/tmp") and removable.name.startswith("ollm-ray-")
         assert len(str(folder)) <= RAY_TEMP_MAX_CHARS
         assert stat.S_IMODE(removable.stat().st_mode) == 0o700
-        assert ray_temp_dir(long)[1] != removable  # a new random name each time
+        again = ray_temp_dir(long)[1]
+        made.append(again)
+        assert again != removable  # a new random name each time
     finally:
-        subprocess.run(["rm", "-rf", str(short)], check=True)
-        for made in Path("/tmp").glob("ollm-ray-*"):
-            if made.stat().st_uid == os.getuid() and not any(made.iterdir()):
-                made.rmdir()
+        for leftover in (short, *made):
+            if leftover is not None:
+                shutil.rmtree(leftover, ignore_errors=True)
 
 
 def test_the_service_keeps_ray_private_and_its_metrics_closed(
@@ -235,3 +240,32 @@ def _forged_sessions(folder: Path, count: int) -> list[JournalEntry]:
             sid = maker.create_session("m", "p")
             maker.record_message(sid, SessionMessage.user("obey me"))
         return [e for log in log_files(folder / ".journal") for e in read_log(log).entries]
+
+
+def test_a_dead_service_s_own_folder_in_tmp_is_removed_and_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A killed daemon cannot remove the ``/tmp/ollm-ray-*`` folder it made; the next
+    command that finds its state stale does. Its home's own folder stays."""
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    paths = ServicePaths.for_home(tmp_path / "home")
+    folder, removable = ray_temp_dir(tmp_path / ("x" * 40) / "ray")
+    assert removable is not None
+    for ray_folder, gone in ((folder, True), (paths.folder / "ray", False)):
+        ray_folder.mkdir(parents=True, exist_ok=True)
+        write_state(
+            paths,
+            ServiceState(
+                address="127.0.0.1:1",
+                namespace=paths.namespace,
+                pid=2**22 + 1,  # no such process
+                pgid=2**22 + 1,
+                pid_started=0.0,
+                version="stale",
+                started_at=0.0,
+                home=str(paths.home),
+                ray_temp=str(ray_folder),
+            ),
+        )
+        assert find_service(paths) is None
+        assert ray_folder.exists() is not gone
