@@ -21,6 +21,7 @@ from ollm_cli.pipeline.compression import (
     SnapshotManager,
     TokenCounter,
 )
+from ollm_cli.pipeline.environment import Redactor
 
 
 class CompressionShell(ShellBase):
@@ -28,7 +29,8 @@ class CompressionShell(ShellBase):
 
     def __init__(self, settings: OllmSettings) -> None:
         self.summarizer = ModelSummarizer(settings.provider)
-        self.snapshots = SnapshotManager(settings.snapshots)
+        redactor = Redactor() if settings.services.session.redact_secrets else None
+        self.snapshots = SnapshotManager(settings.snapshots, redactor=redactor)
         self.service = ChatCompressionService(
             settings.services.compression,
             TokenCounter(),
@@ -65,6 +67,12 @@ class CompressionShell(ShellBase):
         self, session_id: str, context: ActiveContext, token_count: int, share: float
     ) -> SnapshotInfo:
         return self.snapshots.automatic_snapshot(session_id, context, token_count, share)
+
+    def add_redaction_values(self, values: dict[str, str]) -> int:
+        """Also mask these secret values (those the sanitizer removed, by variable
+        name) in snapshots, as the recording shell does in sessions."""
+        redactor = self.snapshots.redactor
+        return redactor.add_values(values) if redactor is not None else 0
 
     def take_active_override(self, session_id: str) -> ActiveContext | None:
         """A context restored from a snapshot for this session, once."""

@@ -15,6 +15,7 @@ from typer.core import TyperGroup
 from ollm_cli.cli.output import console, err_console, print_json
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.pipeline.discovery import DiscoveryOptions, DiscoveryResult, FileDiscoveryService
+from ollm_cli.pipeline.terminal_text import BIDI_CONTROLS
 
 
 class _OneCommand(TyperGroup):
@@ -43,14 +44,20 @@ app = typer.Typer(
 )
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f" + BIDI_CONTROLS + "]")
 
 
 def shown(name: str) -> str:
     """A file name as text that is safe to print and to put in JSON: bytes that are
-    not UTF-8 and control characters become ``\\xNN`` (``caf\\xe9.txt``)."""
+    not UTF-8 and control characters become ``\\xNN`` (``caf\\xe9.txt``), and
+    bidirectional controls ``\\uNNNN`` (``\\u202etxt.exe``, never shown as ``exe.txt``)."""
     text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+    return _CONTROL.sub(_escaped, text)
+
+
+def _escaped(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def _write_plain(files: tuple[str, ...]) -> None:

@@ -206,6 +206,7 @@ def _run_in_service(
     try:
         loop.run(service_runtime.start())
         session_id = _open_session(loop, client, repl, session, resume, continue_latest)
+        _show_notices(loop, client)
         if interactive:
             events.subscribe(repl.render_event)
             repl.chat(session_id)
@@ -251,7 +252,7 @@ def _open_session(
     return loop.run(coordinator.start_session(resume=session))
 
 
-def _show_notices(loop: LoopThread, coordinator: Coordinator) -> None:
+def _show_notices(loop: LoopThread, coordinator: Coordinator | RemoteCoordinator) -> None:
     """Say once what the store did on its own (sessions trashed, records replayed)."""
     for notice in loop.run(coordinator.take_notices()):
         err_console.print(f"[yellow]{escape(notice)}[/]")

@@ -51,3 +51,84 @@ def ensure_private_dir(path: Path) -> Path:
     except OSError:
         pass
     return path
+
+
+def private_dir_problem(path: Path) -> str | None:
+    """Why ``path`` is not a folder only this user can reach, or ``None`` when it is: a
+    real folder (not a symbolic link), owned by this user, that no one else may write
+    or enter (group and others have no permission at all)."""
+    import stat
+
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if not stat.S_ISDIR(info.st_mode):
+        return "is not a folder" if not stat.S_ISLNK(info.st_mode) else "is a symbolic link"
+    if info.st_uid != os.getuid():
+        return f"belongs to another user (uid {info.st_uid})"
+    if info.st_mode & 0o077:
+        return f"is open to other users (mode {info.st_mode & 0o777:o})"
+    return None
+
+
+def runtime_dir() -> Path | None:
+    """``$XDG_RUNTIME_DIR`` when it is set and is this user's private folder (owned by
+    the user, mode 0700, as the login manager makes it), else ``None``."""
+    value = os.environ.get("XDG_RUNTIME_DIR")
+    if not value or not os.path.isabs(value):
+        return None
+    path = Path(value)
+    return path if private_dir_problem(path) is None else None
+
+
+RAY_TEMP_MAX_CHARS = 40
+"""The longest folder Ray's files may go in: its sockets are
+``<folder>/session_<date>_<time>_<microseconds>_<pid>/sockets/plasma_store``
+(about 64 characters more), and a Unix socket's path holds at most 107 bytes."""
+
+
+def ray_temp_dir(preferred: Path) -> tuple[Path, Path | None]:
+    """A folder for a Ray instance's files (its sockets, logs, spilled objects) that
+    only this user can reach, short enough for Ray's socket paths, inside a folder
+    that is the user's alone too (Ray opens the folders it makes to everyone):
+
+    - ``preferred`` when its path is short enough (it is inside OLLM_HOME);
+    - else ``$XDG_RUNTIME_DIR/ollm-<digest of preferred>`` when that folder is private;
+    - else ``ray`` in a new folder of random name in the temp folder
+      (``/tmp/ollm-ray-XXXXXXXX/ray``), which the caller removes when Ray stops
+      (the second value names it; ``None`` otherwise).
+
+    Never a fixed name in a shared folder, as Ray's own ``/tmp/ray`` is. Raises
+    :class:`PermissionError` when the folder or its parent is not the user's own,
+    or is open to others.
+    """
+    import hashlib
+    import tempfile
+
+    folder: Path | None = None
+    if len(str(preferred)) <= RAY_TEMP_MAX_CHARS:
+        folder = preferred
+    else:
+        runtime = runtime_dir()
+        digest = hashlib.sha256(str(preferred).encode("utf-8", "surrogatepass")).hexdigest()
+        if runtime is not None and len(str(runtime)) + 18 <= RAY_TEMP_MAX_CHARS:
+            folder = runtime / f"ollm-{digest[:12]}"
+    removable: Path | None = None
+    if folder is None:
+        removable = Path(tempfile.mkdtemp(prefix="ollm-ray-", dir=_short_temp_root()))
+        folder = removable / "ray"
+    if not os.path.islink(folder):
+        ensure_private_dir(folder)  # inside the user's own folders: made 0700 again
+    for checked in (folder.parent, folder):
+        problem = private_dir_problem(checked)
+        if problem is not None:
+            raise PermissionError(f"the folder for Ray's files {checked} {problem}")
+    return folder, removable
+
+
+def _short_temp_root() -> str:
+    import tempfile
+
+    root = tempfile.gettempdir()
+    return root if len(root) + 22 <= RAY_TEMP_MAX_CHARS else "/tmp"

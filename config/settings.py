@@ -173,9 +173,11 @@ class SessionSettings(ConfigModel):
     (0: emptied at the next cleanup)."""
     rescue_dirs: list[Path] = Field(default_factory=list)
     """Where records that could not be written to ``dataDir`` (a full disk) are
-    kept when a command ends, tried before the defaults ($XDG_RUNTIME_DIR,
-    /dev/shm, the temp folder, ``~/.cache``); a folder on another filesystem wins.
-    The next command that can write to ``dataDir`` replays them."""
+    kept when a command ends, tried before the defaults ($XDG_RUNTIME_DIR when it is
+    private, ``OLLM_HOME/rescue``, ``~/.cache/ollm/rescue``); a folder on another
+    filesystem wins, and only a folder of the user's that no one else may enter is
+    used. The next command that can write to ``dataDir`` replays them (only files of
+    the user's with the home's keyed digest)."""
     stream_record_ms: Annotated[float, Field(ge=20, le=5000)] = 250.0
     """How often the part of an answer shown so far is recorded while it streams."""
 

@@ -50,6 +50,7 @@ from typing import Any
 
 import orjson
 
+from ollm_cli.actors.compression import CompressionShell
 from ollm_cli.actors.loop_detection import LoopDetectionShell
 from ollm_cli.actors.provider import ProviderShell
 from ollm_cli.actors.recording import RecordingShell
@@ -301,6 +302,8 @@ class Coordinator:
                 SanitizerShell.removed_secrets, self.environment
             )
             await self.runtime.recording.call(RecordingShell.add_redaction_values, secrets)
+            for compression in self.runtime.compression:  # their snapshots, likewise
+                await compression.call(CompressionShell.add_redaction_values, secrets)
         self._prepared = True
 
     # -------------------------------------------------------------------- turns

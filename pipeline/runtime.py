@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -46,6 +47,7 @@ from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.actors.sanitizer import SanitizerShell
 from ollm_cli.actors.shell import ShellBase
 from ollm_cli.actors.tool_worker import ToolWorkerShell
+from ollm_cli.config.paths import ollm_home, ray_temp_dir
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import ActorFailedError, OllmError, UsageError
 from ollm_cli.pipeline.telemetry import trace_carrier
@@ -328,6 +330,7 @@ class RayRuntime(Runtime):
         self.ray_address = ray_address or settings.runtime.ray_address
         self._started_ray = False
         self._handles: list[Any] = []
+        self._ray_folder: Path | None = None
 
     def _actor(self, cls: type, args: tuple[Any, ...], *, cpus: float, concurrency: int) -> Any:
         import ray
@@ -353,6 +356,7 @@ class RayRuntime(Runtime):
                 log_to_driver=False,
                 configure_logging=False,
                 runtime_env=env if env["env_vars"] else None,
+                **self._private_local_ray(),
             )
             self._started_ray = True
         limit = self.settings.runtime.max_inflight
@@ -409,6 +413,20 @@ class RayRuntime(Runtime):
         self._handles.clear()
         if self._started_ray:
             ray.shutdown()
+        if self._ray_folder is not None:
+            shutil.rmtree(self._ray_folder, ignore_errors=True)
+            self._ray_folder = None
+
+    def _private_local_ray(self) -> dict[str, Any]:
+        """What a Ray this command starts for itself needs so nothing of it is shared:
+        its files in a private folder (``OLLM_HOME/ray``, or one of
+        :func:`~ollm_cli.config.paths.ray_temp_dir`'s), never Ray's ``/tmp/ray``, open
+        to every user; no metrics collection (its Prometheus endpoint would answer
+        anyone on the machine). Nothing for a cluster's Ray (``rayAddress``)."""
+        if self.ray_address or os.environ.get("RAY_ADDRESS"):
+            return {}
+        folder, self._ray_folder = ray_temp_dir(ollm_home() / "ray")
+        return {"_temp_dir": str(folder), "_system_config": {"enable_metrics_collection": False}}
 
 
 def create_runtime(

@@ -37,6 +37,7 @@ from ollm_cli.cli.sessions._common import (
     say,
     short_time,
 )
+from ollm_cli.pipeline.atomic_file import create_new, sibling_temp
 from ollm_cli.pipeline.errors import SessionError
 from ollm_cli.pipeline.recording import (
     INTERRUPTED_NOTE,
@@ -457,9 +458,12 @@ def export(
             f"{output} already exists; not overwriting it",
             hint="choose another --output, or pass --force to replace it",
         )
-    partial = output.with_name(f".{output.name}.partial")
+    partial = sibling_temp(output, ".partial")  # made new, never through a planted link
     try:
-        with open(partial, "w", encoding="utf-8") as handle, gc_relaxed():
+        with (
+            os.fdopen(create_new(partial, 0o666), "w", encoding="utf-8") as handle,
+            gc_relaxed(),
+        ):
             for chunk in chunks:
                 handle.write(chunk)
         partial.replace(output)

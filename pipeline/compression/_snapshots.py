@@ -14,8 +14,11 @@ Layout under ``snapshots.dataDir`` (``~/.ollm/context-snapshots``)::
     {sessionId}/active-context.json        a restored context waiting for resume
 
 Files are 0600, folders 0700, every write atomic (temporary file, fsync,
-rename); changes to the map and the indexes hold a lock file so that the CLI
-and a running chat do not lose each other's entries.
+rename); with a redactor (``services.session.redactSecrets``, on by default)
+every secret in a snapshot is masked before it is written, as in the session
+file: restoring gives back the masks, never the secrets. Changes to the map
+and the indexes hold a lock file so that the CLI and a running chat do not lose
+each other's entries.
 
 ``ollm snapshots restore`` stores the restored context as the session's *active
 context override*; the pipeline picks it up when the session is resumed
@@ -26,7 +29,7 @@ Example::
     manager = SnapshotManager(settings.snapshots)
     info = manager.create_snapshot(sid, context, token_count=5940, summary="before compression",
                                    reason="auto")
-    manager.restore_snapshot(info.id) == context      # True
+    manager.restore_snapshot(info.id) == context      # True (with no secret in it)
 """
 
 from __future__ import annotations
@@ -49,8 +52,9 @@ from ollm_cli.config.paths import ensure_private_dir
 from ollm_cli.config.settings import SnapshotSettings
 from ollm_cli.pipeline.atomic_file import write_atomic
 from ollm_cli.pipeline.compression._active_context import ActiveContext, is_checkpoint
+from ollm_cli.pipeline.environment import Redactor
 from ollm_cli.pipeline.errors import SessionError
-from ollm_cli.pipeline.recording import checked_id, is_session_id
+from ollm_cli.pipeline.recording import checked_id, is_session_id, redact_record
 from ollm_cli.pipeline.records import Record, SessionMessage, Timestamp, now_iso
 
 logger = logging.getLogger(__name__)
@@ -248,9 +252,18 @@ class SnapshotManager:
     ``root`` overrides ``settings.data_dir`` (the snapshots root folder).
     """
 
-    def __init__(self, settings: SnapshotSettings | None = None, root: Path | None = None) -> None:
+    def __init__(
+        self,
+        settings: SnapshotSettings | None = None,
+        root: Path | None = None,
+        *,
+        redactor: Redactor | None = None,
+    ) -> None:
+        """``redactor``: masks every secret of a snapshot before it is written, as the
+        session store masks the session's (``services.session.redactSecrets``)."""
         self.settings = settings or SnapshotSettings()
         self.root = root or self.settings.data_dir
+        self.redactor = redactor
         self._thread_lock = threading.RLock()
         self._above: dict[str, bool] = {}
 
@@ -386,6 +399,8 @@ class SnapshotManager:
             model=model,
             context_size=context_size,
         )
+        if self.redactor is not None:
+            snapshot = redact_record(snapshot, self.redactor)
         with self._locked():
             ensure_private_dir(self.session_dir(session_id))
             ensure_private_dir(self._snapshots_dir(session_id))

@@ -41,6 +41,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ollm_cli.config.paths import ensure_private_dir, ollm_home
 from ollm_cli.pipeline.atomic_file import write_atomic
+from ollm_cli.pipeline.compression._secret_cuts import around_secrets
 from ollm_cli.pipeline.records import (
     ImagePart,
     SessionMessage,
@@ -250,10 +251,16 @@ class TokenCounter:
         keep = max(0, max_tokens - 12)
         head = keep * 2 // 3
         tail = keep - head
+        start = self._encoding.decode(tokens[:head])
+        end = self._encoding.decode(tokens[len(tokens) - tail :]) if tail else ""
+        kept = around_secrets(text, start, end)  # never a part of a secret
+        if kept != (start, end):
+            start, end = kept
+            head = len(self._encoding.encode_ordinary(start))
+            tail = len(self._encoding.encode_ordinary(end))
         omitted = len(tokens) - head - tail
         middle = f"\n[... {omitted} tokens left out ...]\n"
-        end = self._encoding.decode(tokens[len(tokens) - tail :]) if tail else ""
-        return self._encoding.decode(tokens[:head]) + middle + end
+        return start + middle + end
 
     # -- calibration ------------------------------------------------------
 

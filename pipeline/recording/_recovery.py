@@ -4,23 +4,21 @@
   reported, and rebuilt from the journal when the journal holds the whole session.
 - The journal of a process that died is folded into its sessions by the next
   store that opens the folder (:meth:`Recovery.recover_dead_logs`).
-- Rescue files: when a store closes with journal records its disk refused
-  (full, read-only), they would be gone with the process. They are written
-  instead, as journal frames, to a rescue file in the first writable folder of
-  a list, preferring one on another filesystem than the sessions folder (the
-  one that is full). The next store of that folder that can write replays them
-  into their sessions (in order, once: a record the session already holds is
-  skipped) and deletes the rescue file. A rescue file is one header line
-  (``OLLM-RESCUE 1 {json}``, naming the sessions folder) followed by the frames
-  of :mod:`ollm_cli.pipeline.recording._journal`.
+- Rescue files (:mod:`ollm_cli.pipeline.recording._rescue`): when a store closes
+  with journal records its disk refused (full, read-only), they would be gone
+  with the process. They are written instead to a rescue file in a private
+  folder, preferring one on another filesystem. The next store of that folder
+  that can write replays them into their sessions (in order, once: a record the
+  session already holds is skipped) and deletes the rescue file; a file another
+  user owns, or whose keyed digest does not match, is refused and named.
 - ``ollm sessions doctor`` (:meth:`Recovery.doctor`) finds all of these and,
   with ``--fix``, repairs them.
 
 Example::
 
-    path = write_rescue(data_dir, entries, extra_dirs=[])
-    for rescue in find_rescues(data_dir, extra_dirs=[]):
-        entries = rescue.entries
+    recovery = Recovery(store)
+    for finding in recovery.doctor(fix=False):
+        print(finding.kind, finding.subject, finding.detail)
 """
 
 from __future__ import annotations
@@ -31,10 +29,6 @@ import fcntl
 import logging
 import os
 import stat
-import tempfile
-import time
-from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,13 +50,18 @@ from ollm_cli.pipeline.recording._journal import (
     JournalEntry,
     claim_dead_logs,
     describe_damage,
-    encode_frame,
     entries_for,
     log_files,
     read_log,
-    scan_frames,
 )
 from ollm_cli.pipeline.recording._lock import SessionLock, lock_holder
+from ollm_cli.pipeline.recording._rescue import (
+    RefusedRescue,
+    RescueScan,
+    find_rescues,
+    rescue_key,
+    write_rescue,
+)
 from ollm_cli.pipeline.records import Record
 
 if TYPE_CHECKING:
@@ -71,126 +70,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 CORRUPT_MARK = ".corrupt-"
-
-HEADER_PREFIX = b"OLLM-RESCUE 1 "
-SUFFIX = ".rescue"
-
-
-def _folder_key(data_dir: Path) -> str:
-    import hashlib  # loads OpenSSL: 2 ms that a listing need not pay
-
-    return hashlib.sha256(str(data_dir.resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-def default_rescue_dirs() -> list[Path]:
-    """The folders tried after the configured ones, in order."""
-    uid = os.getuid()
-    found: list[Path] = []
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime:
-        found.append(Path(runtime) / "ollm-rescue")
-    found.append(Path("/dev/shm") / f"ollm-rescue-{uid}")
-    found.append(Path(tempfile.gettempdir()) / f"ollm-rescue-{uid}")
-    found.append(Path.home() / ".cache" / "ollm" / "rescue")
-    return found
-
-
-def _device(path: Path) -> int | None:
-    """The device of ``path``, or of its nearest existing parent."""
-    for candidate in (path, *path.parents):
-        try:
-            return candidate.stat().st_dev
-        except OSError:
-            continue
-    return None
-
-
-def candidate_dirs(data_dir: Path, extra_dirs: Iterable[Path]) -> list[Path]:
-    """Where a rescue file of ``data_dir`` may go: other filesystems first."""
-    here = _device(data_dir)
-    seen: list[Path] = []
-    for folder in (*extra_dirs, *default_rescue_dirs()):
-        folder = folder.expanduser()
-        if folder not in seen:
-            seen.append(folder)
-    other = [f for f in seen if _device(f) != here]
-    same = [f for f in seen if _device(f) == here]
-    return other + same
-
-
-def write_rescue(
-    data_dir: Path, entries: list[JournalEntry], *, extra_dirs: Iterable[Path] = ()
-) -> Path | None:
-    """Write ``entries`` to a new rescue file; its path, or None when no folder took it."""
-    if not entries:
-        return None
-    header = HEADER_PREFIX + orjson.dumps({"dataDir": str(data_dir.resolve())}) + b"\n"
-    data = header + b"".join(encode_frame(entry) for entry in entries)
-    name = f"{_folder_key(data_dir)}-{time.time_ns():020d}-{os.getpid()}{SUFFIX}"
-    for folder in candidate_dirs(data_dir, extra_dirs):
-        target = folder / name
-        temp = folder / f".{name}.tmp"
-        try:
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.rename(temp, target)
-            fsync_dir(folder)
-        except OSError as exc:
-            logger.warning("cannot write a rescue file in %s: %s", folder, exc.strerror)
-            with contextlib.suppress(OSError):
-                temp.unlink()
-            continue
-        logger.error("%d unsaved record(s) written to the rescue file %s", len(entries), target)
-        return target
-    return None
-
-
-@dataclass
-class RescueFile:
-    """A rescue file of one sessions folder, and the records it holds."""
-
-    path: Path
-    entries: list[JournalEntry]
-
-    def discard(self) -> None:
-        """Delete the file: its records are in their sessions now."""
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
-
-
-def find_rescues(data_dir: Path, *, extra_dirs: Iterable[Path] = ()) -> list[RescueFile]:
-    """The rescue files written for ``data_dir``, oldest first."""
-    key = _folder_key(data_dir)
-    found: list[RescueFile] = []
-    for folder in candidate_dirs(data_dir, extra_dirs):
-        try:
-            names = sorted(
-                n for n in os.listdir(folder) if n.startswith(key) and n.endswith(SUFFIX)
-            )
-        except OSError:
-            continue
-        for name in names:
-            path = folder / name
-            try:
-                if not path.is_file():
-                    continue
-                raw = path.read_bytes()
-            except OSError:
-                continue
-            line_end = raw.find(b"\n")
-            if not raw.startswith(HEADER_PREFIX) or line_end < 0:
-                logger.warning("%s is not a rescue file; left alone", path)
-                continue
-            found.append(RescueFile(path, scan_frames(raw[line_end + 1 :]).entries))
-    found.sort(key=lambda rescue: rescue.path.name)
-    return found
 
 
 class CloseReport(Record):
@@ -226,6 +105,26 @@ class Recovery:
 
     def __init__(self, store: ChatRecordingService) -> None:
         self.store = store
+        self._key: bytes | None = None
+
+    def _rescue_key(self) -> bytes | None:
+        """The home's rescue key (made by a store that can write, on first need)."""
+        if self._key is None:
+            self._key = rescue_key(create=not self.store.read_only)
+        return self._key
+
+    def _rescues(self) -> RescueScan:
+        return find_rescues(
+            self.store.data_dir, key=self._rescue_key(), extra_dirs=self.store.settings.rescue_dirs
+        )
+
+    def _refused(self, refused: RefusedRescue) -> None:
+        message = (
+            f"rescue file {refused.path} refused, not replayed: {refused.reason}; "
+            "delete it if you did not write it"
+        )
+        if message not in self.store.notices:
+            self.store.notices.append(message)
 
     def rescue_unsaved(self) -> CloseReport:
         unsaved = self.store._journal.unsaved()
@@ -233,7 +132,10 @@ class Recovery:
             return CloseReport(ok=True)
         error = self.store._journal.last_error or next(iter(self.store._save_errors.values()), None)
         path = write_rescue(
-            self.store.data_dir, unsaved, extra_dirs=self.store.settings.rescue_dirs
+            self.store.data_dir,
+            unsaved,
+            key=self._rescue_key(),
+            extra_dirs=self.store.settings.rescue_dirs,
         )
         if path is None:
             logger.error(
@@ -251,10 +153,12 @@ class Recovery:
         """Bring the records of rescue files (written when this folder's disk was full)
         into their sessions; a rescue file is deleted once all of it is in."""
         try:
-            rescues = find_rescues(self.store.data_dir, extra_dirs=self.store.settings.rescue_dirs)
+            scan = self._rescues()
         except OSError:  # pragma: no cover - listing the rescue folders failed
             return
-        for rescue in rescues:
+        for refused in scan.refused:
+            self._refused(refused)
+        for rescue in scan.found:
             done = True
             sessions = sorted({e.session_id for e in rescue.entries})
             for sid in sessions:
@@ -317,7 +221,17 @@ class Recovery:
         findings += self._doctor_journals()
         findings += self._doctor_locks(fix)
         findings += self._doctor_index(fix)
-        for rescue in find_rescues(self.store.data_dir, extra_dirs=self.store.settings.rescue_dirs):
+        scan = self._rescues()
+        for refused in scan.refused:
+            findings.append(
+                DoctorFinding(
+                    kind="rescue-refused",
+                    subject=str(refused.path),
+                    detail=f"named like a rescue file of this folder but never replayed: "
+                    f"{refused.reason}; delete it if you did not write it",
+                )
+            )
+        for rescue in scan.found:
             findings.append(
                 DoctorFinding(
                     kind="rescue-file",

@@ -36,6 +36,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -50,6 +51,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
+from ollm_cli.config.paths import private_dir_problem, ray_temp_dir
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import ServiceError
 from ollm_cli.pipeline.service._state import (
@@ -151,25 +153,46 @@ def find_service(paths: ServicePaths | None = None) -> ServiceState | None:
     logger.warning("the OLLM service (pid %d) is gone or does not answer: replacing it", state.pid)
     _kill_group(state)
     remove_state(paths, state.pid)
+    _remove_ray_folder(state)
     return None
 
 
 def _members(state: ServiceState) -> list[Any]:
-    """The processes of a service: its daemon's process group (Ray's head processes)
-    and every process started for its Ray (workers are groups of their own, but name
-    the service's GCS address on their command line)."""
+    """The processes of a service: its daemon's process group (Ray's head processes),
+    every process that names the service's GCS address on its command line, and
+    every process these started (Ray's agents and workers).
+
+    Only processes the service started are named, even when ``state.json`` is stale
+    and its pid, group or address now belong to others: a process of another user,
+    one older than the daemon (``pid_started``), or one whose environment does not
+    carry this home's token path (the daemon passes it to every process it starts)
+    is never one of them, nor are the processes it started."""
     import psutil
 
     marker = f"={state.address}"
-    members = []
-    for process in psutil.process_iter(["pid", "cmdline"]):
+    token = str(ServicePaths.for_home(Path(state.home)).token)
+    uid = os.getuid()
+    roots = []
+    for process in psutil.process_iter(["pid", "cmdline", "uids", "create_time"]):
         if process.pid == os.getpid():
             continue
         with contextlib.suppress(psutil.Error, OSError):
+            if process.info["uids"].real != uid:
+                continue
+            if process.info["create_time"] < state.pid_started - 1.0:
+                continue
             cmdline = process.info.get("cmdline") or []
-            if os.getpgid(process.pid) == state.pgid or any(marker in a for a in cmdline):
-                members.append(process)
-    return members
+            if os.getpgid(process.pid) != state.pgid and not any(marker in a for a in cmdline):
+                continue
+            if process.environ().get("RAY_AUTH_TOKEN_PATH") == token:
+                roots.append(process)
+    members = {process.pid: process for process in roots}
+    for root in roots:
+        with contextlib.suppress(psutil.Error):
+            for child in root.children(recursive=True):
+                if child.pid != os.getpid() and child.uids().real == uid:
+                    members.setdefault(child.pid, child)
+    return list(members.values())
 
 
 def _kill_group(state: ServiceState) -> None:
@@ -184,6 +207,18 @@ def _kill_group(state: ServiceState) -> None:
         with contextlib.suppress(psutil.Error):
             process.kill()
     psutil.wait_procs(members, timeout=5)
+
+
+def _remove_ray_folder(state: ServiceState) -> None:
+    """Remove the folder of random name a service made in the temp folder for its
+    Ray's files (``ollm-ray-XXXXXXXX``, when ``OLLM_HOME``'s path was too long for
+    Ray's sockets): a daemon that was killed could not. Nothing else is removed:
+    only such a folder, this user's own and private."""
+    if not state.ray_temp:
+        return
+    folder = Path(state.ray_temp).parent
+    if folder.name.startswith("ollm-ray-") and private_dir_problem(folder) is None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def start_service(
@@ -349,6 +384,7 @@ def _attach_driver(paths: ServicePaths, address: str, namespace: str) -> Excepti
     what failed, if it did. Ray's own messages go to the service log, never to the
     terminal (and its error text is not ours to show: only its type is)."""
     _quiet_ray_loggers(paths)
+    keep_ray_folders_private()
     with output_to_log(paths):
         import ray
 
@@ -581,6 +617,7 @@ def stop_service(paths: ServicePaths | None = None, *, timeout_s: float = 30.0) 
     report.left_processes = len(_members(state))
     _kill_group(state)
     remove_state(paths, state.pid)
+    _remove_ray_folder(state)
     return report
 
 
@@ -615,7 +652,8 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
 
     namespace = paths.namespace
     started = time.time()
-    head = start_head()
+    temp_dir, removable = ray_temp_dir(paths.folder / "ray")
+    head = start_head(temp_dir)
     ray.init(
         address=head.gcs_address,
         namespace=namespace,
@@ -639,6 +677,7 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
             version=code_version(),
             started_at=started,
             home=str(paths.home),
+            ray_temp=str(temp_dir),
         ),
     )
     logger.info(
@@ -649,7 +688,10 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
         os.getpid(),
     )
     check_s = min(5.0, max(idle_timeout / 4, 0.2))
+    session_dir = Path(head.get_session_dir_path())
     while not stopping.wait(check_s):
+        # a new worker of Ray opens them again (the folder above them stays private)
+        _close_ray_folders(temp_dir, session_dir)
         try:
             hosts = _host_activities(namespace)
         except Exception as error:  # Ray itself is gone: nothing to serve
@@ -676,12 +718,17 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
     for process in alive:
         with contextlib.suppress(psutil.Error):
             process.kill()
+    if removable is not None:
+        shutil.rmtree(removable, ignore_errors=True)
     logger.info("stopped")
     return 0
 
 
-def start_head() -> Any:
-    """Start this service's Ray head: only the processes a one-node service needs.
+def start_head(temp_dir: Path) -> Any:
+    """Start this service's Ray head: only the processes a one-node service needs,
+    its files (sockets, logs) in ``temp_dir``, a folder only this user can reach
+    (not Ray's ``/tmp/ray``, open to every user: another could rename the raylet's
+    socket there, or read session ids in its logs).
 
     ``ray.init`` would also start the autoscaler's monitor and the log monitor
     (Python processes that compete with the head's own start on a small
@@ -689,9 +736,21 @@ def start_head() -> Any:
     the dashboard agent to Ray's fixed port 52365: on a machine where another
     Ray runs (another user, another ``OLLM_HOME``) that port is taken and the
     agent retries for about 4 s before the head is ready. Any free port does.
+
+    Nothing answers without the token: no dashboard, no metrics collection (the
+    agent's Prometheus endpoint) and no API server (the dashboard head, whose own
+    Prometheus endpoint answers anyone on the machine); the daemon needs neither.
     """
     from ray._private.node import Node
     from ray._private.parameter import RayParams
+
+    keep_ray_folders_private()
+
+    class _HeadWithoutApiServer(Node):
+        def start_api_server(
+            self, *, include_dashboard: bool | None, raise_on_failure: bool
+        ) -> None:
+            self._webui_url = None
 
     # RayParams' annotations are narrower than what Ray itself passes to it
     # (include_log_monitor is a bool in `ray start`, _system_config values any JSON)
@@ -703,10 +762,41 @@ def start_head() -> Any:
         "dashboard_agent_listen_port": 0,
         "no_monitor": True,
         "include_log_monitor": False,
-        "_system_config": {"prestart_worker_first_driver": False},
+        "temp_dir": str(temp_dir),
+        "_system_config": {
+            "prestart_worker_first_driver": False,
+            "enable_metrics_collection": False,
+        },
     }
     params = RayParams(**options)
-    return Node(params, head=True, shutdown_at_exit=False, spawn_reaper=True, ray_init_cluster=True)
+    head = _HeadWithoutApiServer(
+        params, head=True, shutdown_at_exit=False, spawn_reaper=True, ray_init_cluster=True
+    )
+    _close_ray_folders(temp_dir, Path(head.get_session_dir_path()))
+    return head
+
+
+def keep_ray_folders_private() -> None:
+    """Ray opens every folder it makes (its temp folder, session, sockets, logs) to
+    every user with mode 0777, for machines where users share ``/tmp/ray``; in this
+    process it leaves their mode (0700) as it is."""
+    with contextlib.suppress(Exception):
+        from ray._common import utils as ray_utils
+
+        ray_utils.try_make_directory_shared = lambda directory_path: None
+
+
+def _close_ray_folders(temp_dir: Path, session_dir: Path) -> None:
+    """Ray opens the folders it makes to every user (mode 0777, for machines where
+    users share ``/tmp/ray``), and each new worker does again: this service's are its
+    user's alone again. (The folder they are in, :func:`ray_temp_dir`'s parent, is
+    private whatever Ray does: no other user reaches them in between.)"""
+    folders = [temp_dir, session_dir]
+    with contextlib.suppress(OSError):
+        folders += [entry for entry in session_dir.iterdir() if entry.is_dir()]
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            os.chmod(folder, 0o700)
 
 
 def _retire(handle: Any, stop_timeout: float) -> None:

@@ -57,6 +57,8 @@ class ServiceState(BaseModel):
     version: str
     started_at: float
     home: str
+    ray_temp: str = ""
+    """The private folder of the service's Ray files (its sockets, logs)."""
 
     def alive(self) -> bool:
         """The daemon process that wrote this file still runs (the same process, not a
@@ -150,12 +152,7 @@ def ensure_token(paths: ServicePaths) -> Path:
         if path.stat().st_mode & 0o077:
             path.chmod(0o600)
         return path
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, secrets.token_hex(32).encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    write_atomic(path, secrets.token_hex(32).encode())
     return path
 
 
