@@ -34,7 +34,9 @@ from typing import Any
 
 from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.context import ContextSource
+from ollm_cli.pipeline.compression import CompressionResult, SnapshotInfo
+from ollm_cli.pipeline.context import ContextEntry, ContextSource
+from ollm_cli.pipeline.contract import HarnessCoordinator
 from ollm_cli.pipeline.coordinator import AskCallback, Coordinator, TurnResult
 from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.events import EventBus
@@ -67,8 +69,11 @@ class RemoteContext:
     def __init__(self, client: RemoteCoordinator) -> None:
         self._client = client
 
-    async def entries(self, session_id: str) -> Any:
-        return await self._client.session_call(session_id, "context.entries", session_id)
+    async def entries(self, session_id: str) -> list[ContextEntry]:
+        entries: list[ContextEntry] = await self._client.session_call(
+            session_id, "context.entries", session_id
+        )
+        return entries
 
     async def add(
         self,
@@ -91,8 +96,8 @@ class RemoteContext:
             ttl=ttl,
         )
 
-    async def remove(self, session_id: str, key: str) -> Any:
-        return await self._client.session_call(session_id, "context.remove", session_id, key)
+    async def remove(self, session_id: str, key: str) -> bool:
+        return bool(await self._client.session_call(session_id, "context.remove", session_id, key))
 
 
 class RemoteCoordinator:
@@ -260,11 +265,28 @@ class RemoteCoordinator:
         clients and is closed, with its report, when the service stops."""
         return CloseReport(ok=True)
 
-    async def compress_now(self, session_id: str, focus: str | None = None) -> Any:
-        return await self.session_call(session_id, "compress_now", session_id, focus)
+    async def compress_now(
+        self, session_id: str, focus: str | None = None
+    ) -> CompressionResult | None:
+        result: CompressionResult | None = await self.session_call(
+            session_id, "compress_now", session_id, focus
+        )
+        return result
 
-    async def snapshot_now(self, session_id: str) -> Any:
-        return await self.session_call(session_id, "snapshot_now", session_id)
+    async def snapshot_now(self, session_id: str) -> SnapshotInfo:
+        info: SnapshotInfo = await self.session_call(session_id, "snapshot_now", session_id)
+        return info
+
+    def compression_pending(self, session_id: str) -> str | None:
+        """Nothing to wait for here: the service finishes and records a compression
+        still running after this command leaves (as it does the title and saves)."""
+        return None
+
+    async def finish_compression(self, session_id: str) -> bool:
+        return True
+
+    async def skip_compression(self, session_id: str) -> None:
+        """The service's compression goes on; it costs this command nothing."""
 
 
 def coordinator_for(
@@ -273,14 +295,16 @@ def coordinator_for(
     workspace: Path,
     *,
     events: EventBus | None = None,
-) -> Coordinator | RemoteCoordinator:
-    """The coordinator of a batch or load run on ``runtime``: on the local service's
-    runtime the conversations live in the service (a :class:`RemoteCoordinator`),
-    so their background work and a turn in flight outlive the command; on any other
-    runtime they run in this process."""
+    ask: AskCallback | None = None,
+) -> HarnessCoordinator:
+    """The conversations of a command on ``runtime`` (the one place that chooses):
+    on the local service's runtime they live in the service (a
+    :class:`RemoteCoordinator`), so their background work and a turn in flight
+    outlive the command; on any other runtime they run in this process. ``ask``
+    answers tool-approval questions (``None``: nobody to ask, as in a batch)."""
     if isinstance(runtime, ServiceRuntime):
-        return RemoteCoordinator(runtime, events=events)
-    return Coordinator(runtime, settings, workspace=workspace, events=events, ask=None)
+        return RemoteCoordinator(runtime, events=events, ask=ask)
+    return Coordinator(runtime, settings, workspace=workspace, events=events, ask=ask)
 
 
 __all__ = [
