@@ -121,6 +121,11 @@ def _run(
     """The chat or the ``-p`` turn, on any runtime, through the conversation contract:
     in the local service by default (this command is then its thin client), in
     this process with ``--runtime inprocess`` or ``ray``."""
+    if session is not None and not resume:  # before any service starts for nothing
+        raise UsageError(
+            f"unexpected argument {session!r}",
+            hint="to resume that session use `ollm run --resume ID`; to send a message use -p",
+        )
     _announce_service_start(settings)
     loop = LoopThread()
     events = EventBus()
@@ -206,11 +211,6 @@ def _open_session(
 ) -> str:
     """The session of this command: new, ``--resume [ID]`` or ``--continue``; a
     ``--model`` given is the model of its turns, resumed or not."""
-    if session is not None and not resume:
-        raise UsageError(
-            f"unexpected argument {session!r}",
-            hint="to resume that session use `ollm run --resume ID`; to send a message use -p",
-        )
     if continue_latest:
         recent = loop.run(coordinator.recent_sessions(1))
         if not recent:
