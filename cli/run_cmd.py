@@ -34,12 +34,12 @@ from ollm_cli.cli.overrides import (
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.cli.trust_cmd import TrustWorkspaceOption, settle_workspace_trust
 from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline._conversation import raise_if_stopped
 from ollm_cli.pipeline.contract import ConversationContract
-from ollm_cli.pipeline.coordinator import raise_if_stopped
 from ollm_cli.pipeline.errors import OllmError, SessionNotFoundError, StorageError, UsageError
 from ollm_cli.pipeline.events import EventBus, LoopDetectedEvent, PipelineEvent
 from ollm_cli.pipeline.recording import CloseReport
-from ollm_cli.pipeline.service import coordinator_for, open_runtime
+from ollm_cli.pipeline.service import open_conversations
 
 
 def run(
@@ -129,11 +129,9 @@ def _run(
     _announce_service_start(settings)
     loop = LoopThread()
     events = EventBus()
-    pipeline_runtime = open_runtime(settings, workspace)
     interactive = prompt is None
     repl = ChatRepl(loop, console, err_console)
-    conversations = coordinator_for(
-        pipeline_runtime,
+    lifecycle, conversations = open_conversations(
         settings,
         workspace,
         events=events,
@@ -145,7 +143,7 @@ def _run(
     report: CloseReport | None = None
     try:
         with err_console.status("starting the pipeline…", spinner="dots"):
-            loop.run(pipeline_runtime.start())
+            loop.run(lifecycle.start())
         started = True
         session_id = _open_session(
             loop, conversations, repl, session, resume, continue_latest, model
@@ -170,7 +168,7 @@ def _run(
             try:
                 if started:
                     report = _close_recording(loop, conversations)
-                _quietly_if(failed, loop, pipeline_runtime.shutdown())
+                _quietly_if(failed, loop, lifecycle.shutdown())
             finally:
                 loop.close()
         if report is not None and not report.ok and not failed:

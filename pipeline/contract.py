@@ -31,7 +31,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline._conversation import TurnResult
@@ -40,7 +40,9 @@ from ollm_cli.pipeline.context import ContextEntry, ContextSource
 from ollm_cli.pipeline.events import EventBus
 from ollm_cli.pipeline.recording import CloseReport, StoreHealth
 from ollm_cli.pipeline.records import Session, SessionSummary
-from ollm_cli.pipeline.runtime import Runtime
+
+if TYPE_CHECKING:  # a thin client of the service imports no runtime
+    from ollm_cli.pipeline.runtime import Runtime
 
 
 class ConversationView(Protocol):
@@ -173,6 +175,15 @@ class ConversationContract(Protocol):
         ...
 
 
+class Lifecycle(Protocol):
+    """What a command starts before its conversations and shuts down after them: the
+    runtime of its own pipeline, or its connection to the local service."""
+
+    async def start(self) -> None: ...
+
+    async def shutdown(self) -> None: ...
+
+
 class HarnessCoordinator(ConversationContract, Protocol):
     """The conversations of a batch, load or soak run, and the shells they run on."""
 
@@ -182,4 +193,10 @@ class HarnessCoordinator(ConversationContract, Protocol):
         ...
 
 
-__all__ = ["ContextEditor", "ConversationContract", "ConversationView", "HarnessCoordinator"]
+__all__ = [
+    "ContextEditor",
+    "ConversationContract",
+    "ConversationView",
+    "HarnessCoordinator",
+    "Lifecycle",
+]

@@ -57,7 +57,13 @@ from ollm_cli.actors.sanitizer import SanitizerShell
 from ollm_cli.actors.tool_worker import ToolWorkerShell
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline._compaction import CompressionScheduler
-from ollm_cli.pipeline._conversation import AskCallback, Conversation, StopReason, TurnResult
+from ollm_cli.pipeline._conversation import (
+    AskCallback,
+    Conversation,
+    StopReason,
+    TurnResult,
+    raise_if_stopped,
+)
 from ollm_cli.pipeline._provider_stream import ProviderStream
 from ollm_cli.pipeline._titles import generate_title
 from ollm_cli.pipeline.compression import (
@@ -67,7 +73,7 @@ from ollm_cli.pipeline.compression import (
     TokenCounter,
 )
 from ollm_cli.pipeline.context_client import ContextClient
-from ollm_cli.pipeline.errors import ActorFailedError, LoopDetectedError, OllmError
+from ollm_cli.pipeline.errors import ActorFailedError, OllmError
 from ollm_cli.pipeline.events import (
     EventBus,
     LoopDetectedEvent,
@@ -794,12 +800,3 @@ class _ShownText:
             await self.coordinator._record(conversation, message)
         except OllmError as error:
             logger.warning("recording the interrupted answer failed: %s", error)
-
-
-def raise_if_stopped(result: TurnResult) -> None:
-    """Raise :class:`LoopDetectedError` when a loop or limit stopped the turn (for ``-p``)."""
-    if result.stopped in {"loop", "limit"} and result.loop is not None:
-        raise LoopDetectedError(
-            f"stopped: {result.loop.kind} ({result.loop.details}, seen {result.loop.count} times)",
-            hint="rephrase the request, or run with --no-loop-detection if this was intended",
-        )

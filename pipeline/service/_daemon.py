@@ -288,6 +288,26 @@ def connect(settings: OllmSettings, *, start: bool | None = None) -> Connection:
         return _connection
 
 
+def ensure_service(settings: OllmSettings, paths: ServicePaths | None = None) -> ServiceState:
+    """The running service of this home, started when needed (and
+    ``runtime.service.autoStart`` allows): what a thin client needs before it
+    opens the service's socket. Imports no Ray (unless a service of another
+    version must be stopped first)."""
+    paths = paths or ServicePaths.for_home()
+    state = find_service(paths)
+    if state is not None and state.version != code_version():
+        state = _replace_other_version(settings, paths, state)
+    if state is None:
+        if not settings.runtime.service.auto_start:
+            raise ServiceError(
+                "the OLLM service is not running",
+                hint="start it with `ollm service start` (or set runtime.service.autoStart "
+                "to true), or run with --runtime inprocess",
+            )
+        state = start_service(settings, paths)
+    return state
+
+
 def _cluster_connect(paths: ServicePaths, address: str) -> Connection:
     """Connect to the Ray cluster at ``address``, whose detached pipeline hosts (in
     this home's namespace) serve this command as the local service's would.
@@ -425,35 +445,64 @@ def settings_key(settings: OllmSettings, workspace: Path) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def pipeline_host(settings: OllmSettings, workspace: Path) -> Any:
-    """The pipeline host for this configuration and workspace, created on first use
-    as a named detached actor of the service, and ready."""
+def host_actor(
+    settings: OllmSettings,
+    workspace: Path,
+    namespace: str,
+    *,
+    variables: dict[str, str] | None = None,
+) -> Any:
+    """The pipeline host for this configuration and workspace in ``namespace``,
+    created on first use as a named detached actor, and ready (this process is a
+    Ray driver: the daemon, or a client attached to a cluster). ``variables``: the
+    environment its process needs (on a cluster, whose workers lack ours)."""
     import ray
 
     from ollm_cli.pipeline.service._host import PipelineHost, host_name
 
-    name = host_name(settings_key(settings, workspace))
+    remote: Any = ray.remote(PipelineHost)
+    options: dict[str, Any] = {}
+    if variables is not None:
+        options["runtime_env"] = {"env_vars": variables}
+    handle = remote.options(
+        name=host_name(settings_key(settings, workspace)),
+        namespace=namespace,
+        lifetime="detached",
+        get_if_exists=True,
+        num_cpus=0,
+        max_concurrency=1000,
+        max_restarts=0,
+        **options,
+    ).remote(settings, str(workspace.resolve()), code_version())
+    ray.get(handle.ready.remote())
+    return handle
+
+
+def daemon_host(settings: OllmSettings, workspace: Path) -> Any:
+    """The daemon's :func:`host_actor` for a client of its socket; what failed, as a
+    :class:`ServiceError`."""
+    import ray
+
+    try:
+        return host_actor(settings, workspace, ray.get_runtime_context().namespace)
+    except Exception as error:
+        raise ServiceError(
+            f"the OLLM service could not start a pipeline ({type(error).__name__}: {error})",
+            hint="see `ollm service logs`; or run with --runtime inprocess",
+        ) from None
+
+
+def pipeline_host(settings: OllmSettings, workspace: Path) -> Any:
+    """The pipeline host for this configuration and workspace, for a client that is
+    a Ray driver itself (a batch or load run's shells, a cluster's conversations)."""
     for attempt in (1, 2):
         connection = connect(settings)
-        remote: Any = ray.remote(PipelineHost)
-        options: dict[str, Any] = {}
+        variables = None
         if connection.cluster:  # the cluster's workers do not have this command's variables
             variables = {k: v for k, v in os.environ.items() if k.startswith("OLLM_")}
             variables["OLLM_HOME"] = str(connection.paths.home)
-            options["runtime_env"] = {"env_vars": variables}
         try:
-            handle = remote.options(
-                name=name,
-                namespace=connection.state.namespace,
-                lifetime="detached",
-                get_if_exists=True,
-                num_cpus=0,
-                max_concurrency=1000,
-                max_restarts=0,
-                **options,
-            ).remote(settings, str(workspace.resolve()), code_version())
-            ray.get(handle.ready.remote())
-            return handle
+            return host_actor(settings, workspace, connection.state.namespace, variables=variables)
         except Exception as error:
             # the service may have been stopping (idle) as this command reached it:
             # the next connect finds it gone and starts a new one, once
@@ -628,6 +677,7 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
     signal.signal(signal.SIGINT, on_signal)
     address = ray.get_runtime_context().gcs_address
     me = psutil.Process(os.getpid())
+    socket_stop = _serve_socket(paths)
     write_state(
         paths,
         ServiceState(
@@ -665,8 +715,11 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
             if idle_for([activity], now, started) >= idle_timeout:
                 logger.info("retiring the idle pipeline of %s", activity.get("workspace"))
                 _retire(handle, stop_timeout)
+    socket_stop()
     _drain(namespace, stop_timeout)
     remove_state(paths, os.getpid())
+    with contextlib.suppress(FileNotFoundError):
+        paths.socket.unlink()
     children = me.children(recursive=True)
     with contextlib.suppress(Exception):
         ray.shutdown()
@@ -678,6 +731,35 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
             process.kill()
     logger.info("stopped")
     return 0
+
+
+def _serve_socket(paths: ServicePaths) -> Callable[[], None]:
+    """Serve the service's Unix socket on a thread of its own; the function that
+    stops it (no new client; the conversations stay in their hosts)."""
+    import asyncio
+
+    from ollm_cli.pipeline.service._socket import ServiceServer, bind_socket
+
+    listener = bind_socket(paths)
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    server = ServiceServer(daemon_host)
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(server.serve(listener, stop))
+        except Exception:
+            logger.exception("the service's socket stopped")
+
+    thread = threading.Thread(target=run, name="ollm-socket", daemon=True)
+    thread.start()
+
+    def stop_serving() -> None:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=5)
+
+    return stop_serving
 
 
 def start_head() -> Any:

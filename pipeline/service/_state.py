@@ -8,6 +8,8 @@
 - ``token``: Ray's authentication token for this service, mode 0600. Only a
   process that can read it can reach the service's actors.
 - ``service.log``: everything the daemon and Ray print.
+- ``ollm.sock``: the daemon's Unix socket (mode 0600), where commands reach their
+  conversations (:mod:`ollm_cli.pipeline.service._socket`); replaced by each new daemon.
 - ``start.lock``: ``flock``-ed while a command finds or starts the service, so
   two commands started at once get one service.
 
@@ -44,6 +46,7 @@ STATE_NAME = "state.json"
 TOKEN_NAME = "token"
 LOG_NAME = "service.log"
 LOCK_NAME = "start.lock"
+SOCKET_NAME = "ollm.sock"
 
 
 class ServiceState(BaseModel):
@@ -87,6 +90,11 @@ class ServicePaths:
     @property
     def log(self) -> Path:
         return self.folder / LOG_NAME
+
+    @property
+    def socket(self) -> Path:
+        """The daemon's Unix socket, where commands reach their conversations."""
+        return self.folder / SOCKET_NAME
 
     @property
     def lock(self) -> Path:
