@@ -67,6 +67,8 @@ from ollm_cli.pipeline.service._state import (
 logger = logging.getLogger(__name__)
 
 HOST_PREFIX = "pipeline-"
+CLUSTER_REFUSED = 3
+"""The daemon's exit code when the Ray cluster it was to attach to refused it."""
 OBJECT_STORE_BYTES = 128 * 1024 * 1024
 
 
@@ -161,6 +163,8 @@ def _members(state: ServiceState) -> list[Any]:
     import psutil
 
     marker = f"={state.address}"
+    if state.cluster is not None:  # a cluster's processes are not ours to stop
+        marker = "\0"
     members = []
     for process in psutil.process_iter(["pid", "cmdline"]):
         if process.pid == os.getpid():
@@ -205,9 +209,14 @@ def start_service(
 def _spawn(
     settings: OllmSettings, paths: ServicePaths, while_starting: Callable[[], None] | None = None
 ) -> ServiceState:
-    ensure_token(paths)
+    cluster = settings.runtime.ray_address
     service = settings.runtime.service
-    env = {**os.environ, **ray_environment(paths), "OLLM_HOME": str(paths.home)}
+    env = {**os.environ, "OLLM_HOME": str(paths.home)}
+    if cluster is None:  # this home's own Ray and token; a cluster has its own token
+        ensure_token(paths)
+        env.update(ray_environment(paths))
+    else:
+        paths.ensure()
     env.pop("RAY_ADDRESS", None)
     # the folder holding our top-level package, whatever the package is named (not
     # resolved: an editable install's link tree is that folder, not the repository)
@@ -224,6 +233,7 @@ def _spawn(
         str(service.idle_timeout),
         "--stop-timeout",
         str(service.stop_timeout),
+        *(["--ray-address", cluster] if cluster else []),
     ]
     with open(paths.log, "ab") as log:
         os.chmod(paths.log, 0o600)
@@ -246,6 +256,13 @@ def _spawn(
         state = read_state(paths)
         if state is not None and state.pid == daemon.pid:
             return state
+        if daemon.poll() is not None and daemon.returncode == CLUSTER_REFUSED:
+            raise ServiceError(
+                f"could not connect to the Ray cluster at {cluster}",
+                hint="check runtime.rayAddress (--ray-address HOST:PORT), that the head "
+                "runs, and the cluster's token (RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token); "
+                f"see {paths.log}",
+            )
         if daemon.poll() is not None:
             raise ServiceError(
                 f"the OLLM service could not start (exit code {daemon.returncode})",
@@ -292,8 +309,10 @@ def ensure_service(settings: OllmSettings, paths: ServicePaths | None = None) ->
     """The running service of this home, started when needed (and
     ``runtime.service.autoStart`` allows): what a thin client needs before it
     opens the service's socket. Imports no Ray (unless a service of another
-    version must be stopped first)."""
-    paths = paths or ServicePaths.for_home()
+    version must be stopped first). With ``runtime.rayAddress`` it is the service
+    attached to that cluster as its driver (files of its own, see
+    :meth:`ServicePaths.for_home`)."""
+    paths = paths or ServicePaths.for_home(cluster=settings.runtime.ray_address)
     state = find_service(paths)
     if state is not None and state.version != code_version():
         state = _replace_other_version(settings, paths, state)
@@ -492,6 +511,23 @@ def daemon_host(settings: OllmSettings, workspace: Path) -> Any:
         ) from None
 
 
+def cluster_host(settings: OllmSettings, workspace: Path) -> Any:
+    """:func:`daemon_host` on a Ray cluster, whose workers do not have our variables."""
+    import ray
+
+    variables = {k: v for k, v in os.environ.items() if k.startswith("OLLM_")}
+    variables["OLLM_HOME"] = str(ServicePaths.for_home().home)
+    try:
+        return host_actor(
+            settings, workspace, ray.get_runtime_context().namespace, variables=variables
+        )
+    except Exception as error:
+        raise ServiceError(
+            f"the Ray cluster could not start a pipeline ({type(error).__name__}: {error})",
+            hint="see `ollm service logs`; or run with --runtime inprocess",
+        ) from None
+
+
 def pipeline_host(settings: OllmSettings, workspace: Path) -> Any:
     """The pipeline host for this configuration and workspace, for a client that is
     a Ray driver itself (a batch or load run's shells, a cluster's conversations)."""
@@ -645,11 +681,13 @@ def idle_for(activities: Sequence[dict[str, Any]], now: float, since: float) -> 
     return max(0.0, now - last)
 
 
-def serve(idle_timeout: float, stop_timeout: float) -> int:
-    """The daemon: start Ray, publish the state, watch for idleness and SIGTERM."""
-    paths = ServicePaths.for_home()
-    ensure_token(paths)
-    os.environ.update(ray_environment(paths))
+def serve(idle_timeout: float, stop_timeout: float, ray_address: str | None = None) -> int:
+    """The daemon: start Ray (or attach to the cluster at ``ray_address`` as its
+    driver), serve the socket, publish the state, watch for idleness and SIGTERM."""
+    paths = ServicePaths.for_home(cluster=ray_address)
+    if ray_address is None:
+        ensure_token(paths)
+        os.environ.update(ray_environment(paths))
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s service %(levelname)s %(message)s", force=True
     )
@@ -664,20 +702,34 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
 
     namespace = paths.namespace
     started = time.time()
-    head = start_head()
-    ray.init(
-        address=head.gcs_address,
-        namespace=namespace,
-        log_to_driver=False,
-        configure_logging=False,
-    )
-    logger.info("Ray head started in %.2f s", time.time() - started)
+    head = None
+    if ray_address is None:
+        head = start_head()
+        ray.init(
+            address=head.gcs_address,
+            namespace=namespace,
+            log_to_driver=False,
+            configure_logging=False,
+        )
+        logger.info("Ray head started in %.2f s", time.time() - started)
+    else:
+        try:
+            ray.init(
+                address=ray_address,
+                namespace=namespace,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+        except Exception as error:  # its text is Ray's, not ours to show: its type only
+            logger.error("could not attach to the Ray cluster at %s: %s", ray_address, error)
+            return CLUSTER_REFUSED
+        logger.info("attached to the Ray cluster at %s", ray_address)
     # after ray.init: Ray installs its own handlers, which would end us undrained
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    address = ray.get_runtime_context().gcs_address
+    address = ray_address or ray.get_runtime_context().gcs_address
     me = psutil.Process(os.getpid())
-    socket_stop = _serve_socket(paths)
+    socket_stop = _serve_socket(paths, cluster=ray_address is not None)
     write_state(
         paths,
         ServiceState(
@@ -689,6 +741,7 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
             version=code_version(),
             started_at=started,
             home=str(paths.home),
+            cluster=ray_address,
         ),
     )
     logger.info(
@@ -710,21 +763,24 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
         if idle >= idle_timeout:
             logger.info("idle for %.0f s: stopping", idle)
             break
-        for handle, activity in hosts:
-            # a pipeline unused that long goes (its model and memory with it)
+        for handle, activity in hosts if ray_address is None else []:
+            # a pipeline unused that long goes (its model and memory with it); on a
+            # cluster the hosts retire themselves
             if idle_for([activity], now, started) >= idle_timeout:
                 logger.info("retiring the idle pipeline of %s", activity.get("workspace"))
                 _retire(handle, stop_timeout)
     socket_stop()
-    _drain(namespace, stop_timeout)
+    if ray_address is None:  # a cluster's hosts stay for --continue, and retire when idle
+        _drain(namespace, stop_timeout)
     remove_state(paths, os.getpid())
     with contextlib.suppress(FileNotFoundError):
         paths.socket.unlink()
     children = me.children(recursive=True)
     with contextlib.suppress(Exception):
         ray.shutdown()
-    with contextlib.suppress(Exception):
-        head.kill_all_processes(check_alive=False, allow_graceful=True)
+    if head is not None:
+        with contextlib.suppress(Exception):
+            head.kill_all_processes(check_alive=False, allow_graceful=True)
     _, alive = psutil.wait_procs(children, timeout=5)
     for process in alive:
         with contextlib.suppress(psutil.Error):
@@ -733,7 +789,7 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
     return 0
 
 
-def _serve_socket(paths: ServicePaths) -> Callable[[], None]:
+def _serve_socket(paths: ServicePaths, *, cluster: bool) -> Callable[[], None]:
     """Serve the service's Unix socket on a thread of its own; the function that
     stops it (no new client; the conversations stay in their hosts)."""
     import asyncio
@@ -743,7 +799,7 @@ def _serve_socket(paths: ServicePaths) -> Callable[[], None]:
     listener = bind_socket(paths)
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
-    server = ServiceServer(daemon_host)
+    server = ServiceServer(cluster_host if cluster else daemon_host)
 
     def run() -> None:
         asyncio.set_event_loop(loop)
@@ -825,8 +881,9 @@ def main(argv: list[str] | None = None) -> int:
     serve_parser = sub.add_parser("serve", help="run the service daemon (started by ollm)")
     serve_parser.add_argument("--idle-timeout", type=float, default=1800.0)
     serve_parser.add_argument("--stop-timeout", type=float, default=30.0)
+    serve_parser.add_argument("--ray-address", default=None)
     args = parser.parse_args(argv)
-    return serve(args.idle_timeout, args.stop_timeout)
+    return serve(args.idle_timeout, args.stop_timeout, args.ray_address)
 
 
 if __name__ == "__main__":

@@ -364,7 +364,7 @@ class ServiceConnection:
         from ollm_cli.pipeline.service._daemon import ensure_service
 
         loop = asyncio.get_running_loop()
-        paths = ServicePaths.for_home()
+        paths = ServicePaths.for_home(cluster=self.settings.runtime.ray_address)
         self.state = await loop.run_in_executor(None, ensure_service, self.settings, paths)
         self._reader, self._writer = await _open(paths.socket, self.state)
         self._send_lock = asyncio.Lock()

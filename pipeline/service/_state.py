@@ -60,6 +60,9 @@ class ServiceState(BaseModel):
     version: str
     started_at: float
     home: str
+    cluster: str | None = None
+    """The Ray cluster this service's daemon is a driver of (``runtime.rayAddress``);
+    ``None``: the Ray head is the daemon's own."""
 
     def alive(self) -> bool:
         """The daemon process that wrote this file still runs (the same process, not a
@@ -75,9 +78,14 @@ class ServicePaths:
     folder: Path
 
     @classmethod
-    def for_home(cls, home: Path | None = None) -> ServicePaths:
+    def for_home(cls, home: Path | None = None, *, cluster: str | None = None) -> ServicePaths:
+        """The files of the home's local service, or of its service attached to the Ray
+        cluster at ``cluster`` (a folder of its own: another daemon, state and socket)."""
         root = (home or ollm_home()).expanduser().resolve()
-        return cls(home=root, folder=root / "service")
+        if cluster is None:
+            return cls(home=root, folder=root / "service")
+        digest = hashlib.sha256(cluster.encode()).hexdigest()[:12]
+        return cls(home=root, folder=root / "service" / f"cluster-{digest}")
 
     @property
     def state(self) -> Path:
