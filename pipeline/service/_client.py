@@ -41,6 +41,7 @@ from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.events import EventBus
 from ollm_cli.pipeline.recording import CloseReport, StoreHealth
 from ollm_cli.pipeline.records import Session, SessionSummary
+from ollm_cli.pipeline.service._connection import ServiceConnection
 from ollm_cli.pipeline.service._protocol import (
     AddContext,
     AnswerApproval,
@@ -77,7 +78,6 @@ from ollm_cli.pipeline.service._protocol import (
     TurnEvent,
     TurnFailed,
 )
-from ollm_cli.pipeline.service._socket import ServiceConnection
 
 if TYPE_CHECKING:
     from ollm_cli.pipeline.contract import ConversationContract, HarnessCoordinator, Lifecycle

@@ -52,6 +52,7 @@ from pydantic import BaseModel
 
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import ServiceError
+from ollm_cli.pipeline.service._socket import ServiceServer
 from ollm_cli.pipeline.service._state import (
     ServicePaths,
     ServiceState,
@@ -729,7 +730,7 @@ def serve(idle_timeout: float, stop_timeout: float, ray_address: str | None = No
     signal.signal(signal.SIGINT, on_signal)
     address = ray_address or ray.get_runtime_context().gcs_address
     me = psutil.Process(os.getpid())
-    socket_stop = _serve_socket(paths, cluster=ray_address is not None)
+    server, socket_stop = _serve_socket(paths, cluster=ray_address is not None)
     write_state(
         paths,
         ServiceState(
@@ -759,7 +760,7 @@ def serve(idle_timeout: float, stop_timeout: float, ray_address: str | None = No
             logger.warning("the service's Ray does not answer (%s): stopping", error)
             break
         now = time.time()
-        idle = idle_for([activity for _, activity in hosts], now, started)
+        idle = idle_for([server.activity(), *(activity for _, activity in hosts)], now, started)
         if idle >= idle_timeout:
             logger.info("idle for %.0f s: stopping", idle)
             break
@@ -789,12 +790,14 @@ def serve(idle_timeout: float, stop_timeout: float, ray_address: str | None = No
     return 0
 
 
-def _serve_socket(paths: ServicePaths, *, cluster: bool) -> Callable[[], None]:
-    """Serve the service's Unix socket on a thread of its own; the function that
-    stops it (no new client; the conversations stay in their hosts)."""
+def _serve_socket(
+    paths: ServicePaths, *, cluster: bool
+) -> tuple[ServiceServer, Callable[[], None]]:
+    """Serve the service's Unix socket on a thread of its own; the server and the
+    function that stops it (no new client; the conversations stay in their hosts)."""
     import asyncio
 
-    from ollm_cli.pipeline.service._socket import ServiceServer, bind_socket
+    from ollm_cli.pipeline.service._socket import bind_socket
 
     listener = bind_socket(paths)
     loop = asyncio.new_event_loop()
@@ -815,7 +818,7 @@ def _serve_socket(paths: ServicePaths, *, cluster: bool) -> Callable[[], None]:
         loop.call_soon_threadsafe(stop.set)
         thread.join(timeout=5)
 
-    return stop_serving
+    return server, stop_serving
 
 
 def start_head() -> Any:

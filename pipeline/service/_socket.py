@@ -6,7 +6,8 @@ The service's daemon is the only Ray driver. It listens on
 relays each client's requests (:mod:`ollm_cli.pipeline.service._protocol`) to
 the pipeline host of the client's configuration and workspace; a turn's items
 are written to the client as the host hands them out. A command is a thin
-client (:class:`ServiceConnection`): it imports neither Ray nor the pipeline.
+client (:class:`~ollm_cli.pipeline.service._connection.ServiceConnection`): it
+imports neither Ray nor the pipeline.
 
 Trust, both ways:
 
@@ -20,22 +21,20 @@ Trust, both ways:
 
 Example::
 
-    connection = ServiceConnection(settings, Path.cwd())
-    await connection.start()                  # starts the service when needed
-    reply = await connection.request(RecentSessions(limit=5))
-    await connection.shutdown()
+    listener = bind_socket(ServicePaths.for_home())      # in the daemon
+    await ServiceServer(daemon_host).serve(listener, stop)
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import os
 import socket
 import struct
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +45,7 @@ from ollm_cli.pipeline.errors import OllmError, ServiceError
 from ollm_cli.pipeline.service._protocol import (
     ENDING,
     HEADER,
-    MAX_REPLY_BYTES,
     MAX_REQUEST_BYTES,
-    ClientFrame,
     Failed,
     Hello,
     OpenSession,
@@ -57,14 +54,12 @@ from ollm_cli.pipeline.service._protocol import (
     RunTurn,
     ServiceFrame,
     SessionOpened,
-    SessionRequest,
     TurnItems,
     Welcome,
     decode_client,
-    decode_service,
     encode,
 )
-from ollm_cli.pipeline.service._state import ServicePaths, ServiceState, code_version
+from ollm_cli.pipeline.service._state import ServicePaths, code_version
 
 logger = logging.getLogger(__name__)
 
@@ -161,6 +156,11 @@ class ServiceServer:
     def __init__(self, host_for: Callable[[OllmSettings, Path], Any]) -> None:
         self.host_for = host_for
         self.clients = 0
+        self.last_active = time.time()
+
+    def activity(self) -> dict[str, Any]:
+        """The socket's part of the idle check: a connected client keeps the service."""
+        return {"clients": self.clients, "background": 0, "last_active": self.last_active}
 
     async def serve(self, listener: socket.socket, stop: asyncio.Event) -> None:
         server = await asyncio.start_unix_server(self._client, sock=listener, limit=2**20)
@@ -175,6 +175,7 @@ class ServiceServer:
                 logger.warning("refused a client of another user (uid %d, pid %d)", uid, pid)
                 return
             self.clients += 1
+            self.last_active = time.time()
             await relay.run(reader)
         except (FrameError, ValidationError) as error:
             logger.warning("dropped client %d: a malformed message (%s)", pid, _first_line(error))
@@ -182,6 +183,7 @@ class ServiceServer:
             logger.info("client %d went away", pid)
         finally:
             self.clients -= uid == os.getuid()
+            self.last_active = time.time()
             await relay.close()
 
 
@@ -328,169 +330,8 @@ class _Relay:
             await self.writer.wait_closed()
 
 
-# -------------------------------------------------------------------- client
-
-
-class ServiceConnection:
-    """A command's connection to its home's service (see the module)."""
-
-    def __init__(
-        self,
-        settings: OllmSettings,
-        workspace: Path,
-        *,
-        environment: dict[str, str] | None = None,
-    ) -> None:
-        self.settings = settings
-        self.workspace = workspace
-        self.environment = dict(os.environ if environment is None else environment)
-        self.state: ServiceState | None = None
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._ids = itertools.count(1)
-        self._queues: dict[int, asyncio.Queue[Reply | OllmError]] = {}
-        self._reading: asyncio.Task[None] | None = None
-        self._lost: OllmError | None = None
-        self._send_lock: asyncio.Lock | None = None
-        self._starting: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        """Connect (once), starting the service when needed and allowed."""
-        if self._starting is None:
-            self._starting = asyncio.ensure_future(self._start())
-        await asyncio.shield(self._starting)
-
-    async def _start(self) -> None:
-        from ollm_cli.pipeline.service._daemon import ensure_service
-
-        loop = asyncio.get_running_loop()
-        paths = ServicePaths.for_home(cluster=self.settings.runtime.ray_address)
-        self.state = await loop.run_in_executor(None, ensure_service, self.settings, paths)
-        self._reader, self._writer = await _open(paths.socket, self.state)
-        self._send_lock = asyncio.Lock()
-        self._reading = asyncio.ensure_future(self._read())
-        import psutil
-
-        hello = Hello(
-            version=code_version(),
-            pid=os.getpid(),
-            started=psutil.Process().create_time(),
-            settings=self.settings,
-            workspace=str(self.workspace.resolve()),
-            environment=self.environment,
-        )
-        reply = await self._ask(hello)
-        if isinstance(reply, Failed):
-            raise reply.exception()
-        if not isinstance(reply, Welcome):
-            raise ServiceError(f"the OLLM service answered hello with {reply.type}")
-
-    async def _read(self) -> None:
-        assert self._reader is not None
-        try:
-            while (data := await read_frame(self._reader, MAX_REPLY_BYTES)) is not None:
-                frame = decode_service(data)
-                queue = self._queues.get(frame.id)
-                if queue is not None:
-                    queue.put_nowait(frame.body)
-        except (FrameError, ValidationError, ConnectionError) as error:
-            logger.warning("the OLLM service sent what is not a message: %s", _first_line(error))
-        finally:
-            self._lost = service_lost()
-            for queue in self._queues.values():
-                queue.put_nowait(self._lost)
-
-    async def _send(self, body: Request) -> int:
-        if self._lost is not None:
-            raise self._lost
-        assert self._writer is not None and self._send_lock is not None
-        request_id = next(self._ids)
-        self._queues[request_id] = asyncio.Queue()
-        data = encode(ClientFrame(id=request_id, body=body))
-        async with self._send_lock:
-            try:
-                self._writer.write(data)
-                await self._writer.drain()
-            except ConnectionError:
-                self._queues.pop(request_id, None)
-                raise service_lost() from None
-        return request_id
-
-    async def _next(self, request_id: int) -> Reply:
-        item = await self._queues[request_id].get()
-        if isinstance(item, OllmError):
-            raise item
-        return item
-
-    async def _ask(self, body: Request) -> Reply:
-        request_id = await self._send(body)
-        try:
-            return await self._next(request_id)
-        finally:
-            self._queues.pop(request_id, None)
-
-    async def request(self, body: SessionRequest) -> Reply:
-        """Send ``body``; its one reply (a :class:`Failed` one is raised)."""
-        await self.start()
-        reply = await self._ask(body)
-        if isinstance(reply, Failed):
-            raise reply.exception()
-        return reply
-
-    async def stream(self, body: RunTurn) -> AsyncIterator[Reply]:
-        """Send ``body``; its replies as they come, up to the turn's end."""
-        await self.start()
-        request_id = await self._send(body)
-        try:
-            while True:
-                reply = await self._next(request_id)
-                yield reply
-                if isinstance(reply, (*ENDING, Failed)):
-                    return
-        finally:
-            self._queues.pop(request_id, None)
-
-    async def shutdown(self) -> None:
-        """Leave the service (it keeps running)."""
-        if self._reading is not None:
-            self._reading.cancel()
-            await asyncio.gather(self._reading, return_exceptions=True)
-        if self._writer is not None:
-            with contextlib.suppress(Exception):
-                self._writer.close()
-                await self._writer.wait_closed()
-
-
-async def _open(
-    path: Path, state: ServiceState
-) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """A connection to the service's socket, once its peer is shown to be the daemon
-    of ``state`` run by this user."""
-    address, folder = _reachable_path(path)
-    try:
-        reader, writer = await asyncio.open_unix_connection(address, limit=2**20)
-    except OSError as error:
-        raise ServiceError(
-            f"could not connect to the OLLM service's socket {path} ({type(error).__name__})",
-            hint="`ollm service stop` and try again; see `ollm service logs`",
-        ) from None
-    finally:
-        if folder is not None:
-            os.close(folder)
-    pid, uid = peer(writer.get_extra_info("socket"))
-    if uid != os.getuid() or pid != state.pid:
-        writer.close()
-        raise ServiceError(
-            f"the socket {path} is not the OLLM service's (its peer is process {pid} of "
-            f"user {uid}); it was not used",
-            hint="`ollm service stop` replaces it with the service's own",
-        )
-    return reader, writer
-
-
 __all__ = [
     "FrameError",
-    "ServiceConnection",
     "ServiceServer",
     "bind_socket",
     "read_frame",
