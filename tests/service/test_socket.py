@@ -300,11 +300,11 @@ def test_a_client_of_another_user_is_refused(server: FakeOllama, tmp_path: Path)
             "os.setgid(65534); os.setuid(65534)\n"
             "s = socket.socket(socket.AF_UNIX)\n"
             "s.connect(sys.argv[1])\n"
-            "s.sendall(bytes.fromhex(sys.argv[2]))\n"
             "s.settimeout(30)\n"
             "try:\n"
+            "    s.sendall(bytes.fromhex(sys.argv[2]))\n"
             "    print(len(s.recv(100)))\n"
-            "except ConnectionResetError:\n"
+            "except (BrokenPipeError, ConnectionResetError):\n"
             "    print(0)\n"
         )
         done = subprocess.run(
