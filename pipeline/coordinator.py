@@ -217,7 +217,11 @@ class Coordinator:
                 tags=[*self.tags, *(tags or [])] or None,
             )
             session = await self.runtime.recording.call(RecordingShell.get_session, sid)
-        info: ModelInfo = await self.runtime.provider.call(ProviderShell.model_info, model_name)
+        try:
+            info: ModelInfo = await self.runtime.provider.call(ProviderShell.model_info, model_name)
+        except BaseException:  # an unknown model, a provider down
+            await self._abandon(sid, created=resume is None)
+            raise
         if provider_name == "ollama":
             cap = self.settings.provider.ollama.max_context_window
             info = info.model_copy(update={"context_window": min(info.context_window, cap)})
@@ -245,6 +249,14 @@ class Coordinator:
             )
         )
         return sid
+
+    async def _abandon(self, session_id: str, *, created: bool) -> None:
+        """A start that failed leaves no lock behind, nor the empty session it created."""
+        with contextlib.suppress(OllmError):
+            if created:
+                await self.runtime.recording.call(RecordingShell.discard_if_empty, session_id)
+            else:
+                await self.runtime.recording.call(RecordingShell.close_session, session_id)
 
     async def end_session(self, session_id: str) -> None:
         """Finish background work, save and close the session."""

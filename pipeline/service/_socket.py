@@ -202,6 +202,7 @@ class _Relay:
         self.host: Any = None
         self.hello: Hello | None = None
         self.tasks: set[asyncio.Task[None]] = set()
+        self.client_id = os.urandom(8).hex()
         self._lock = asyncio.Lock()
 
     async def send(self, request_id: int, body: Reply) -> None:
@@ -251,6 +252,9 @@ class _Relay:
         except OllmError as error:
             await self.send(request_id, Failed.of(error))
             return False
+        # the host counts this client as activity (its idle check must not retire it
+        # while the client opens its first session) until the connection ends
+        await self._call(self.host.hello, self.client_id, self.pid, self.started)
         self.hello = hello
         await self.send(request_id, Welcome(version=code_version()))
         return True
@@ -325,6 +329,9 @@ class _Relay:
     async def close(self) -> None:
         for task in list(self.tasks):
             task.cancel()
+        if self.hello is not None:
+            with contextlib.suppress(Exception):
+                await self._call(self.host.bye, self.client_id)
         with contextlib.suppress(Exception):
             self.writer.close()
             await self.writer.wait_closed()

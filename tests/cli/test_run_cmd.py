@@ -6,6 +6,7 @@ real Ollama-speaking server, on every runtime a user can choose: the local servi
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -457,3 +458,97 @@ def test_model_given_with_continue_is_the_model_of_the_next_turn(
         if not str(r["messages"][-1]["content"]).startswith("Write a title")
     ]
     assert asked[0] == MODEL and asked[-1] == "qwen3:8b"
+
+
+def _ollm_run(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*OLLM, "run", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=180
+    )
+
+
+def test_a_failed_start_leaves_no_empty_session_and_no_lock(
+    server: FakeOllama, env: dict[str, str], ollm_home: Path, tmp_path: Path
+) -> None:
+    """An unknown model left an empty session behind, and on the service that session
+    stayed locked ("being written by process ... (ray::PipelineHo)") until the
+    service stopped."""
+    failed = _ollm_run(env, tmp_path, "-p", "hello", "--model", "nosuch:1b")
+    assert failed.returncode == 6, failed.stderr
+    assert "nosuch:1b" in failed.stderr
+    store = sessions(ollm_home)
+    assert store.list_sessions() == []
+    store.close()
+    first = _ollm_run(env, tmp_path, "-p", "hello")
+    assert first.returncode == 0, first.stderr
+    failed = _ollm_run(env, tmp_path, "--continue", "--model", "nosuch:1b", "-p", "again")
+    assert failed.returncode == 6, failed.stderr
+    again = _ollm_run(env, tmp_path, "--continue", "-p", "and again")
+    assert again.returncode == 0, again.stderr
+    assert "being written" not in again.stderr
+    store = sessions(ollm_home)
+    [only] = store.list_sessions()
+    users = [m.text for m in store.get_session(only.session_id).messages if m.role == "user"]
+    assert users == ["hello", "and again"]
+    store.close()
+
+
+def test_retention_says_what_it_moved_to_the_trash(
+    server: FakeOllama, env: dict[str, str], tmp_path: Path
+) -> None:
+    """The "moved N sessions to the trash" line reached only the service's log."""
+    env["OLLM_SERVICES__SESSION__MAX_SESSIONS"] = "1"
+    first = _ollm_run(env, tmp_path, "-p", "one")
+    assert first.returncode == 0, first.stderr
+    second = _ollm_run(env, tmp_path, "-p", "two")
+    assert second.returncode == 0, second.stderr
+    assert "to the trash" in second.stderr
+
+
+LONG = " ".join(f"fact{i} is recorded in the answer" for i in range(80))
+
+
+def test_the_chat_shows_an_automatic_compaction(
+    server: FakeOllama, env: dict[str, str], tmp_path: Path
+) -> None:
+    """The README says the chat shows when a compression starts and finishes; on the
+    service it never did (its events were not delivered between turns)."""
+
+    def reply(body: dict[str, Any]) -> Reply:
+        last = str(body["messages"][-1].get("content", ""))
+        if last.startswith("Write a title"):
+            return Reply.text("Compaction")
+        if last.startswith("You compress the earlier part"):
+            return Reply.text("## Goal\ncompaction\n## Facts\nnone")
+        prompt = len(orjson.dumps(body)) // 4
+        return Reply.text(LONG, chunks=4, prompt_eval_count=prompt)
+
+    server.models[0].context_length = 4096
+    server.default_reply = reply
+    env.update(
+        {
+            "OLLM_SERVICES__COMPRESSION__THRESHOLD": "0.2",
+            "OLLM_SERVICES__COMPRESSION__STRATEGY": "summarize",
+            "OLLM_SERVICES__COMPRESSION__PRESERVE_RECENT": "0",
+            "OLLM_SERVICES__COMPRESSION__RESPONSE_RESERVE": "0",
+        }
+    )
+    child = spawn(env, tmp_path)
+    seen = io.StringIO()
+    child.logfile_read = seen
+    try:
+        for text in ("first long one", "second long one", "third long one"):
+            child.sendline(text)
+            child.expect_exact("fact79")
+            child.expect("› ")
+        child.sendline("/compress keep the facts")
+        child.expect_exact("compressing with the focus: keep the facts")
+        child.expect(r"compressed \(|compression fell back|nothing to compress")
+        child.expect("› ")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    shown = seen.getvalue()
+    assert child.exitstatus == 0, shown
+    assert "Traceback" not in shown
+    assert "in the background" in shown  # the automatic compaction, as it started
