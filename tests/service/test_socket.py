@@ -361,10 +361,12 @@ def test_a_long_home_path_still_reaches_the_socket(tmp_path: Path) -> None:
 
 
 def test_the_thin_client_imports_no_ray(tmp_path: Path) -> None:
-    """What ``ollm run`` imports on the service runtime (its conversations' client)."""
+    """What ``ollm run`` and ``ollm batch`` import on the service runtime (their
+    conversations' client): no Ray, not even the runtime."""
     code = (
         "import sys\n"
         "import ollm_cli.cli.run_cmd, ollm_cli.pipeline.service._client\n"
+        "import ollm_cli.cli.batch_cmd, ollm_cli.pipeline.harness._batch_runner\n"
         "import ollm_cli.pipeline.service._socket, ollm_cli.pipeline.service._protocol\n"
         "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))\n"
         "print('ollm_cli.pipeline.runtime' in sys.modules)\n"
