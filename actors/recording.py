@@ -76,3 +76,12 @@ class RecordingShell(SessionRecorder, ShellBase):
 
     def close(self) -> CloseReport:
         return self.store.close()
+
+    def discard_if_empty(self, session_id: str) -> bool:
+        """Close a session whose start failed; delete it when it holds no message
+        (whether it did)."""
+        self.close_session(session_id)
+        if self.store.get_session(session_id).messages:
+            return False
+        self.store.delete_session(session_id)
+        return True

@@ -39,6 +39,7 @@ from ollm_cli.cli.overrides import (
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.cli.trust_cmd import TrustWorkspaceOption, settle_workspace_trust
 from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.contract import Lifecycle
 from ollm_cli.pipeline.harness import (
     BatchProgress,
     BatchReport,
@@ -48,8 +49,7 @@ from ollm_cli.pipeline.harness import (
     batch_failure,
     load_batch_script,
 )
-from ollm_cli.pipeline.runtime import Runtime
-from ollm_cli.pipeline.service import coordinator_for, open_runtime
+from ollm_cli.pipeline.service import open_conversations
 
 logger = logging.getLogger(__name__)
 
@@ -166,7 +166,7 @@ async def _run(
     quiet: bool,
 ) -> BatchReport:
     workspace = Path.cwd()
-    runtime = open_runtime(settings, workspace)
+    lifecycle, coordinator = open_conversations(settings, workspace)
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -208,11 +208,10 @@ async def _run(
             else contextlib.nullcontext()
         )
         with status:
-            await runtime.start()
+            await lifecycle.start()
         started = True
         for task in (conversations, turns):
             progress.reset(task)  # the clock starts with the batch, not with the pipeline
-        coordinator = coordinator_for(runtime, settings, workspace)
         runners.append(
             BatchRunner(
                 coordinator,
@@ -228,10 +227,10 @@ async def _run(
     finally:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.remove_signal_handler(signal.SIGINT)
-        await stop_runtime(runtime, started=started)
+        await stop_runtime(lifecycle, started=started)
 
 
-async def stop_runtime(runtime: Runtime, *, started: bool) -> None:
+async def stop_runtime(runtime: Lifecycle, *, started: bool) -> None:
     """Shut the pipeline down; after a failed start, never hide why it failed."""
     try:
         await runtime.shutdown()

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from ollm_cli.cli.loop_thread import LoopThread
 from ollm_cli.cli.oversized_prompt import run_turn_within_window
-from ollm_cli.pipeline.coordinator import Coordinator
+from ollm_cli.pipeline.contract import ConversationContract
 from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.events import (
     CompressionFinished,
@@ -63,7 +63,7 @@ def compression_line(event: CompressionFinished) -> str:
     return f"[dim]compressed ({escape(event.strategy)}): {change}[/]"
 
 
-def finish_compressions(loop: LoopThread, coordinator: Coordinator, err: Console) -> None:
+def finish_compressions(loop: LoopThread, coordinator: ConversationContract, err: Console) -> None:
     """At exit: wait for each compression still running (up to
     ``services.compression.finishOnExitS``) behind a spinner that says what it
     does, so that it is recorded; Ctrl-C skips it."""
@@ -93,7 +93,7 @@ class ChatRepl:
         self.console = console
         self.err = err_console
         self.read_line = read_line
-        self.coordinator: Coordinator
+        self.coordinator: ConversationContract
         self.session_id = ""
         self._streaming = False
         self.show_thinking = False

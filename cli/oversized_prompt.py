@@ -25,8 +25,8 @@ from ollm_cli.pipeline.errors import PromptTooLargeError
 
 if TYPE_CHECKING:
     from ollm_cli.cli.loop_thread import LoopThread
-    from ollm_cli.pipeline.coordinator import Coordinator, TurnResult
-    from ollm_cli.pipeline.service import RemoteCoordinator
+    from ollm_cli.pipeline._conversation import TurnResult
+    from ollm_cli.pipeline.contract import ConversationContract
 
 TruncatePromptOption = Annotated[
     bool,
@@ -51,7 +51,7 @@ def cut_to_fit(text: str, error: PromptTooLargeError) -> str:
 
 def run_turn_within_window(
     loop: LoopThread,
-    coordinator: Coordinator | RemoteCoordinator,
+    coordinator: ConversationContract,
     session_id: str,
     text: str,
     *,

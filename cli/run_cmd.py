@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -34,14 +35,12 @@ from ollm_cli.cli.oversized_prompt import TruncatePromptOption, run_turn_within_
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.cli.trust_cmd import TrustWorkspaceOption, settle_workspace_trust
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.coordinator import Coordinator, raise_if_stopped
+from ollm_cli.pipeline._conversation import raise_if_stopped
+from ollm_cli.pipeline.contract import ConversationContract
 from ollm_cli.pipeline.errors import OllmError, SessionNotFoundError, StorageError, UsageError
 from ollm_cli.pipeline.events import ContextNotice, EventBus, LoopDetectedEvent, PipelineEvent
 from ollm_cli.pipeline.recording import CloseReport
-from ollm_cli.pipeline.service import ServiceRuntime, open_runtime
-
-if TYPE_CHECKING:
-    from ollm_cli.pipeline.service import RemoteCoordinator
+from ollm_cli.pipeline.service import open_conversations
 
 
 def run(
@@ -105,108 +104,66 @@ def run(
         ray_address=ray_address,
         no_loop_detection=no_loop_detection,
     )
-    workspace = Path.cwd()
-    if settings.runtime.kind == "service":
-        _run_in_service(
-            settings,
-            workspace,
-            prompt,
-            session,
-            resume,
-            continue_latest,
-            json_output,
-            truncate_prompt=truncate_prompt,
-        )
-        return
-    loop = LoopThread()
-    events = EventBus()
-    pipeline_runtime = open_runtime(settings, workspace)
-    interactive = prompt is None
-    repl = ChatRepl(loop, console, err_console)
-    coordinator = Coordinator(
-        pipeline_runtime,
+    _run(
         settings,
-        workspace=workspace,
-        events=events,
-        ask=repl.ask_approval if interactive and sys.stdin.isatty() else None,
+        Path.cwd(),
+        prompt,
+        session,
+        resume,
+        continue_latest,
+        model,
+        json_output,
+        truncate_prompt=truncate_prompt,
     )
-    repl.coordinator = coordinator
-    repl.truncate_prompt = truncate_prompt
-    started = False
-    failed = False
-    report: CloseReport | None = None
-    try:
-        with err_console.status("starting the pipeline…", spinner="dots"):
-            loop.run(pipeline_runtime.start())
-        started = True
-        session_id = _open_session(loop, coordinator, repl, session, resume, continue_latest)
-        _show_notices(loop, coordinator)
-        if interactive:
-            events.subscribe(repl.render_event)
-            repl.chat(session_id)
-        else:
-            assert prompt is not None
-            events.subscribe(_warn_on_loop, {"loop:detected"})
-            events.subscribe(_warn_on_notice, {"context:notice"})
-            _one_turn(loop, coordinator, session_id, prompt, json_output, truncate_prompt)
-    except BaseException:
-        failed = True
-        raise
-    finally:
-        try:
-            finish_compressions(loop, coordinator, err_console)
-            for sid in list(coordinator.conversations):
-                loop.run(coordinator.end_session(sid))
-        finally:
-            if started:
-                report = _close_recording(loop, coordinator)
-            loop.run(pipeline_runtime.shutdown())
-            loop.close()
-        if report is not None and not report.ok and not failed:
-            raise _not_saved_error(report, settings.services.session.data_dir)
 
 
 run.__doc__ = (run.__doc__ or "") + "\n\n" + EXIT_CODES_HELP
 
 
-def _run_in_service(
+def _run(
     settings: OllmSettings,
     workspace: Path,
     prompt: str | None,
     session: str | None,
     resume: bool,
     continue_latest: bool,
+    model: str | None,
     json_output: bool,
     *,
     truncate_prompt: bool = False,
 ) -> None:
-    """The chat or ``-p`` turn as a thin client of the local service (or of the
-    pipeline host on the Ray cluster at ``runtime.rayAddress``)."""
-    from ollm_cli.pipeline.service import RemoteCoordinator, connect, disconnect, find_service
-
-    on_cluster = settings.runtime.ray_address is not None
-    if not on_cluster and find_service() is None and settings.runtime.service.auto_start:
-        err_console.print(
-            "[dim]starting the OLLM service (it stays for the next commands; "
-            "`ollm service stop` stops it)…[/]"
+    """The chat or the ``-p`` turn, on any runtime, through the conversation contract:
+    in the local service by default (this command is then its thin client), in
+    this process with ``--runtime inprocess`` or ``ray``."""
+    if session is not None and not resume:  # before any service starts for nothing
+        raise UsageError(
+            f"unexpected argument {session!r}",
+            hint="to resume that session use `ollm run --resume ID`; to send a message use -p",
         )
-    connect(settings)
+    _announce_service_start(settings)
     loop = LoopThread()
     events = EventBus()
-    service_runtime = ServiceRuntime(settings, workspace)
     interactive = prompt is None
     repl = ChatRepl(loop, console, err_console)
-    client = RemoteCoordinator(
-        service_runtime,
+    lifecycle, conversations = open_conversations(
+        settings,
+        workspace,
         events=events,
         ask=repl.ask_approval if interactive and sys.stdin.isatty() else None,
     )
-    repl.coordinator = client  # type: ignore[assignment]  # the same interface, remote
+    repl.coordinator = conversations
     repl.truncate_prompt = truncate_prompt
+    started = False
+    failed = False
+    report: CloseReport | None = None
     try:
-        loop.run(service_runtime.start())
-        session_id = _open_session(loop, client, repl, session, resume, continue_latest)
-        _show_notices(loop, client)
+        with err_console.status("starting the pipeline…", spinner="dots"):
+            loop.run(lifecycle.start())
+        started = True
+        session_id = _open_session(
+            loop, conversations, repl, session, resume, continue_latest, model
+        )
+        _show_notices(loop, conversations)
         if interactive:
             events.subscribe(repl.render_event)
             repl.chat(session_id)
@@ -214,51 +171,79 @@ def _run_in_service(
             assert prompt is not None
             events.subscribe(_warn_on_loop, {"loop:detected"})
             events.subscribe(_warn_on_notice, {"context:notice"})
-            _one_turn(loop, client, session_id, prompt, json_output, truncate_prompt)
+            _one_turn(loop, conversations, session_id, prompt, json_output, truncate_prompt)
+    except BaseException:
+        failed = True
+        raise
     finally:
         try:
-            for sid in list(client.conversations):
-                with contextlib.suppress(OllmError):
-                    loop.run(client.end_session(sid))
-            with contextlib.suppress(OllmError):
-                loop.run(service_runtime.shutdown())
+            finish_compressions(loop, conversations, err_console)
+            for sid in list(conversations.conversations):
+                _quietly_if(failed, loop, conversations.end_session(sid))
         finally:
-            loop.close()
-            disconnect()
+            try:
+                if started:
+                    report = _close_recording(loop, conversations)
+                _quietly_if(failed, loop, lifecycle.shutdown())
+            finally:
+                loop.close()
+        if report is not None and not report.ok and not failed:
+            raise _not_saved_error(report, settings.services.session.data_dir)
+
+
+def _quietly_if(failed: bool, loop: LoopThread, step: Coroutine[Any, Any, None]) -> None:
+    """Run a closing step; when the command already failed (the service died under
+    it: exit code 8), a second error from closing does not hide the first."""
+    if not failed:
+        loop.run(step)
+        return
+    with contextlib.suppress(OllmError):
+        loop.run(step)
+
+
+def _announce_service_start(settings: OllmSettings) -> None:
+    """Say so when this command is about to start the local service (seconds)."""
+    if settings.runtime.kind != "service" or settings.runtime.ray_address is not None:
+        return
+    from ollm_cli.pipeline.service import find_service
+
+    if find_service() is None and settings.runtime.service.auto_start:
+        err_console.print(
+            "[dim]starting the OLLM service (it stays for the next commands; "
+            "`ollm service stop` stops it)…[/]"
+        )
 
 
 def _open_session(
     loop: LoopThread,
-    coordinator: Coordinator | RemoteCoordinator,
+    coordinator: ConversationContract,
     repl: ChatRepl,
     session: str | None,
     resume: bool,
     continue_latest: bool,
+    model: str | None,
 ) -> str:
-    if session is not None and not resume:
-        raise UsageError(
-            f"unexpected argument {session!r}",
-            hint="to resume that session use `ollm run --resume ID`; to send a message use -p",
-        )
+    """The session of this command: new, ``--resume [ID]`` or ``--continue``; a
+    ``--model`` given is the model of its turns, resumed or not."""
     if continue_latest:
         recent = loop.run(coordinator.recent_sessions(1))
         if not recent:
             raise SessionNotFoundError(
                 "there is no session to continue", hint="start one with `ollm run`"
             )
-        return loop.run(coordinator.start_session(resume=recent[0].session_id))
+        return loop.run(coordinator.start_session(resume=recent[0].session_id, model=model))
     if resume and session is None:
         session = repl.pick_session()
-    return loop.run(coordinator.start_session(resume=session))
+    return loop.run(coordinator.start_session(resume=session, model=model))
 
 
-def _show_notices(loop: LoopThread, coordinator: Coordinator | RemoteCoordinator) -> None:
+def _show_notices(loop: LoopThread, coordinator: ConversationContract) -> None:
     """Say once what the store did on its own (sessions trashed, records replayed)."""
     for notice in loop.run(coordinator.take_notices()):
         err_console.print(f"[yellow]{escape(notice)}[/]")
 
 
-def _close_recording(loop: LoopThread, coordinator: Coordinator) -> CloseReport | None:
+def _close_recording(loop: LoopThread, coordinator: ConversationContract) -> CloseReport | None:
     """Close the session store; say what it could not write and where it was rescued."""
     try:
         report = loop.run(coordinator.close_recording())
@@ -295,11 +280,6 @@ def _not_saved_error(report: CloseReport, data_dir: Path) -> StorageError:
     )
 
 
-def _warn_on_notice(event: PipelineEvent) -> None:
-    if isinstance(event, ContextNotice):
-        err_console.print(f"[yellow]{escape(event.message)}[/]")
-
-
 def _warn_on_loop(event: PipelineEvent) -> None:
     if isinstance(event, LoopDetectedEvent):
         err_console.print(
@@ -308,9 +288,14 @@ def _warn_on_loop(event: PipelineEvent) -> None:
         )
 
 
+def _warn_on_notice(event: PipelineEvent) -> None:
+    if isinstance(event, ContextNotice):
+        err_console.print(f"[yellow]{escape(event.message)}[/]")
+
+
 def _one_turn(
     loop: LoopThread,
-    coordinator: Coordinator | RemoteCoordinator,
+    coordinator: ConversationContract,
     session_id: str,
     prompt: str,
     json_output: bool,

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ollm_cli.pipeline.compression import ActiveContext, CompressionResult
+from ollm_cli.pipeline.errors import LoopDetectedError
 from ollm_cli.pipeline.loop_detection import LoopEvent
 from ollm_cli.pipeline.providers import ModelInfo
 from ollm_cli.pipeline.records import SessionMessage, ToolCallPart
@@ -92,3 +93,12 @@ class Conversation:
         task = asyncio.ensure_future(work)
         self.background.add(task)
         task.add_done_callback(self.background.discard)
+
+
+def raise_if_stopped(result: TurnResult) -> None:
+    """Raise :class:`LoopDetectedError` when a loop or limit stopped the turn (for ``-p``)."""
+    if result.stopped in {"loop", "limit"} and result.loop is not None:
+        raise LoopDetectedError(
+            f"stopped: {result.loop.kind} ({result.loop.details}, seen {result.loop.count} times)",
+            hint="rephrase the request, or run with --no-loop-detection if this was intended",
+        )

@@ -58,7 +58,13 @@ from ollm_cli.actors.sanitizer import SanitizerShell
 from ollm_cli.actors.tool_worker import ToolWorkerShell
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline._compaction import CompressionScheduler
-from ollm_cli.pipeline._conversation import AskCallback, Conversation, StopReason, TurnResult
+from ollm_cli.pipeline._conversation import (
+    AskCallback,
+    Conversation,
+    StopReason,
+    TurnResult,
+    raise_if_stopped,
+)
 from ollm_cli.pipeline._provider_stream import ProviderStream
 from ollm_cli.pipeline._titles import generate_title
 from ollm_cli.pipeline.compression import (
@@ -68,7 +74,7 @@ from ollm_cli.pipeline.compression import (
     TokenCounter,
 )
 from ollm_cli.pipeline.context_client import ContextClient
-from ollm_cli.pipeline.errors import ActorFailedError, LoopDetectedError, OllmError
+from ollm_cli.pipeline.errors import ActorFailedError, OllmError
 from ollm_cli.pipeline.events import (
     ContextNotice,
     EventBus,
@@ -213,7 +219,11 @@ class Coordinator:
                 tags=[*self.tags, *(tags or [])] or None,
             )
             session = await self.runtime.recording.call(RecordingShell.get_session, sid)
-        info: ModelInfo = await self.runtime.provider.call(ProviderShell.model_info, model_name)
+        try:
+            info: ModelInfo = await self.runtime.provider.call(ProviderShell.model_info, model_name)
+        except BaseException:  # an unknown model, a provider down
+            await self._abandon(sid, created=resume is None)
+            raise
         if provider_name == "ollama":
             cap = self.settings.provider.ollama.max_context_window
             info = info.model_copy(update={"context_window": min(info.context_window, cap)})
@@ -241,6 +251,14 @@ class Coordinator:
             )
         )
         return sid
+
+    async def _abandon(self, session_id: str, *, created: bool) -> None:
+        """A start that failed leaves no lock behind, nor the empty session it created."""
+        with contextlib.suppress(OllmError):
+            if created:
+                await self.runtime.recording.call(RecordingShell.discard_if_empty, session_id)
+            else:
+                await self.runtime.recording.call(RecordingShell.close_session, session_id)
 
     async def end_session(self, session_id: str) -> None:
         """Finish background work, save and close the session."""
@@ -806,12 +824,3 @@ class _ShownText:
             await self.coordinator._record(conversation, message)
         except OllmError as error:
             logger.warning("recording the interrupted answer failed: %s", error)
-
-
-def raise_if_stopped(result: TurnResult) -> None:
-    """Raise :class:`LoopDetectedError` when a loop or limit stopped the turn (for ``-p``)."""
-    if result.stopped in {"loop", "limit"} and result.loop is not None:
-        raise LoopDetectedError(
-            f"stopped: {result.loop.kind} ({result.loop.details}, seen {result.loop.count} times)",
-            hint="rephrase the request, or run with --no-loop-detection if this was intended",
-        )

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
         BatchScriptError,
         load_batch_script,
     )
-    from ollm_cli.pipeline.harness._driver import ContextEditor, HarnessCoordinator
     from ollm_cli.pipeline.harness._load_report import (
         CHART_EXTRA_HINT,
         LoadReport,
@@ -49,8 +48,6 @@ __all__ = [
     "BatchRunner",
     "BatchScript",
     "BatchScriptError",
-    "ContextEditor",
-    "HarnessCoordinator",
     "HarnessOptions",
     "LoadHarness",
     "LoadReport",
@@ -79,7 +76,6 @@ __getattr__ = lazy_exports(
             "BatchScriptError",
             "load_batch_script",
         ),
-        "_driver": ("ContextEditor", "HarnessCoordinator"),
         "_load_report": (
             "CHART_EXTRA_HINT",
             "LoadReport",

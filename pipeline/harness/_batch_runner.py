@@ -44,13 +44,13 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 from pydantic.alias_generators import to_camel
 
+from ollm_cli.pipeline._conversation import TurnResult
 from ollm_cli.pipeline.atomic_file import write_atomic
-from ollm_cli.pipeline.coordinator import TurnResult
+from ollm_cli.pipeline.contract import ConversationContract
 from ollm_cli.pipeline.environment import redact
 from ollm_cli.pipeline.errors import ActorFailedError, OllmError, SessionError
 from ollm_cli.pipeline.events import LoopDetectedEvent, PipelineEvent
 from ollm_cli.pipeline.harness._batch_script import BatchConversation, BatchScript
-from ollm_cli.pipeline.harness._driver import HarnessCoordinator
 from ollm_cli.pipeline.records import Session, SessionMessage, ToolCallPart, now_iso
 
 logger = logging.getLogger(__name__)
@@ -346,7 +346,7 @@ class BatchRunner:
 
     def __init__(
         self,
-        coordinator: HarnessCoordinator,
+        coordinator: ConversationContract,
         script: BatchScript,
         results_path: Path,
         *,

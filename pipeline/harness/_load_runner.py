@@ -39,10 +39,10 @@ from pydantic import Field, model_validator
 
 from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.actors.shell import ShellBase
+from ollm_cli.pipeline.contract import HarnessCoordinator
 from ollm_cli.pipeline.coordinator import TurnResult
 from ollm_cli.pipeline.environment import redact
 from ollm_cli.pipeline.errors import ActorFailedError, OllmError, StorageError
-from ollm_cli.pipeline.harness._driver import HarnessCoordinator
 from ollm_cli.pipeline.harness._load_stats import HarnessModel, LatencyStats
 from ollm_cli.pipeline.harness._load_verify import MISSING_SHOWN, Exchange, Transcript
 from ollm_cli.pipeline.harness._soak_faults import (

@@ -1,4 +1,5 @@
-"""x
+"""The long-lived local OLLM service: its daemon, its socket, its pipeline hosts and
+the thin client of their conversations.
 
 The names below are imported when first used, so that a command that needs
 none of them does not pay for their imports.
@@ -11,7 +12,11 @@ from typing import TYPE_CHECKING
 from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ollm_cli.pipeline.service._client import RemoteCoordinator, coordinator_for
+    from ollm_cli.pipeline.service._client import (
+        RemoteCoordinator,
+        coordinator_for,
+        open_conversations,
+    )
     from ollm_cli.pipeline.service._daemon import (
         connect,
         disconnect,
@@ -31,6 +36,7 @@ __all__ = [
     "coordinator_for",
     "disconnect",
     "find_service",
+    "open_conversations",
     "open_runtime",
     "service_status",
     "start_service",
@@ -40,7 +46,7 @@ __all__ = [
 __getattr__ = lazy_exports(
     __name__,
     {
-        "_client": ("RemoteCoordinator", "coordinator_for"),
+        "_client": ("RemoteCoordinator", "coordinator_for", "open_conversations"),
         "_daemon": (
             "connect",
             "disconnect",

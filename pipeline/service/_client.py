@@ -1,56 +1,89 @@
-"""The thin client of a conversation that runs in the local service.
+"""The thin client of conversations held by the local service.
 
-:class:`RemoteCoordinator` offers what ``ollm run`` and its chat use of a
-:class:`~ollm_cli.pipeline.coordinator.Coordinator` (start, resume and end a session,
-run a turn, the slash commands), while the conversation itself (its active
-context, the turn in flight, its background work) lives in the service's
-:class:`~ollm_cli.pipeline.service._host.PipelineHost`. A turn's events come back by long
-polling and are published on this process's :class:`~ollm_cli.pipeline.events.EventBus`,
-so the chat renders them as before; a tool-approval question comes back the
-same way and the answer goes to the host.
+:class:`RemoteCoordinator` satisfies
+:class:`~ollm_cli.pipeline.contract.ConversationContract` over the service's
+Unix socket (:class:`~ollm_cli.pipeline.service._socket.ServiceConnection`):
+each operation is one typed request, each answer one typed reply, and a
+turn's events are pushed as they happen and published on this process's
+:class:`~ollm_cli.pipeline.events.EventBus`, so the chat renders them as it
+does in-process. A tool-approval question comes the same way; the answer goes
+back as a request. The conversation itself (its active context, the turn in
+flight, its background work) lives in the service's
+:class:`~ollm_cli.pipeline.service._host.PipelineHost`; this process imports no
+Ray.
 
 If the service dies under a call, the call raises
 :class:`~ollm_cli.pipeline.errors.ServiceLostError` (exit code 8).
 
 Example::
 
-    runtime = ServiceRuntime(settings, Path.cwd())
-    await runtime.start()
-    client = RemoteCoordinator(runtime, events=EventBus())
+    connection = ServiceConnection(settings, Path.cwd())
+    client = RemoteCoordinator(connection, events=EventBus())
     sid = await client.start_session()
     result = await client.run_turn(sid, "Hello")
     await client.end_session(sid)
+    await connection.shutdown()
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
-from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.context import ContextSource
-from ollm_cli.pipeline.coordinator import AskCallback, Coordinator, TurnResult
+from ollm_cli.pipeline._conversation import AskCallback, TurnResult
+from ollm_cli.pipeline.compression import CompressionResult, SnapshotInfo
+from ollm_cli.pipeline.context import ContextEntry, ContextSource
 from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.events import EventBus
 from ollm_cli.pipeline.recording import CloseReport, StoreHealth
 from ollm_cli.pipeline.records import Session, SessionSummary
-from ollm_cli.pipeline.runtime import Runtime, _unwrap
-from ollm_cli.pipeline.service._runtime import ServiceRuntime, service_lost
-
-POLL_S = 5.0
-WATCH_S = 0.5
-"""How often a waiting client checks that the service's daemon still runs."""
-LIVE_KINDS = frozenset(
-    {"model:text", "model:thinking", "pipeline:status", "session:message", "tool:call"}
+from ollm_cli.pipeline.service._connection import ServiceConnection
+from ollm_cli.pipeline.service._protocol import (
+    AddContext,
+    AnswerApproval,
+    ApprovalAsked,
+    CancelTurn,
+    Compressed,
+    CompressNow,
+    ContextEntries,
+    EndSession,
+    Failed,
+    GetSession,
+    GetStoreHealth,
+    Health,
+    ListContext,
+    Notices,
+    OpenSession,
+    Pending,
+    PendingEvents,
+    RecentSessions,
+    RemoveContext,
+    Removed,
+    Reply,
+    RunTurn,
+    SessionOpened,
+    SessionRecord,
+    SessionRequest,
+    Sessions,
+    SetTitle,
+    SnapshotNow,
+    SnapshotSaved,
+    TakeNotices,
+    TurnCancelled,
+    TurnEnded,
+    TurnEvent,
+    TurnFailed,
 )
-"""Event kinds shown as they happen: a client that wants one polls for them during
-the turn; one that wants none of them gets the turn's events with its result."""
+
+if TYPE_CHECKING:
+    from ollm_cli.pipeline.contract import ConversationContract, HarnessCoordinator, Lifecycle
+    from ollm_cli.pipeline.runtime import Runtime
+
+ReplyT = TypeVar("ReplyT")
 
 
 @dataclass
@@ -62,13 +95,14 @@ class RemoteConversation:
 
 
 class RemoteContext:
-    """``/context``: the conversation's context entries, through its coordinator."""
+    """``/context``: the conversation's context entries, held by the service."""
 
     def __init__(self, client: RemoteCoordinator) -> None:
         self._client = client
 
-    async def entries(self, session_id: str) -> Any:
-        return await self._client.session_call(session_id, "context.entries", session_id)
+    async def entries(self, session_id: str) -> list[ContextEntry]:
+        reply = await self._client.ask(ListContext(session_id=session_id), ContextEntries)
+        return reply.entries
 
     async def add(
         self,
@@ -80,191 +114,183 @@ class RemoteContext:
         source: ContextSource = "user",
         ttl: float | None = None,
     ) -> None:
-        await self._client.session_call(
-            session_id,
-            "context.add",
-            session_id,
-            key,
-            content,
-            priority=priority,
-            source=source,
-            ttl=ttl,
+        await self._client.connection.request(
+            AddContext(
+                session_id=session_id,
+                key=key,
+                content=content,
+                priority=priority,
+                source=source,
+                ttl=ttl,
+            )
         )
 
-    async def remove(self, session_id: str, key: str) -> Any:
-        return await self._client.session_call(session_id, "context.remove", session_id, key)
+    async def remove(self, session_id: str, key: str) -> bool:
+        reply = await self._client.ask(RemoveContext(session_id=session_id, key=key), Removed)
+        return reply.removed
 
 
 class RemoteCoordinator:
-    """A coordinator's interface, served by the local service (see the module)."""
+    """The conversations of this command, held by the local service (see the module)."""
 
     def __init__(
         self,
-        runtime: ServiceRuntime,
+        connection: ServiceConnection,
         *,
         events: EventBus | None = None,
         ask: AskCallback | None = None,
-        environment: dict[str, str] | None = None,
     ) -> None:
-        self.runtime = runtime
-        self.settings = runtime.settings
+        self.connection = connection
+        self.settings: OllmSettings = connection.settings
         self.events = events or EventBus()
-        self.ask = ask
-        self.environment = dict(os.environ if environment is None else environment)
+        self.ask_user = ask
         self.conversations: dict[str, RemoteConversation] = {}
         self.context = RemoteContext(self)
-        self._pid = os.getpid()
-        self._started: float | None = None
-        self._checked_at = float("-inf")
-        self._alive = True
 
-    @property
-    def host(self) -> Any:
-        return self.runtime.host
-
-    async def _remote(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """Call the host; if the service's daemon dies meanwhile, stop waiting at once
-        (Ray itself would take a minute to give up on its head)."""
-        from ray.exceptions import RayActorError, RayTaskError
-
-        from ollm_cli.pipeline.service._daemon import connected
-
-        call = asyncio.ensure_future(
-            self._await(getattr(self.host, method).remote(*args, **kwargs))
-        )
-        connection = connected()
-        try:
-            while True:
-                done, _ = await asyncio.wait([call], timeout=WATCH_S)
-                if done:
-                    return call.result()
-                if connection is not None and not self._service_alive(connection.state):
-                    call.cancel()
-                    raise service_lost()
-        except RayTaskError as error:
-            raise _unwrap(error) from None
-        except RayActorError as error:
-            raise service_lost(error) from None
-        finally:
-            if not call.done():
-                call.cancel()
-
-    def _service_alive(self, state: Any) -> bool:
-        """Whether the service's daemon runs: asked at most every ``WATCH_S`` however
-        many calls wait (a load has a hundred at once)."""
-        now = time.monotonic()
-        if now - self._checked_at >= WATCH_S:
-            self._checked_at, self._alive = now, bool(state.alive())
-        return self._alive
-
-    @staticmethod
-    async def _await(ref: Any) -> Any:
-        return await ref
+    async def ask(self, request: SessionRequest, reply: type[ReplyT]) -> ReplyT:
+        """Send ``request``; its reply, which must be a ``reply``."""
+        answer: Reply = await self.connection.request(request)
+        if not isinstance(answer, reply):
+            raise OllmError(
+                f"the OLLM service answered {request.type} with {answer.type}",
+                hint="`ollm service stop` and try again (a service of another build?)",
+            )
+        return answer
 
     async def start_session(
         self,
         *,
-        resume: str | None = None,
-        continue_latest: bool = False,
         model: str | None = None,
+        resume: str | None = None,
         title: str | None = None,
         tags: list[str] | None = None,
         system_prompt: str | None = None,
+        continue_latest: bool = False,
     ) -> str:
-        """Attach to a new conversation, or to ``resume`` (as the service holds it);
-        ``title``, ``tags`` and ``system_prompt`` as in
-        :meth:`~ollm_cli.pipeline.coordinator.Coordinator.start_session`."""
-        if self._started is None:
-            import psutil
-
-            self._started = psutil.Process(self._pid).create_time()
-        sid, model_name = await self._remote(
-            "open_session",
-            self._pid,
-            self._started,
-            resume=resume,
-            continue_latest=continue_latest,
-            environment=self.environment,
-            interactive=self.ask is not None,
-            model=model,
-            title=title,
-            tags=tags,
-            system_prompt=system_prompt,
+        """Attach to a new conversation, or to ``resume`` (as the service holds it)."""
+        opened = await self.ask(
+            OpenSession(
+                resume=resume,
+                continue_latest=continue_latest,
+                model=model,
+                title=title,
+                tags=tags,
+                system_prompt=system_prompt,
+                interactive=self.ask_user is not None,
+            ),
+            SessionOpened,
         )
-        self.conversations[sid] = RemoteConversation(sid, model_name)
-        return str(sid)
+        self.conversations[opened.session_id] = RemoteConversation(opened.session_id, opened.model)
+        return opened.session_id
 
     async def end_session(self, session_id: str) -> None:
         """Leave the conversation: the service finishes its background work and closes it."""
         self.conversations.pop(session_id, None)
-        await self._remote("detach", session_id, self._pid)
+        await self.connection.request(EndSession(session_id=session_id))
 
     async def run_turn(self, session_id: str, text: str) -> TurnResult:
-        """Run one turn in the service, publishing here the events this process's
-        subscribers want: as they come when one is shown live (the chat), else with
-        the turn's result, in the one call that runs the turn (a batch, a load)."""
+        """Run one turn in the service, publishing its events here as they come (only
+        the kinds this process's subscribers want travel)."""
         wanted = self.events.wanted()
-        live = wanted is None or bool(wanted & LIVE_KINDS)
         kinds = sorted(wanted) if wanted is not None else None
         try:
-            items, cursor = await self._remote(
-                "start_turn", session_id, self._pid, text, kinds, 0.0 if live else POLL_S
-            )
-            while True:
-                for kind, value in items:
-                    if kind == "event":
-                        self.events.publish(value)
-                    elif kind == "approval":
-                        approved = bool(await self.ask(value)) if self.ask else False
-                        await self._remote("answer", session_id, self._pid, value.id, approved)
-                    elif kind == "result":
-                        result: TurnResult = value
-                        return result
-                    elif kind == "error":
-                        raise value
-                    elif kind == "cancelled":
-                        raise asyncio.CancelledError
-                items, cursor = await self._remote(
-                    "next_events", session_id, self._pid, cursor, POLL_S
-                )
+            async for item in self.connection.stream(
+                RunTurn(session_id=session_id, text=text, kinds=kinds)
+            ):
+                if isinstance(item, TurnEvent):
+                    self.events.publish(item.event)
+                elif isinstance(item, ApprovalAsked):
+                    approved = bool(await self.ask_user(item.call)) if self.ask_user else False
+                    await self.connection.request(
+                        AnswerApproval(
+                            session_id=session_id, call_id=item.call.id, approved=approved
+                        )
+                    )
+                elif isinstance(item, TurnEnded):
+                    return item.result
+                elif isinstance(item, TurnFailed):
+                    raise item.failure.exception()
+                elif isinstance(item, Failed):
+                    raise item.exception()
+                elif isinstance(item, TurnCancelled):
+                    raise asyncio.CancelledError
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
-                await self._remote("cancel_turn", session_id, self._pid)
+                await asyncio.shield(self.connection.request(CancelTurn(session_id=session_id)))
             raise
+        raise OllmError("the OLLM service ended the turn without a result")
 
-    async def session_call(self, session_id: str, method: str, *args: Any, **kwargs: Any) -> Any:
-        return await self._remote("session_call", session_id, self._pid, method, *args, **kwargs)
+    async def _publish_pending(self, session_id: str) -> None:
+        """Show what the conversation did since its last turn (a compression)."""
+        pending = await self.ask(PendingEvents(session_id=session_id), Pending)
+        for event in pending.events:
+            self.events.publish(event)
+
+    # -------------------------------------------------------- slash commands
 
     async def recent_sessions(self, limit: int) -> list[SessionSummary]:
-        """The ``limit`` most recent sessions (for ``/sessions`` and the resume picker)."""
-        return await self.runtime.recording.call(RecordingShell.list_sessions, limit=limit)
+        return (await self.ask(RecentSessions(limit=limit), Sessions)).sessions
 
     async def get_session(self, session_id: str) -> Session:
-        """The session as recorded so far."""
-        return await self.runtime.recording.call(RecordingShell.get_session, session_id)
+        return (await self.ask(GetSession(session_id=session_id), SessionRecord)).session
 
     async def set_title(self, session_id: str, title: str) -> None:
-        """Give the session a title (``/title``)."""
-        await self.runtime.recording.call(RecordingShell.set_title, session_id, title)
+        await self.connection.request(SetTitle(session_id=session_id, title=title))
+
+    async def compress_now(
+        self, session_id: str, focus: str | None = None
+    ) -> CompressionResult | None:
+        reply = await self.ask(CompressNow(session_id=session_id, focus=focus), Compressed)
+        await self._publish_pending(session_id)
+        return reply.result
+
+    async def snapshot_now(self, session_id: str) -> SnapshotInfo:
+        return (await self.ask(SnapshotNow(session_id=session_id), SnapshotSaved)).info
+
+    # -------------------------------------------------------- store and exit
 
     async def store_health(self) -> StoreHealth:
-        """Records waiting for the disk and the last write error (the chat's warning)."""
-        return await self.runtime.recording.call(RecordingShell.health)
+        """The store's health; before every prompt of the chat, so what a conversation
+        did in the background since its turn (a compression) is shown here too."""
+        for session_id in list(self.conversations):
+            with contextlib.suppress(OllmError):
+                await self._publish_pending(session_id)
+        return (await self.ask(GetStoreHealth(), Health)).health
 
     async def take_notices(self) -> list[str]:
-        """Lines the user should see once: what the service's session store did on its own."""
-        return await self.runtime.recording.call(RecordingShell.take_notices)
+        return (await self.ask(TakeNotices(), Notices)).lines
 
     async def close_recording(self) -> CloseReport:
         """Nothing to close here: the service's session store stays open for its other
         clients and is closed, with its report, when the service stops."""
         return CloseReport(ok=True)
 
-    async def compress_now(self, session_id: str, focus: str | None = None) -> Any:
-        return await self.session_call(session_id, "compress_now", session_id, focus)
+    def compression_pending(self, session_id: str) -> str | None:
+        """Nothing to wait for here: the service finishes and records a compression
+        still running after this command leaves (as it does the title and saves)."""
+        return None
 
-    async def snapshot_now(self, session_id: str) -> Any:
-        return await self.session_call(session_id, "snapshot_now", session_id)
+    async def finish_compression(self, session_id: str) -> bool:
+        return True
+
+    async def skip_compression(self, session_id: str) -> None:
+        """The service's compression goes on; it costs this command nothing."""
+
+
+class RemoteHarness(RemoteCoordinator):
+    """The conversations of a batch or load run in the service, and the shells they
+    run on (the store, memory and inbox depths the harness samples)."""
+
+    def __init__(
+        self,
+        connection: ServiceConnection,
+        runtime: Runtime,
+        *,
+        events: EventBus | None = None,
+        ask: AskCallback | None = None,
+    ) -> None:
+        super().__init__(connection, events=events, ask=ask)
+        self.runtime = runtime
 
 
 def coordinator_for(
@@ -273,20 +299,47 @@ def coordinator_for(
     workspace: Path,
     *,
     events: EventBus | None = None,
-) -> Coordinator | RemoteCoordinator:
-    """The coordinator of a batch or load run on ``runtime``: on the local service's
-    runtime the conversations live in the service (a :class:`RemoteCoordinator`),
-    so their background work and a turn in flight outlive the command; on any other
-    runtime they run in this process."""
+    ask: AskCallback | None = None,
+) -> HarnessCoordinator:
+    """The conversations of a batch or load run on ``runtime``: on the local
+    service's runtime they live in the service (their background work and a turn in
+    flight outlive the command); on any other runtime they run in this process."""
+    from ollm_cli.pipeline.coordinator import Coordinator
+    from ollm_cli.pipeline.service._runtime import ServiceRuntime
+
     if isinstance(runtime, ServiceRuntime):
-        return RemoteCoordinator(runtime, events=events)
-    return Coordinator(runtime, settings, workspace=workspace, events=events, ask=None)
+        return RemoteHarness(
+            ServiceConnection(settings, workspace), runtime, events=events, ask=ask
+        )
+    return Coordinator(runtime, settings, workspace=workspace, events=events, ask=ask)
+
+
+def open_conversations(
+    settings: OllmSettings,
+    workspace: Path,
+    *,
+    events: EventBus | None = None,
+    ask: AskCallback | None = None,
+) -> tuple[Lifecycle, ConversationContract]:
+    """The conversations of ``ollm run`` and what to start and shut down around them,
+    on ``settings.runtime.kind``: on the service (the default) a connection to its
+    socket and the thin client over it, which imports no Ray; else a runtime of
+    this command's own and a coordinator on it."""
+    if settings.runtime.kind == "service":
+        connection = ServiceConnection(settings, workspace)
+        return connection, RemoteCoordinator(connection, events=events, ask=ask)
+    from ollm_cli.pipeline.coordinator import Coordinator
+    from ollm_cli.pipeline.runtime import create_runtime
+
+    runtime = create_runtime(settings, workspace)
+    return runtime, Coordinator(runtime, settings, workspace=workspace, events=events, ask=ask)
 
 
 __all__ = [
-    "OllmError",
     "RemoteContext",
     "RemoteConversation",
     "RemoteCoordinator",
+    "RemoteHarness",
     "coordinator_for",
+    "open_conversations",
 ]

@@ -54,6 +54,7 @@ from pydantic import BaseModel
 from ollm_cli.config.paths import private_dir_problem, ray_temp_dir
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import ServiceError
+from ollm_cli.pipeline.service._socket import ServiceServer
 from ollm_cli.pipeline.service._state import (
     ServicePaths,
     ServiceState,
@@ -69,6 +70,8 @@ from ollm_cli.pipeline.service._state import (
 logger = logging.getLogger(__name__)
 
 HOST_PREFIX = "pipeline-"
+CLUSTER_REFUSED = 3
+"""The daemon's exit code when the Ray cluster it was to attach to refused it."""
 OBJECT_STORE_BYTES = 128 * 1024 * 1024
 
 
@@ -170,6 +173,8 @@ def _members(state: ServiceState) -> list[Any]:
     import psutil
 
     marker = f"={state.address}"
+    if state.cluster is not None:  # a cluster's processes are not ours to stop
+        marker = "\0"
     token = str(ServicePaths.for_home(Path(state.home)).token)
     uid = os.getuid()
     roots = []
@@ -240,9 +245,14 @@ def start_service(
 def _spawn(
     settings: OllmSettings, paths: ServicePaths, while_starting: Callable[[], None] | None = None
 ) -> ServiceState:
-    ensure_token(paths)
+    cluster = settings.runtime.ray_address
     service = settings.runtime.service
-    env = {**os.environ, **ray_environment(paths), "OLLM_HOME": str(paths.home)}
+    env = {**os.environ, "OLLM_HOME": str(paths.home)}
+    if cluster is None:  # this home's own Ray and token; a cluster has its own token
+        ensure_token(paths)
+        env.update(ray_environment(paths))
+    else:
+        paths.ensure()
     env.pop("RAY_ADDRESS", None)
     # the folder holding our top-level package, whatever the package is named (not
     # resolved: an editable install's link tree is that folder, not the repository)
@@ -259,6 +269,7 @@ def _spawn(
         str(service.idle_timeout),
         "--stop-timeout",
         str(service.stop_timeout),
+        *(["--ray-address", cluster] if cluster else []),
     ]
     with open(paths.log, "ab") as log:
         os.chmod(paths.log, 0o600)
@@ -281,6 +292,13 @@ def _spawn(
         state = read_state(paths)
         if state is not None and state.pid == daemon.pid:
             return state
+        if daemon.poll() is not None and daemon.returncode == CLUSTER_REFUSED:
+            raise ServiceError(
+                f"could not connect to the Ray cluster at {cluster}",
+                hint="check runtime.rayAddress (--ray-address HOST:PORT), that the head "
+                "runs, and the cluster's token (RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token); "
+                f"see {paths.log}",
+            )
         if daemon.poll() is not None:
             raise ServiceError(
                 f"the OLLM service could not start (exit code {daemon.returncode})",
@@ -321,6 +339,28 @@ def connect(settings: OllmSettings, *, start: bool | None = None) -> Connection:
         _ray_connect(paths, state)
         _connection = Connection(paths, state)
         return _connection
+
+
+def ensure_service(settings: OllmSettings, paths: ServicePaths | None = None) -> ServiceState:
+    """The running service of this home, started when needed (and
+    ``runtime.service.autoStart`` allows): what a thin client needs before it
+    opens the service's socket. Imports no Ray (unless a service of another
+    version must be stopped first). With ``runtime.rayAddress`` it is the service
+    attached to that cluster as its driver (files of its own, see
+    :meth:`ServicePaths.for_home`)."""
+    paths = paths or ServicePaths.for_home(cluster=settings.runtime.ray_address)
+    state = find_service(paths)
+    if state is not None and state.version != code_version():
+        state = _replace_other_version(settings, paths, state)
+    if state is None:
+        if not settings.runtime.service.auto_start:
+            raise ServiceError(
+                "the OLLM service is not running",
+                hint="start it with `ollm service start` (or set runtime.service.autoStart "
+                "to true), or run with --runtime inprocess",
+            )
+        state = start_service(settings, paths)
+    return state
 
 
 def _cluster_connect(paths: ServicePaths, address: str) -> Connection:
@@ -461,35 +501,81 @@ def settings_key(settings: OllmSettings, workspace: Path) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def pipeline_host(settings: OllmSettings, workspace: Path) -> Any:
-    """The pipeline host for this configuration and workspace, created on first use
-    as a named detached actor of the service, and ready."""
+def host_actor(
+    settings: OllmSettings,
+    workspace: Path,
+    namespace: str,
+    *,
+    variables: dict[str, str] | None = None,
+) -> Any:
+    """The pipeline host for this configuration and workspace in ``namespace``,
+    created on first use as a named detached actor, and ready (this process is a
+    Ray driver: the daemon, or a client attached to a cluster). ``variables``: the
+    environment its process needs (on a cluster, whose workers lack ours)."""
     import ray
 
     from ollm_cli.pipeline.service._host import PipelineHost, host_name
 
-    name = host_name(settings_key(settings, workspace))
+    remote: Any = ray.remote(PipelineHost)
+    options: dict[str, Any] = {}
+    if variables is not None:
+        options["runtime_env"] = {"env_vars": variables}
+    handle = remote.options(
+        name=host_name(settings_key(settings, workspace)),
+        namespace=namespace,
+        lifetime="detached",
+        get_if_exists=True,
+        num_cpus=0,
+        max_concurrency=1000,
+        max_restarts=0,
+        **options,
+    ).remote(settings, str(workspace.resolve()), code_version())
+    ray.get(handle.ready.remote())
+    return handle
+
+
+def daemon_host(settings: OllmSettings, workspace: Path) -> Any:
+    """The daemon's :func:`host_actor` for a client of its socket; what failed, as a
+    :class:`ServiceError`."""
+    import ray
+
+    try:
+        return host_actor(settings, workspace, ray.get_runtime_context().namespace)
+    except Exception as error:
+        raise ServiceError(
+            f"the OLLM service could not start a pipeline ({type(error).__name__}: {error})",
+            hint="see `ollm service logs`; or run with --runtime inprocess",
+        ) from None
+
+
+def cluster_host(settings: OllmSettings, workspace: Path) -> Any:
+    """:func:`daemon_host` on a Ray cluster, whose workers do not have our variables."""
+    import ray
+
+    variables = {k: v for k, v in os.environ.items() if k.startswith("OLLM_")}
+    variables["OLLM_HOME"] = str(ServicePaths.for_home().home)
+    try:
+        return host_actor(
+            settings, workspace, ray.get_runtime_context().namespace, variables=variables
+        )
+    except Exception as error:
+        raise ServiceError(
+            f"the Ray cluster could not start a pipeline ({type(error).__name__}: {error})",
+            hint="see `ollm service logs`; or run with --runtime inprocess",
+        ) from None
+
+
+def pipeline_host(settings: OllmSettings, workspace: Path) -> Any:
+    """The pipeline host for this configuration and workspace, for a client that is
+    a Ray driver itself (a batch or load run's shells, a cluster's conversations)."""
     for attempt in (1, 2):
         connection = connect(settings)
-        remote: Any = ray.remote(PipelineHost)
-        options: dict[str, Any] = {}
+        variables = None
         if connection.cluster:  # the cluster's workers do not have this command's variables
             variables = {k: v for k, v in os.environ.items() if k.startswith("OLLM_")}
             variables["OLLM_HOME"] = str(connection.paths.home)
-            options["runtime_env"] = {"env_vars": variables}
         try:
-            handle = remote.options(
-                name=name,
-                namespace=connection.state.namespace,
-                lifetime="detached",
-                get_if_exists=True,
-                num_cpus=0,
-                max_concurrency=1000,
-                max_restarts=0,
-                **options,
-            ).remote(settings, str(workspace.resolve()), code_version())
-            ray.get(handle.ready.remote())
-            return handle
+            return host_actor(settings, workspace, connection.state.namespace, variables=variables)
         except Exception as error:
             # the service may have been stopping (idle) as this command reached it:
             # the next connect finds it gone and starts a new one, once
@@ -633,11 +719,13 @@ def idle_for(activities: Sequence[dict[str, Any]], now: float, since: float) -> 
     return max(0.0, now - last)
 
 
-def serve(idle_timeout: float, stop_timeout: float) -> int:
-    """The daemon: start Ray, publish the state, watch for idleness and SIGTERM."""
-    paths = ServicePaths.for_home()
-    ensure_token(paths)
-    os.environ.update(ray_environment(paths))
+def serve(idle_timeout: float, stop_timeout: float, ray_address: str | None = None) -> int:
+    """The daemon: start Ray (or attach to the cluster at ``ray_address`` as its
+    driver), serve the socket, publish the state, watch for idleness and SIGTERM."""
+    paths = ServicePaths.for_home(cluster=ray_address)
+    if ray_address is None:
+        ensure_token(paths)
+        os.environ.update(ray_environment(paths))
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s service %(levelname)s %(message)s", force=True
     )
@@ -652,20 +740,37 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
 
     namespace = paths.namespace
     started = time.time()
-    temp_dir, removable = ray_temp_dir(paths.folder / "ray")
-    head = start_head(temp_dir)
-    ray.init(
-        address=head.gcs_address,
-        namespace=namespace,
-        log_to_driver=False,
-        configure_logging=False,
-    )
-    logger.info("Ray head started in %.2f s", time.time() - started)
+    head = None
+    temp_dir: Path | None = None
+    removable: Path | None = None
+    if ray_address is None:
+        temp_dir, removable = ray_temp_dir(paths.folder / "ray")
+        head = start_head(temp_dir)
+        ray.init(
+            address=head.gcs_address,
+            namespace=namespace,
+            log_to_driver=False,
+            configure_logging=False,
+        )
+        logger.info("Ray head started in %.2f s", time.time() - started)
+    else:
+        try:
+            ray.init(
+                address=ray_address,
+                namespace=namespace,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+        except Exception as error:  # its text is Ray's, not ours to show: its type only
+            logger.error("could not attach to the Ray cluster at %s: %s", ray_address, error)
+            return CLUSTER_REFUSED
+        logger.info("attached to the Ray cluster at %s", ray_address)
     # after ray.init: Ray installs its own handlers, which would end us undrained
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    address = ray.get_runtime_context().gcs_address
+    address = ray_address or ray.get_runtime_context().gcs_address
     me = psutil.Process(os.getpid())
+    server, socket_stop = _serve_socket(paths, cluster=ray_address is not None)
     write_state(
         paths,
         ServiceState(
@@ -677,7 +782,8 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
             version=code_version(),
             started_at=started,
             home=str(paths.home),
-            ray_temp=str(temp_dir),
+            ray_temp=str(temp_dir or ""),
+            cluster=ray_address,
         ),
     )
     logger.info(
@@ -688,32 +794,39 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
         os.getpid(),
     )
     check_s = min(5.0, max(idle_timeout / 4, 0.2))
-    session_dir = Path(head.get_session_dir_path())
+    session_dir = Path(head.get_session_dir_path()) if head is not None else None
     while not stopping.wait(check_s):
         # a new worker of Ray opens them again (the folder above them stays private)
-        _close_ray_folders(temp_dir, session_dir)
+        if temp_dir is not None and session_dir is not None:
+            _close_ray_folders(temp_dir, session_dir)
         try:
             hosts = _host_activities(namespace)
         except Exception as error:  # Ray itself is gone: nothing to serve
             logger.warning("the service's Ray does not answer (%s): stopping", error)
             break
         now = time.time()
-        idle = idle_for([activity for _, activity in hosts], now, started)
+        idle = idle_for([server.activity(), *(activity for _, activity in hosts)], now, started)
         if idle >= idle_timeout:
             logger.info("idle for %.0f s: stopping", idle)
             break
-        for handle, activity in hosts:
-            # a pipeline unused that long goes (its model and memory with it)
+        for handle, activity in hosts if ray_address is None else []:
+            # a pipeline unused that long goes (its model and memory with it); on a
+            # cluster the hosts retire themselves
             if idle_for([activity], now, started) >= idle_timeout:
                 logger.info("retiring the idle pipeline of %s", activity.get("workspace"))
                 _retire(handle, stop_timeout)
-    _drain(namespace, stop_timeout)
+    socket_stop()
+    if ray_address is None:  # a cluster's hosts stay for --continue, and retire when idle
+        _drain(namespace, stop_timeout)
     remove_state(paths, os.getpid())
+    with contextlib.suppress(FileNotFoundError):
+        paths.socket.unlink()
     children = me.children(recursive=True)
     with contextlib.suppress(Exception):
         ray.shutdown()
-    with contextlib.suppress(Exception):
-        head.kill_all_processes(check_alive=False, allow_graceful=True)
+    if head is not None:
+        with contextlib.suppress(Exception):
+            head.kill_all_processes(check_alive=False, allow_graceful=True)
     _, alive = psutil.wait_procs(children, timeout=5)
     for process in alive:
         with contextlib.suppress(psutil.Error):
@@ -722,6 +835,37 @@ def serve(idle_timeout: float, stop_timeout: float) -> int:
         shutil.rmtree(removable, ignore_errors=True)
     logger.info("stopped")
     return 0
+
+
+def _serve_socket(
+    paths: ServicePaths, *, cluster: bool
+) -> tuple[ServiceServer, Callable[[], None]]:
+    """Serve the service's Unix socket on a thread of its own; the server and the
+    function that stops it (no new client; the conversations stay in their hosts)."""
+    import asyncio
+
+    from ollm_cli.pipeline.service._socket import bind_socket
+
+    listener = bind_socket(paths)
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    server = ServiceServer(cluster_host if cluster else daemon_host)
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(server.serve(listener, stop))
+        except Exception:
+            logger.exception("the service's socket stopped")
+
+    thread = threading.Thread(target=run, name="ollm-socket", daemon=True)
+    thread.start()
+
+    def stop_serving() -> None:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=5)
+
+    return server, stop_serving
 
 
 def start_head(temp_dir: Path) -> Any:
@@ -833,8 +977,9 @@ def main(argv: list[str] | None = None) -> int:
     serve_parser = sub.add_parser("serve", help="run the service daemon (started by ollm)")
     serve_parser.add_argument("--idle-timeout", type=float, default=1800.0)
     serve_parser.add_argument("--stop-timeout", type=float, default=30.0)
+    serve_parser.add_argument("--ray-address", default=None)
     args = parser.parse_args(argv)
-    return serve(args.idle_timeout, args.stop_timeout)
+    return serve(args.idle_timeout, args.stop_timeout, args.ray_address)
 
 
 if __name__ == "__main__":

@@ -46,9 +46,48 @@ from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.coordinator import Coordinator, TurnResult
 from ollm_cli.pipeline.errors import OllmError, SessionLockedError, SessionNotFoundError
-from ollm_cli.pipeline.events import EventBus, PipelineEvent
+from ollm_cli.pipeline.events import AnyEvent, EventBus, PipelineEvent
 from ollm_cli.pipeline.records import ToolCallPart
 from ollm_cli.pipeline.runtime import InProcessRuntime, Service
+from ollm_cli.pipeline.service._protocol import (
+    SETTLING,
+    AddContext,
+    AnswerApproval,
+    ApprovalAsked,
+    CancelTurn,
+    Compressed,
+    CompressNow,
+    ContextEntries,
+    Done,
+    EndSession,
+    Failed,
+    GetSession,
+    GetStoreHealth,
+    Health,
+    ListContext,
+    Notices,
+    OpenSession,
+    Pending,
+    PendingEvents,
+    RecentSessions,
+    RemoveContext,
+    Removed,
+    Reply,
+    RunTurn,
+    SessionRecord,
+    SessionRequest,
+    Sessions,
+    SetTitle,
+    SnapshotNow,
+    SnapshotSaved,
+    TakeNotices,
+    TurnCancelled,
+    TurnEnded,
+    TurnEvent,
+    TurnFailed,
+    TurnItem,
+    TurnItems,
+)
 from ollm_cli.pipeline.service._state import process_alive
 
 logger = logging.getLogger(__name__)
@@ -57,8 +96,6 @@ WATCH_S = 0.5
 """How often the host looks for clients that died."""
 KEEP_EVENTS = 4096
 """A conversation keeps at most this many events no client has read."""
-SETTLING = frozenset({"result", "error", "cancelled", "approval"})
-"""Items after which a turn waits for its client: it ended, or it asks a question."""
 
 
 @dataclass
@@ -79,9 +116,11 @@ class Hosted:
     session_id: str
     coordinator: Coordinator
     client: Client | None
-    items: list[tuple[str, Any]] = field(default_factory=list)
+    items: list[TurnItem] = field(default_factory=list)
     first: int = 0
     """The index of ``items[0]`` among every item this conversation produced."""
+    read: int = 0
+    """The index of the first item its client has not read."""
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     turn: asyncio.Task[None] | None = None
     approvals: dict[str, asyncio.Future[bool]] = field(default_factory=dict)
@@ -89,8 +128,8 @@ class Hosted:
     kinds: frozenset[str] | None = None
     """The event kinds the client wants (``None``: every kind)."""
 
-    def push(self, kind: str, value: Any) -> None:
-        self.items.append((kind, value))
+    def push(self, item: TurnItem) -> None:
+        self.items.append(item)
         if len(self.items) > KEEP_EVENTS:  # nobody reads: keep the newest
             drop = len(self.items) - KEEP_EVENTS
             del self.items[:drop]
@@ -260,7 +299,7 @@ class PipelineHost:
         """An event of a hosted conversation goes to its client, if of a kind it wants."""
         hosted = self.hosted.get(event.session_id)
         if hosted is not None and (hosted.kinds is None or event.kind in hosted.kinds):
-            hosted.push("event", event)
+            hosted.push(TurnEvent(event=event))
 
     def _wire(self, hosted: Hosted) -> None:
         if hosted.coordinator.approval.interactive:
@@ -282,7 +321,7 @@ class PipelineHost:
                 return False  # nobody to ask: a tool that needs approval is not run
             future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
             hosted.approvals[call.id] = future
-            hosted.push("approval", call)
+            hosted.push(ApprovalAsked(call=call))
             try:
                 return await future
             finally:
@@ -308,7 +347,7 @@ class PipelineHost:
         text: str,
         kinds: list[str] | None = None,
         wait_s: float = 0.0,
-    ) -> tuple[list[tuple[str, Any]], int]:
+    ) -> TurnItems:
         """Start a turn whose events of ``kinds`` (``None``: all) the client wants; what
         it published within ``wait_s`` (up to its result) and the cursor from which
         :meth:`next_events` reports the rest."""
@@ -319,40 +358,46 @@ class PipelineHost:
             )
         self._touch()
         hosted.kinds = frozenset(kinds) if kinds is not None else None
-        cursor = hosted.first + len(hosted.items)
+        # what happened since the client last read (a compression that finished in
+        # the background) comes first; what ended an earlier turn does not
+        unread = max(hosted.read - hosted.first, 0)
+        events = [item for item in hosted.items[unread:] if isinstance(item, TurnEvent)]
+        del hosted.items[unread:]
+        hosted.items.extend(events)
+        cursor = hosted.read
         hosted.turn = asyncio.ensure_future(self._run_turn(hosted, text))
         if wait_s <= 0:
-            return [], cursor
+            return TurnItems(items=[], cursor=cursor)
         return await self._take(hosted, cursor, wait_s, until_done=True)
 
     async def _run_turn(self, hosted: Hosted, text: str) -> None:
         try:
             result = await hosted.coordinator.run_turn(hosted.session_id, text)
         except asyncio.CancelledError:
-            hosted.push("cancelled", None)
-        except BaseException as error:  # the client re-raises it (OllmErrors pickle)
-            hosted.push("error", error if isinstance(error, OllmError) else OllmError(str(error)))
+            hosted.push(TurnCancelled())
+        except BaseException as error:  # the client raises it again, by its class
+            hosted.push(TurnFailed(failure=Failed.of(error)))
         else:
-            hosted.push("result", result)
+            hosted.push(TurnEnded(result=result))
         finally:
             self._touch()
 
     async def next_events(
         self, session_id: str, pid: int, cursor: int, wait_s: float = 5.0
-    ) -> tuple[list[tuple[str, Any]], int]:
+    ) -> TurnItems:
         """The items after ``cursor`` (waiting up to ``wait_s`` for one) and the new cursor."""
         return await self._take(self._held(session_id, pid), cursor, wait_s)
 
     async def _take(
         self, hosted: Hosted, cursor: int, wait_s: float, *, until_done: bool = False
-    ) -> tuple[list[tuple[str, Any]], int]:
+    ) -> TurnItems:
         """The items after ``cursor``, waiting up to ``wait_s`` for one (with
         ``until_done``: for the turn to end or to ask for an approval, so a quick
         turn's events and result come back at once)."""
         deadline = asyncio.get_running_loop().time() + wait_s
         while True:
             new = hosted.items[max(cursor - hosted.first, 0) :]
-            if new and (not until_done or any(kind in SETTLING for kind, _ in new)):
+            if new and (not until_done or any(isinstance(item, SETTLING) for item in new)):
                 break
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:
@@ -366,7 +411,15 @@ class PipelineHost:
         end = hosted.first + len(hosted.items)
         del hosted.items[:start]
         hosted.first += start
-        return items, end
+        hosted.read = end
+        return TurnItems(items=items, cursor=end)
+
+    async def pending(self, session_id: str, pid: int) -> list[AnyEvent]:
+        """The events of the conversation its client has not read (a compression it
+        asked for, one that finished in the background), at once."""
+        hosted = self._held(session_id, pid)
+        unread = await self._take(hosted, hosted.read, 0.0)
+        return [item.event for item in unread.items if isinstance(item, TurnEvent)]
 
     async def answer(self, session_id: str, pid: int, call_id: str, approved: bool) -> None:
         """The user's answer to a tool-approval question."""
@@ -381,19 +434,75 @@ class PipelineHost:
             hosted.turn.cancel()
             await asyncio.gather(hosted.turn, return_exceptions=True)
 
-    async def session_call(
-        self, session_id: str, pid: int, method: str, *args: Any, **kwargs: Any
-    ) -> Any:
-        """A slash command on the conversation (``compress_now``, ``snapshot_now``,
-        ``context.entries``, ...), run by its coordinator."""
-        hosted = self._held(session_id, pid)
+    async def handle(self, pid: int, request: SessionRequest) -> Reply:
+        """A request of the client ``pid`` on its conversations (a slash command, the
+        store's health, ...), answered by a reply of its own type; an
+        :class:`~ollm_cli.pipeline.errors.OllmError` is answered as :class:`Failed`."""
+        await self.ready()
         self._touch()
-        target: Any = hosted.coordinator
-        for part in method.split("."):
-            if part.startswith("_"):
-                raise OllmError(f"no such session operation {method!r}")
-            target = getattr(target, part)
-        return await target(*args, **kwargs)
+        try:
+            return await self._handle(pid, request)
+        except OllmError as error:
+            return Failed.of(error)
+        finally:
+            self._touch()
+
+    async def _handle(self, pid: int, request: SessionRequest) -> Reply:
+        recording = self.runtime.recording
+        match request:
+            case ListContext(session_id=sid):
+                entries = await self._held(sid, pid).coordinator.context.entries(sid)
+                return ContextEntries(entries=entries)
+            case AddContext():
+                coordinator = self._held(request.session_id, pid).coordinator
+                await coordinator.context.add(
+                    request.session_id,
+                    request.key,
+                    request.content,
+                    priority=request.priority,
+                    source=request.source,
+                    ttl=request.ttl,
+                )
+                return Done()
+            case RemoveContext(session_id=sid, key=key):
+                removed = await self._held(sid, pid).coordinator.context.remove(sid, key)
+                return Removed(removed=removed)
+            case CompressNow(session_id=sid, focus=focus):
+                result = await self._held(sid, pid).coordinator.compress_now(sid, focus)
+                return Compressed(result=result)
+            case SnapshotNow(session_id=sid):
+                info = await self._held(sid, pid).coordinator.snapshot_now(sid)
+                return SnapshotSaved(info=info)
+            case AnswerApproval(session_id=sid, call_id=call_id, approved=approved):
+                await self.answer(sid, pid, call_id, approved)
+                return Done()
+            case CancelTurn(session_id=sid):
+                await self.cancel_turn(sid, pid)
+                return Done()
+            case EndSession(session_id=sid):
+                await self.detach(sid, pid)
+                return Done()
+            case RecentSessions(limit=limit):
+                found = await recording.call(RecordingShell.list_sessions, limit=limit)
+                return Sessions(sessions=found)
+            case GetSession(session_id=sid):
+                session = await recording.call(RecordingShell.get_session, sid)
+                return SessionRecord(session=session)
+            case SetTitle(session_id=sid, title=title):
+                await recording.call(RecordingShell.set_title, sid, title)
+                return Done()
+            case GetStoreHealth():
+                return Health(health=await recording.call(RecordingShell.health))
+            case TakeNotices():
+                return Notices(lines=await recording.call(RecordingShell.take_notices))
+            case PendingEvents(session_id=sid):
+                return Pending(events=await self.pending(sid, pid))
+            case OpenSession() | RunTurn():
+                raise OllmError(
+                    f"{request.type} has its own call on the pipeline host",
+                    hint="this is a bug of OLLM's client: report it",
+                )
+        raise OllmError(f"unknown request {type(request).__name__}")  # pragma: no cover
 
     async def detach(self, session_id: str, pid: int) -> None:
         """The client is done with the conversation: finish its background work, then

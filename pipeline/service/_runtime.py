@@ -26,6 +26,7 @@ from ollm_cli.pipeline.runtime import (
     _unwrap,
     create_runtime,
 )
+from ollm_cli.pipeline.service._socket import service_lost
 
 
 class HostService(Service[Any]):
@@ -50,18 +51,6 @@ class HostService(Service[Any]):
 
     async def memory_rss(self) -> int:
         return int(await self.host.memory_rss.remote())
-
-
-def service_lost(error: BaseException | None = None) -> OllmError:
-    """The error a client raises when the local service died under it (exit code 8)."""
-    from ollm_cli.pipeline.errors import ServiceLostError
-
-    detail = f" ({type(error).__name__})" if error is not None else ""
-    return ServiceLostError(
-        f"the OLLM service stopped while serving this command{detail}",
-        hint="everything acknowledged before this point is saved; run the command again "
-        "(it starts a new service), and see `ollm service logs`",
-    )
 
 
 class ServiceRuntime(Runtime):

@@ -8,6 +8,8 @@
 - ``token``: Ray's authentication token for this service, mode 0600. Only a
   process that can read it can reach the service's actors.
 - ``service.log``: everything the daemon and Ray print.
+- ``ollm.sock``: the daemon's Unix socket (mode 0600), where commands reach their
+  conversations (:mod:`ollm_cli.pipeline.service._socket`); replaced by each new daemon.
 - ``start.lock``: ``flock``-ed while a command finds or starts the service, so
   two commands started at once get one service.
 
@@ -44,6 +46,7 @@ STATE_NAME = "state.json"
 TOKEN_NAME = "token"
 LOG_NAME = "service.log"
 LOCK_NAME = "start.lock"
+SOCKET_NAME = "ollm.sock"
 
 
 class ServiceState(BaseModel):
@@ -59,6 +62,9 @@ class ServiceState(BaseModel):
     home: str
     ray_temp: str = ""
     """The private folder of the service's Ray files (its sockets, logs)."""
+    cluster: str | None = None
+    """The Ray cluster this service's daemon is a driver of (``runtime.rayAddress``);
+    ``None``: the Ray head is the daemon's own."""
 
     def alive(self) -> bool:
         """The daemon process that wrote this file still runs (the same process, not a
@@ -74,9 +80,14 @@ class ServicePaths:
     folder: Path
 
     @classmethod
-    def for_home(cls, home: Path | None = None) -> ServicePaths:
+    def for_home(cls, home: Path | None = None, *, cluster: str | None = None) -> ServicePaths:
+        """The files of the home's local service, or of its service attached to the Ray
+        cluster at ``cluster`` (a folder of its own: another daemon, state and socket)."""
         root = (home or ollm_home()).expanduser().resolve()
-        return cls(home=root, folder=root / "service")
+        if cluster is None:
+            return cls(home=root, folder=root / "service")
+        digest = hashlib.sha256(cluster.encode()).hexdigest()[:12]
+        return cls(home=root, folder=root / "service" / f"cluster-{digest}")
 
     @property
     def state(self) -> Path:
@@ -89,6 +100,11 @@ class ServicePaths:
     @property
     def log(self) -> Path:
         return self.folder / LOG_NAME
+
+    @property
+    def socket(self) -> Path:
+        """The daemon's Unix socket, where commands reach their conversations."""
+        return self.folder / SOCKET_NAME
 
     @property
     def lock(self) -> Path:

@@ -1,8 +1,12 @@
 """``ollm run``: one scripted turn, and the interactive chat driven through a
-pseudo-terminal (resume, Ctrl-C, /exit), against a real Ollama-speaking server."""
+pseudo-terminal (every slash command, resume, Ctrl-C, approvals, /exit), against a
+real Ollama-speaking server, on every runtime a user can choose: the local service
+(the default; its own Ray head per test home, stopped after the test) and in-process.
+"""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -23,7 +27,7 @@ from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import ToolCallPart
 from ollm_cli.pipeline.runtime import create_runtime
-from tests.fake_ollama import FakeOllama, Reply
+from tests.fake_ollama import FakeModel, FakeOllama, Reply
 
 MODEL = "llama3.2:latest"
 OLLM = [sys.executable, "-c", "from ollm_cli.cli.app import main; main()"]
@@ -35,8 +39,18 @@ def server() -> Iterator[FakeOllama]:
         yield fake
 
 
+RUNTIMES = ["service", "inprocess"]
+
+
+@pytest.fixture(params=RUNTIMES)
+def runtime(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
-def env(server: FakeOllama, ollm_home: Path) -> dict[str, str]:
+def env(
+    server: FakeOllama, ollm_home: Path, runtime: str, tmp_path: Path
+) -> Iterator[dict[str, str]]:
     values = dict(os.environ)
     values.update(
         {
@@ -44,13 +58,18 @@ def env(server: FakeOllama, ollm_home: Path) -> dict[str, str]:
             "OLLM_PROVIDER": "ollama",
             "OLLM_OLLAMA_HOST": server.url,
             "OLLM_MODEL": MODEL,
-            "OLLM_RUNTIME__KIND": "inprocess",
+            "OLLM_RUNTIME__KIND": runtime,
             "OLLM_SERVICES__CONTEXT__LOAD_PROJECT_FILES": "false",
             "NO_COLOR": "1",
             "COLUMNS": "120",
         }
     )
-    return values
+    yield values
+    if runtime == "service":
+        stopped = subprocess.run(
+            [*OLLM, "service", "stop"], env=values, cwd=tmp_path, capture_output=True, timeout=180
+        )
+        assert stopped.returncode == 0, stopped.stderr
 
 
 def sessions(ollm_home: Path) -> ChatRecordingService:
@@ -305,3 +324,231 @@ def test_a_session_id_without_resume_is_a_usage_error(env: dict[str, str], tmp_p
     )
     assert done.returncode == 2
     assert "ollm run --resume ID" in done.stderr
+
+
+def test_every_slash_command_in_a_terminal(
+    server: FakeOllama, env: dict[str, str], ollm_home: Path, tmp_path: Path
+) -> None:
+    """Each slash command as a user types it, on each runtime: ``/resume ID`` mid-chat
+    crashed on the service (the client had no ``compression_pending``)."""
+
+    def reply(body: dict[str, Any]) -> Reply:
+        last = str(body["messages"][-1]["content"])
+        if last.startswith("Write a title"):
+            return Reply.text("A title")
+        if last.startswith("You compress the earlier part"):
+            return Reply.text("## Goal\nslash commands\n## Facts\nnone")
+        return Reply.text(f"echo: {last[:30]}")
+
+    server.default_reply = reply
+    first = subprocess.run(
+        [*OLLM, "run", "-p", "the first session"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert first.returncode == 0, first.stderr
+    store = sessions(ollm_home)
+    [other] = store.list_sessions()
+    store.close()
+
+    child = spawn(env, tmp_path)
+    try:
+        steps = [
+            ("/help", "/context add KEY TEXT"),
+            ("/context add style Use short sentences.", "added style"),
+            ("/context list", "Use short sentences."),
+            ("what now?", "echo: what now?"),
+            ("/context remove style", "removed style"),
+            ("/context bogus", "usage: /context"),
+            ("/sessions", other.session_id[:8]),
+            ("/history", "what now?"),
+            ("/snapshot", "saved"),
+            ("/compress keep the decisions", "compress"),
+            ("/title Slash tour", "title set"),
+            ("/thinking on", "reasoning shown"),
+            ("/unknown", "unknown or incomplete command"),
+            ('/context add "unbalanced', "cannot parse"),
+            (f"/resume {other.session_id[:8]}", f"resumed {other.session_id[:8]}"),
+            ("/history", "the first session"),
+            ("and again", "echo: and again"),
+        ]
+        for line, shown in steps:
+            child.sendline(line)
+            child.expect_exact(shown)
+            child.expect("› ")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0, child.before
+    assert "Traceback" not in (child.before or "")
+    request = next(r for r in server.chat_requests if r["messages"][-1]["content"] == "what now?")
+    assert "Use short sentences." in request["messages"][0]["content"]
+    store = sessions(ollm_home)
+    resumed = store.get_session(other.session_id)
+    assert [m.text for m in resumed.messages if m.role == "user"] == [
+        "the first session",
+        "and again",
+    ]
+    titled = [s for s in store.list_sessions() if s.title == "Slash tour"]
+    assert len(titled) == 1 and titled[0].session_id != other.session_id
+    store.close()
+
+
+def test_approval_is_asked_in_the_terminal(
+    server: FakeOllama, env: dict[str, str], tmp_path: Path
+) -> None:
+    """A tool that needs approval asks the user's terminal, on each runtime; yes runs
+    it in the workspace, no does not."""
+
+    def reply(body: dict[str, Any]) -> Reply:
+        last = body["messages"][-1]
+        if str(last.get("content", "")).startswith("Write a title"):
+            return Reply.text("Files")
+        if last["role"] == "tool":
+            return Reply.text("wrote it" if "yes" in str(body["messages"][-3]) else "did not")
+        name = str(last["content"]).split()[-1]
+        return Reply.tool_call("write_file", {"path": name, "content": "written"})
+
+    server.default_reply = reply
+    child = spawn(env, tmp_path)
+    try:
+        child.sendline("write yes.txt")
+        child.expect_exact("allow write_file(")
+        child.sendline("y")
+        child.expect_exact("wrote it")
+        child.expect("› ")
+        child.sendline("write no.txt")
+        child.expect_exact("allow write_file(")
+        child.sendline("n")
+        child.expect_exact("did not")
+        child.expect("› ")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0, child.before
+    assert (tmp_path / "yes.txt").read_text() == "written"
+    assert not (tmp_path / "no.txt").exists()
+
+
+def test_model_given_with_continue_is_the_model_of_the_next_turn(
+    server: FakeOllama, env: dict[str, str], tmp_path: Path
+) -> None:
+    """``--model`` with ``--continue`` was ignored without a word: the resumed
+    session's own model answered."""
+    server.models.append(FakeModel(name="qwen3:8b", family="qwen3"))
+    server.script(Reply.text("one"), Reply.text("two"))
+    for args in (["-p", "first"], ["--continue", "--model", "qwen3:8b", "-p", "second"]):
+        done = subprocess.run(
+            [*OLLM, "run", *args],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert done.returncode == 0, done.stderr
+    asked = [
+        r["model"]
+        for r in server.chat_requests
+        if not str(r["messages"][-1]["content"]).startswith("Write a title")
+    ]
+    assert asked[0] == MODEL and asked[-1] == "qwen3:8b"
+
+
+def _ollm_run(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*OLLM, "run", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=180
+    )
+
+
+def test_a_failed_start_leaves_no_empty_session_and_no_lock(
+    server: FakeOllama, env: dict[str, str], ollm_home: Path, tmp_path: Path
+) -> None:
+    """An unknown model left an empty session behind, and on the service that session
+    stayed locked ("being written by process ... (ray::PipelineHo)") until the
+    service stopped."""
+    failed = _ollm_run(env, tmp_path, "-p", "hello", "--model", "nosuch:1b")
+    assert failed.returncode == 6, failed.stderr
+    assert "nosuch:1b" in failed.stderr
+    store = sessions(ollm_home)
+    assert store.list_sessions() == []
+    store.close()
+    first = _ollm_run(env, tmp_path, "-p", "hello")
+    assert first.returncode == 0, first.stderr
+    failed = _ollm_run(env, tmp_path, "--continue", "--model", "nosuch:1b", "-p", "again")
+    assert failed.returncode == 6, failed.stderr
+    again = _ollm_run(env, tmp_path, "--continue", "-p", "and again")
+    assert again.returncode == 0, again.stderr
+    assert "being written" not in again.stderr
+    store = sessions(ollm_home)
+    [only] = store.list_sessions()
+    users = [m.text for m in store.get_session(only.session_id).messages if m.role == "user"]
+    assert users == ["hello", "and again"]
+    store.close()
+
+
+def test_retention_says_what_it_moved_to_the_trash(
+    server: FakeOllama, env: dict[str, str], tmp_path: Path
+) -> None:
+    """The "moved N sessions to the trash" line reached only the service's log."""
+    env["OLLM_SERVICES__SESSION__MAX_SESSIONS"] = "1"
+    first = _ollm_run(env, tmp_path, "-p", "one")
+    assert first.returncode == 0, first.stderr
+    second = _ollm_run(env, tmp_path, "-p", "two")
+    assert second.returncode == 0, second.stderr
+    assert "to the trash" in second.stderr
+
+
+LONG = " ".join(f"fact{i} is recorded in the answer" for i in range(80))
+
+
+def test_the_chat_shows_an_automatic_compaction(
+    server: FakeOllama, env: dict[str, str], tmp_path: Path
+) -> None:
+    """The README says the chat shows when a compression starts and finishes; on the
+    service it never did (its events were not delivered between turns)."""
+
+    def reply(body: dict[str, Any]) -> Reply:
+        last = str(body["messages"][-1].get("content", ""))
+        if last.startswith("Write a title"):
+            return Reply.text("Compaction")
+        if last.startswith("You compress the earlier part"):
+            return Reply.text("## Goal\ncompaction\n## Facts\nnone")
+        prompt = len(orjson.dumps(body)) // 4
+        return Reply.text(LONG, chunks=4, prompt_eval_count=prompt)
+
+    server.models[0].context_length = 4096
+    server.default_reply = reply
+    env.update(
+        {
+            "OLLM_SERVICES__COMPRESSION__THRESHOLD": "0.2",
+            "OLLM_SERVICES__COMPRESSION__STRATEGY": "summarize",
+            "OLLM_SERVICES__COMPRESSION__PRESERVE_RECENT": "0",
+            "OLLM_SERVICES__COMPRESSION__RESPONSE_RESERVE": "0",
+        }
+    )
+    child = spawn(env, tmp_path)
+    seen = io.StringIO()
+    child.logfile_read = seen
+    try:
+        for text in ("first long one", "second long one", "third long one"):
+            child.sendline(text)
+            child.expect_exact("fact79")
+            child.expect("› ")
+        child.sendline("/compress keep the facts")
+        child.expect_exact("compressing with the focus: keep the facts")
+        child.expect(r"compressed \(|compression fell back|nothing to compress")
+        child.expect("› ")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    shown = seen.getvalue()
+    assert child.exitstatus == 0, shown
+    assert "Traceback" not in shown
+    assert "in the background" in shown  # the automatic compaction, as it started

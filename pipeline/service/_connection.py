@@ -1,0 +1,236 @@
+"""A command's connection to the local service's Unix socket (the thin client's
+transport; the server's side and the trust rules are in
+:mod:`ollm_cli.pipeline.service._socket`).
+
+Requests go out as they are made, from any number of tasks at once (a batch runs
+many conversations); a reader task hands each reply to the request of its ``id``.
+If the connection ends, every call waiting or to come raises
+:class:`~ollm_cli.pipeline.errors.ServiceLostError` (exit code 8).
+
+Example::
+
+    connection = ServiceConnection(settings, Path.cwd())
+    await connection.start()                  # starts the service when needed
+    reply = await connection.request(RecentSessions(limit=5))
+    await connection.shutdown()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.errors import OllmError, ServiceError
+from ollm_cli.pipeline.service._protocol import (
+    ENDING,
+    MAX_REPLY_BYTES,
+    ClientFrame,
+    Failed,
+    Hello,
+    Reply,
+    Request,
+    RunTurn,
+    SessionRequest,
+    Welcome,
+    decode_service,
+    encode,
+)
+from ollm_cli.pipeline.service._socket import (
+    FrameError,
+    _first_line,
+    _reachable_path,
+    peer,
+    read_frame,
+    service_lost,
+)
+from ollm_cli.pipeline.service._state import ServicePaths, ServiceState, code_version
+
+logger = logging.getLogger(__name__)
+
+
+class ServiceConnection:
+    """A command's connection to its home's service (see the module)."""
+
+    def __init__(
+        self,
+        settings: OllmSettings,
+        workspace: Path,
+        *,
+        environment: dict[str, str] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.workspace = workspace
+        self.environment = dict(os.environ if environment is None else environment)
+        self.state: ServiceState | None = None
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._ids = itertools.count(1)
+        self._queues: dict[int, asyncio.Queue[Reply | OllmError]] = {}
+        self._reading: asyncio.Task[None] | None = None
+        self._lost: OllmError | None = None
+        self._send_lock: asyncio.Lock | None = None
+        self._starting: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Connect (once), starting the service when needed and allowed."""
+        if self._starting is None:
+            self._starting = asyncio.ensure_future(self._start())
+        await asyncio.shield(self._starting)
+
+    async def _start(self) -> None:
+        from ollm_cli.pipeline.service._daemon import ensure_service
+
+        loop = asyncio.get_running_loop()
+        paths = ServicePaths.for_home(cluster=self.settings.runtime.ray_address)
+        for attempt in (1, 2):
+            self.state = await loop.run_in_executor(None, ensure_service, self.settings, paths)
+            try:
+                self._reader, self._writer = await _open(paths.socket, self.state)
+                break
+            except ServiceError:
+                # the service may have been stopping (idle) as this command reached it:
+                # once it is gone, the next one is started
+                if attempt == 2 or not await loop.run_in_executor(None, _gone, self.state):
+                    raise
+        self._lost = None
+        self._send_lock = asyncio.Lock()
+        self._reading = asyncio.ensure_future(self._read())
+        import psutil
+
+        hello = Hello(
+            version=code_version(),
+            pid=os.getpid(),
+            started=psutil.Process().create_time(),
+            settings=self.settings,
+            workspace=str(self.workspace.resolve()),
+            environment=self.environment,
+        )
+        reply = await self._ask(hello)
+        if isinstance(reply, Failed):
+            raise reply.exception()
+        if not isinstance(reply, Welcome):
+            raise ServiceError(f"the OLLM service answered hello with {reply.type}")
+
+    async def _read(self) -> None:
+        assert self._reader is not None
+        try:
+            while (data := await read_frame(self._reader, MAX_REPLY_BYTES)) is not None:
+                frame = decode_service(data)
+                queue = self._queues.get(frame.id)
+                if queue is not None:
+                    queue.put_nowait(frame.body)
+        except (FrameError, ValidationError, ConnectionError) as error:
+            logger.warning("the OLLM service sent what is not a message: %s", _first_line(error))
+        finally:
+            self._lost = service_lost()
+            for queue in self._queues.values():
+                queue.put_nowait(self._lost)
+
+    async def _send(self, body: Request) -> int:
+        if self._lost is not None:
+            raise self._lost
+        assert self._writer is not None and self._send_lock is not None
+        request_id = next(self._ids)
+        self._queues[request_id] = asyncio.Queue()
+        data = encode(ClientFrame(id=request_id, body=body))
+        async with self._send_lock:
+            try:
+                self._writer.write(data)
+                await self._writer.drain()
+            except ConnectionError:
+                self._queues.pop(request_id, None)
+                raise service_lost() from None
+        return request_id
+
+    async def _next(self, request_id: int) -> Reply:
+        item = await self._queues[request_id].get()
+        if isinstance(item, OllmError):
+            raise item
+        return item
+
+    async def _ask(self, body: Request) -> Reply:
+        request_id = await self._send(body)
+        try:
+            return await self._next(request_id)
+        finally:
+            self._queues.pop(request_id, None)
+
+    async def request(self, body: SessionRequest) -> Reply:
+        """Send ``body``; its one reply (a :class:`Failed` one is raised)."""
+        await self.start()
+        reply = await self._ask(body)
+        if isinstance(reply, Failed):
+            raise reply.exception()
+        return reply
+
+    async def stream(self, body: RunTurn) -> AsyncIterator[Reply]:
+        """Send ``body``; its replies as they come, up to the turn's end."""
+        await self.start()
+        request_id = await self._send(body)
+        try:
+            while True:
+                reply = await self._next(request_id)
+                yield reply
+                if isinstance(reply, (*ENDING, Failed)):
+                    return
+        finally:
+            self._queues.pop(request_id, None)
+
+    async def shutdown(self) -> None:
+        """Leave the service (it keeps running)."""
+        if self._reading is not None:
+            self._reading.cancel()
+            await asyncio.gather(self._reading, return_exceptions=True)
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                self._writer.close()
+                await self._writer.wait_closed()
+
+
+def _gone(state: ServiceState, timeout_s: float = 60.0) -> bool:
+    """Wait (a while) for the daemon of ``state`` to end; whether it did."""
+    deadline = time.monotonic() + timeout_s
+    while state.alive():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+async def _open(
+    path: Path, state: ServiceState
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection to the service's socket, once its peer is shown to be the daemon
+    of ``state`` run by this user."""
+    address, folder = _reachable_path(path)
+    try:
+        reader, writer = await asyncio.open_unix_connection(address, limit=2**20)
+    except OSError as error:
+        raise ServiceError(
+            f"could not connect to the OLLM service's socket {path} ({type(error).__name__})",
+            hint="`ollm service stop` and try again; see `ollm service logs`",
+        ) from None
+    finally:
+        if folder is not None:
+            os.close(folder)
+    pid, uid = peer(writer.get_extra_info("socket"))
+    if uid != os.getuid() or pid != state.pid:
+        writer.close()
+        raise ServiceError(
+            f"the socket {path} is not the OLLM service's (its peer is process {pid} of "
+            f"user {uid}); it was not used",
+            hint="`ollm service stop` replaces it with the service's own",
+        )
+    return reader, writer
+
+
+__all__ = ["ServiceConnection"]

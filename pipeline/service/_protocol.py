@@ -1,0 +1,438 @@
+"""The messages between a command and the local service: one pydantic model per
+request, reply and turn item, so that nothing crosses the boundary as a method
+name in a string or a tuple tagged by a string.
+
+A conversation held by the service (:class:`~ollm_cli.pipeline.service._host.PipelineHost`)
+is asked with a :data:`Request` and answers with a :data:`Reply`; a turn answers
+with a stream of :data:`TurnItem` (its events as they happen, the tool-approval
+questions it asks, then how it ended).
+
+On the service's Unix socket (``OLLM_HOME/service/ollm.sock``, see
+:mod:`ollm_cli.pipeline.service._socket`) each message is one frame: 4 bytes of
+big-endian length, then the JSON of a :class:`ClientFrame` or :class:`ServiceFrame`,
+whose ``id`` pairs a request with its replies (a turn has several). A frame
+longer than the limit of its side, or one that does not validate, drops the
+connection (the service logs it and keeps serving its other clients).
+
+Example::
+
+    frame = ClientFrame(id=1, body=OpenSession(resume="3f1c2a9e"))
+    data = encode(frame)                    # b"\\x00\\x00\\x00\\x2a{...}"
+    assert decode_client(data[4:]) == frame
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline._conversation import TurnResult
+from ollm_cli.pipeline.compression import CompressionResult, SnapshotInfo
+from ollm_cli.pipeline.context import ContextEntry, ContextSource
+from ollm_cli.pipeline.errors import (
+    ActorFailedError,
+    ConfigError,
+    InvalidContextError,
+    LoopDetectedError,
+    OllmError,
+    ProviderError,
+    ServiceError,
+    ServiceLostError,
+    SessionError,
+    SessionLockedError,
+    SessionNotFoundError,
+    StorageError,
+    ToolError,
+    UsageError,
+)
+from ollm_cli.pipeline.events import AnyEvent
+from ollm_cli.pipeline.recording import StoreHealth
+from ollm_cli.pipeline.records import Session, SessionSummary, ToolCallPart
+
+HEADER = struct.Struct(">I")
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
+"""The largest frame a client may send (a message of a few megabytes, a context entry)."""
+MAX_REPLY_BYTES = 512 * 1024 * 1024
+"""The largest frame the service sends (``/history`` of a long session)."""
+
+
+class Message(BaseModel):
+    # built when first used: a client builds only the messages it sends and receives
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+# ------------------------------------------------------------------ requests
+
+
+class Hello(Message):
+    """The first frame of a connection: who asks, for which configuration and folder."""
+
+    type: Literal["hello"] = "hello"
+    version: str
+    pid: int
+    started: float | None
+    settings: OllmSettings
+    workspace: str
+    environment: dict[str, str]
+
+
+class OpenSession(Message):
+    type: Literal["open_session"] = "open_session"
+    resume: str | None = None
+    continue_latest: bool = False
+    model: str | None = None
+    title: str | None = None
+    tags: list[str] | None = None
+    system_prompt: str | None = None
+    interactive: bool = False
+
+
+class RunTurn(Message):
+    """Answered by the turn's items as they happen, up to its end."""
+
+    type: Literal["run_turn"] = "run_turn"
+    session_id: str
+    text: str
+    kinds: list[str] | None = None
+    """The event kinds the client shows (``None``: every kind)."""
+
+
+class AnswerApproval(Message):
+    type: Literal["answer_approval"] = "answer_approval"
+    session_id: str
+    call_id: str
+    approved: bool
+
+
+class CancelTurn(Message):
+    type: Literal["cancel_turn"] = "cancel_turn"
+    session_id: str
+
+
+class EndSession(Message):
+    type: Literal["end_session"] = "end_session"
+    session_id: str
+
+
+class ListContext(Message):
+    type: Literal["list_context"] = "list_context"
+    session_id: str
+
+
+class AddContext(Message):
+    type: Literal["add_context"] = "add_context"
+    session_id: str
+    key: str
+    content: str
+    priority: int = 50
+    source: ContextSource = "user"
+    ttl: float | None = None
+
+
+class RemoveContext(Message):
+    type: Literal["remove_context"] = "remove_context"
+    session_id: str
+    key: str
+
+
+class CompressNow(Message):
+    type: Literal["compress_now"] = "compress_now"
+    session_id: str
+    focus: str | None = None
+
+
+class SnapshotNow(Message):
+    type: Literal["snapshot_now"] = "snapshot_now"
+    session_id: str
+
+
+class RecentSessions(Message):
+    type: Literal["recent_sessions"] = "recent_sessions"
+    limit: int
+
+
+class GetSession(Message):
+    type: Literal["get_session"] = "get_session"
+    session_id: str
+
+
+class SetTitle(Message):
+    type: Literal["set_title"] = "set_title"
+    session_id: str
+    title: str
+
+
+class GetStoreHealth(Message):
+    type: Literal["store_health"] = "store_health"
+
+
+class TakeNotices(Message):
+    type: Literal["take_notices"] = "take_notices"
+
+
+class PendingEvents(Message):
+    """The events of a conversation its client has not seen yet (between turns)."""
+
+    type: Literal["pending_events"] = "pending_events"
+    session_id: str
+
+
+SessionRequest = Annotated[
+    OpenSession
+    | RunTurn
+    | AnswerApproval
+    | CancelTurn
+    | EndSession
+    | ListContext
+    | AddContext
+    | RemoveContext
+    | CompressNow
+    | SnapshotNow
+    | RecentSessions
+    | GetSession
+    | SetTitle
+    | GetStoreHealth
+    | TakeNotices
+    | PendingEvents,
+    Field(discriminator="type"),
+]
+"""What a client asks of its conversations once it said :class:`Hello`."""
+
+Request = Annotated[Hello | SessionRequest, Field(discriminator="type")]
+
+
+# ------------------------------------------------------------------- replies
+
+
+class Welcome(Message):
+    type: Literal["welcome"] = "welcome"
+    version: str
+
+
+class SessionOpened(Message):
+    type: Literal["session_opened"] = "session_opened"
+    session_id: str
+    model: str
+
+
+class Done(Message):
+    """The request was carried out and has nothing to return."""
+
+    type: Literal["done"] = "done"
+
+
+class Failed(Message):
+    """The request failed with an :class:`~ollm_cli.pipeline.errors.OllmError`: its
+    class (one of :data:`ERRORS`), message and hint, raised again by the client."""
+
+    type: Literal["failed"] = "failed"
+    error: str
+    message: str
+    hint: str | None = None
+
+    @classmethod
+    def of(cls, error: BaseException) -> Failed:
+        if isinstance(error, OllmError):
+            name = type(error).__name__ if type(error).__name__ in ERRORS else _base(error)
+            return cls(error=name, message=error.message, hint=error.hint)
+        return cls(error="OllmError", message=f"{type(error).__name__}: {error}")
+
+    def exception(self) -> OllmError:
+        return ERRORS.get(self.error, OllmError)(self.message, hint=self.hint)
+
+
+class ContextEntries(Message):
+    type: Literal["context_entries"] = "context_entries"
+    entries: list[ContextEntry]
+
+
+class Removed(Message):
+    type: Literal["removed"] = "removed"
+    removed: bool
+
+
+class Compressed(Message):
+    type: Literal["compressed"] = "compressed"
+    result: CompressionResult | None
+
+
+class SnapshotSaved(Message):
+    type: Literal["snapshot_saved"] = "snapshot_saved"
+    info: SnapshotInfo
+
+
+class Sessions(Message):
+    type: Literal["sessions"] = "sessions"
+    sessions: list[SessionSummary]
+
+
+class SessionRecord(Message):
+    type: Literal["session_record"] = "session_record"
+    session: Session
+
+
+class Health(Message):
+    type: Literal["health"] = "health"
+    health: StoreHealth
+
+
+class Notices(Message):
+    type: Literal["notices"] = "notices"
+    lines: list[str]
+
+
+class Pending(Message):
+    type: Literal["pending"] = "pending"
+    events: list[AnyEvent]
+
+
+# ---------------------------------------------------------------- turn items
+
+
+class TurnEvent(Message):
+    """An event of the turn, as it happens."""
+
+    type: Literal["turn_event"] = "turn_event"
+    event: AnyEvent
+
+
+class ApprovalAsked(Message):
+    """The turn waits for the user's answer (:class:`AnswerApproval`)."""
+
+    type: Literal["approval_asked"] = "approval_asked"
+    call: ToolCallPart
+
+
+class TurnEnded(Message):
+    type: Literal["turn_ended"] = "turn_ended"
+    result: TurnResult
+
+
+class TurnCancelled(Message):
+    type: Literal["turn_cancelled"] = "turn_cancelled"
+
+
+class TurnFailed(Message):
+    type: Literal["turn_failed"] = "turn_failed"
+    failure: Failed
+
+
+TurnItem = Annotated[
+    TurnEvent | ApprovalAsked | TurnEnded | TurnCancelled | TurnFailed,
+    Field(discriminator="type"),
+]
+"""What a turn produces for its client, in order."""
+
+
+class TurnItems(Message):
+    """A turn's items from ``cursor`` on, as the pipeline host hands them out."""
+
+    items: list[TurnItem]
+    cursor: int
+
+
+SETTLING = (ApprovalAsked, TurnEnded, TurnCancelled, TurnFailed)
+"""Items after which a turn waits for its client: it ended, or it asks a question."""
+ENDING = (TurnEnded, TurnCancelled, TurnFailed)
+
+Reply = Annotated[
+    Welcome
+    | SessionOpened
+    | Done
+    | Failed
+    | ContextEntries
+    | Removed
+    | Compressed
+    | SnapshotSaved
+    | Sessions
+    | SessionRecord
+    | Health
+    | Notices
+    | Pending
+    | TurnEvent
+    | ApprovalAsked
+    | TurnEnded
+    | TurnCancelled
+    | TurnFailed,
+    Field(discriminator="type"),
+]
+
+
+# -------------------------------------------------------------------- frames
+
+
+class ClientFrame(Message):
+    id: int
+    body: Request
+
+
+class ServiceFrame(Message):
+    id: int
+    body: Reply
+
+
+def encode(frame: ClientFrame | ServiceFrame) -> bytes:
+    """The frame as sent: its length, then its JSON (field aliases, as records are stored)."""
+    data = frame.model_dump_json(by_alias=True).encode()
+    return HEADER.pack(len(data)) + data
+
+
+def decode_client(data: bytes) -> ClientFrame:
+    return ClientFrame.model_validate_json(data)
+
+
+def decode_service(data: bytes) -> ServiceFrame:
+    return ServiceFrame.model_validate_json(data)
+
+
+ERRORS: dict[str, type[OllmError]] = {
+    cls.__name__: cls
+    for cls in (
+        OllmError,
+        UsageError,
+        ConfigError,
+        SessionError,
+        SessionNotFoundError,
+        SessionLockedError,
+        StorageError,
+        LoopDetectedError,
+        ProviderError,
+        ToolError,
+        ActorFailedError,
+        InvalidContextError,
+        ServiceError,
+        ServiceLostError,
+    )
+}
+"""The errors a client raises again by name: the user sees the same message, hint and
+exit code as in-process."""
+
+
+def _base(error: OllmError) -> str:
+    """The nearest class of :data:`ERRORS` (keeps the exit code of one we do not list)."""
+    for cls in type(error).__mro__:
+        if cls.__name__ in ERRORS:
+            return cls.__name__
+    return "OllmError"
+
+
+__all__ = [
+    "ENDING",
+    "ERRORS",
+    "SETTLING",
+    "ClientFrame",
+    "Failed",
+    "Hello",
+    "Reply",
+    "Request",
+    "ServiceFrame",
+    "SessionRequest",
+    "TurnItem",
+    "TurnItems",
+    "decode_client",
+    "decode_service",
+    "encode",
+]

@@ -1,0 +1,346 @@
+"""The local service's Unix socket: how a command reaches its conversations
+without Ray.
+
+The service's daemon is the only Ray driver. It listens on
+``OLLM_HOME/service/ollm.sock`` (the folder is 0700, the socket 0600) and
+relays each client's requests (:mod:`ollm_cli.pipeline.service._protocol`) to
+the pipeline host of the client's configuration and workspace; a turn's items
+are written to the client as the host hands them out. A command is a thin
+client (:class:`~ollm_cli.pipeline.service._connection.ServiceConnection`): it
+imports neither Ray nor the pipeline.
+
+Trust, both ways:
+
+- the service serves only its own user: the peer's uid (``SO_PEERCRED``) must be
+  the daemon's, else the connection is dropped and logged;
+- a client talks only to the daemon named in ``state.json``: the socket's peer
+  must be that process (a socket file left by a dead service, or put there by
+  someone else, is never trusted; the next daemon replaces it);
+- a client of another OLLM version is refused with what to do;
+- a frame too long or that does not validate drops that connection only.
+
+Example::
+
+    listener = bind_socket(ServicePaths.for_home())      # in the daemon
+    await ServiceServer(daemon_host).serve(listener, stop)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import struct
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.errors import OllmError, ServiceError
+from ollm_cli.pipeline.service._protocol import (
+    ENDING,
+    HEADER,
+    MAX_REQUEST_BYTES,
+    Failed,
+    Hello,
+    OpenSession,
+    Reply,
+    Request,
+    RunTurn,
+    ServiceFrame,
+    SessionOpened,
+    TurnItems,
+    Welcome,
+    decode_client,
+    encode,
+)
+from ollm_cli.pipeline.service._state import ServicePaths, code_version
+
+logger = logging.getLogger(__name__)
+
+PEERCRED = struct.Struct("3i")
+POLL_S = 5.0
+"""How long the service waits at the host for a turn's next item before asking again."""
+LIVE_KINDS = frozenset(
+    {"model:text", "model:thinking", "pipeline:status", "session:message", "tool:call"}
+)
+"""Event kinds shown as they happen; a client that wants none of them (a batch, a load)
+gets a quick turn's items in one round trip to the host."""
+_SOCKET_PATH_MAX = 100
+
+
+class FrameError(Exception):
+    """A frame that cannot be a message: too long, or not one of the protocol's."""
+
+
+async def read_frame(reader: asyncio.StreamReader, limit: int) -> bytes | None:
+    """The next frame's JSON (``None`` at the end of the stream)."""
+    try:
+        header = await reader.readexactly(HEADER.size)
+    except asyncio.IncompleteReadError as error:
+        if error.partial:
+            raise FrameError("the stream ended inside a frame's header") from None
+        return None
+    (length,) = HEADER.unpack(header)
+    if length > limit:
+        raise FrameError(f"a frame of {length} bytes (at most {limit})")
+    try:
+        return await reader.readexactly(length)
+    except asyncio.IncompleteReadError:
+        raise FrameError("the stream ended inside a frame") from None
+
+
+def peer(sock: socket.socket) -> tuple[int, int]:
+    """The pid and uid of the process at the other end of a Unix socket."""
+    pid, uid, _ = PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    return pid, uid
+
+
+def _reachable_path(path: Path) -> tuple[str, int | None]:
+    """A path to ``path`` short enough for a Unix socket address (108 bytes): the
+    path itself, or the same file through an open descriptor of its folder."""
+    if len(str(path).encode()) <= _SOCKET_PATH_MAX:
+        return str(path), None
+    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    return f"/proc/self/fd/{folder}/{path.name}", folder
+
+
+def service_lost(error: BaseException | None = None) -> OllmError:
+    """The error a client raises when the local service died under it (exit code 8)."""
+    from ollm_cli.pipeline.errors import ServiceLostError
+
+    detail = f" ({type(error).__name__})" if error is not None else ""
+    return ServiceLostError(
+        f"the OLLM service stopped while serving this command{detail}",
+        hint="everything acknowledged before this point is saved; run the command again "
+        "(it starts a new service), and see `ollm service logs`",
+    )
+
+
+# -------------------------------------------------------------------- server
+
+
+def bind_socket(paths: ServicePaths) -> socket.socket:
+    """The daemon's listening socket, replacing whatever file was at its path (the
+    daemon holds the start lock: a file there is a dead service's)."""
+    paths.ensure()
+    with contextlib.suppress(FileNotFoundError):
+        paths.socket.unlink()
+    address, folder = _reachable_path(paths.socket)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        listener.bind(address)
+    finally:
+        os.umask(old)
+        if folder is not None:
+            os.close(folder)
+    os.chmod(paths.socket, 0o600)
+    listener.listen(128)
+    listener.setblocking(False)
+    return listener
+
+
+class ServiceServer:
+    """Relays clients' requests to the pipeline hosts (see the module).
+
+    ``host_for`` gives the Ray handle of the host of a configuration and workspace
+    (blocking: it runs on a thread).
+    """
+
+    def __init__(self, host_for: Callable[[OllmSettings, Path], Any]) -> None:
+        self.host_for = host_for
+        self.clients = 0
+        self.last_active = time.time()
+
+    def activity(self) -> dict[str, Any]:
+        """The socket's part of the idle check: a connected client keeps the service."""
+        return {"clients": self.clients, "background": 0, "last_active": self.last_active}
+
+    async def serve(self, listener: socket.socket, stop: asyncio.Event) -> None:
+        server = await asyncio.start_unix_server(self._client, sock=listener, limit=2**20)
+        async with server:
+            await stop.wait()
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        pid, uid = peer(writer.get_extra_info("socket"))
+        relay = _Relay(self, writer, pid)
+        try:
+            if uid != os.getuid():
+                logger.warning("refused a client of another user (uid %d, pid %d)", uid, pid)
+                return
+            self.clients += 1
+            self.last_active = time.time()
+            await relay.run(reader)
+        except (FrameError, ValidationError) as error:
+            logger.warning("dropped client %d: a malformed message (%s)", pid, _first_line(error))
+        except (ConnectionError, asyncio.IncompleteReadError):
+            logger.info("client %d went away", pid)
+        finally:
+            self.clients -= uid == os.getuid()
+            self.last_active = time.time()
+            await relay.close()
+
+
+def _first_line(error: BaseException) -> str:
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+class _Relay:
+    """One client's connection, in the daemon."""
+
+    def __init__(self, server: ServiceServer, writer: asyncio.StreamWriter, pid: int) -> None:
+        self.server = server
+        self.writer = writer
+        self.pid = pid
+        self.started: float | None = None
+        self.host: Any = None
+        self.hello: Hello | None = None
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.client_id = os.urandom(8).hex()
+        self._lock = asyncio.Lock()
+
+    async def send(self, request_id: int, body: Reply) -> None:
+        data = encode(ServiceFrame(id=request_id, body=body))
+        async with self._lock:
+            self.writer.write(data)
+            await self.writer.drain()
+
+    async def run(self, reader: asyncio.StreamReader) -> None:
+        data = await read_frame(reader, MAX_REQUEST_BYTES)
+        if data is None:
+            return
+        first = decode_client(data)
+        if not isinstance(first.body, Hello):
+            raise FrameError(f"the first message is {first.body.type}, not hello")
+        if not await self._welcome(first.id, first.body):
+            return
+        while (data := await read_frame(reader, MAX_REQUEST_BYTES)) is not None:
+            frame = decode_client(data)
+            task = asyncio.ensure_future(self._serve(frame.id, frame.body))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def _welcome(self, request_id: int, hello: Hello) -> bool:
+        import psutil
+
+        if hello.version != code_version():
+            await self.send(
+                request_id,
+                Failed.of(
+                    ServiceError(
+                        f"the running OLLM service is version {code_version()}, this command "
+                        f"is {hello.version}",
+                        hint="run `ollm service stop` once its work is done (the next command "
+                        "starts this version), or run this one with --runtime inprocess",
+                    )
+                ),
+            )
+            return False
+        with contextlib.suppress(psutil.Error):
+            self.started = psutil.Process(self.pid).create_time()
+        try:
+            loop = asyncio.get_running_loop()
+            self.host = await loop.run_in_executor(
+                None, self.server.host_for, hello.settings, Path(hello.workspace)
+            )
+        except OllmError as error:
+            await self.send(request_id, Failed.of(error))
+            return False
+        # the host counts this client as activity (its idle check must not retire it
+        # while the client opens its first session) until the connection ends
+        await self._call(self.host.hello, self.client_id, self.pid, self.started)
+        self.hello = hello
+        await self.send(request_id, Welcome(version=code_version()))
+        return True
+
+    async def _serve(self, request_id: int, body: Request) -> None:
+        try:
+            if isinstance(body, RunTurn):
+                await self._turn(request_id, body)
+            elif isinstance(body, OpenSession):
+                await self.send(request_id, await self._open(body))
+            elif isinstance(body, Hello):
+                raise OllmError("hello was said already")
+            else:
+                await self.send(request_id, await self._call(self.host.handle, self.pid, body))
+        except OllmError as error:
+            await self.send(request_id, Failed.of(error))
+        except ConnectionError:
+            pass  # the client is gone; what it asked goes on in the host
+
+    async def _open(self, body: OpenSession) -> Reply:
+        assert self.hello is not None
+        sid, model = await self._call(
+            self.host.open_session,
+            self.pid,
+            self.started,
+            resume=body.resume,
+            continue_latest=body.continue_latest,
+            environment=self.hello.environment,
+            interactive=body.interactive,
+            model=body.model,
+            title=body.title,
+            tags=body.tags,
+            system_prompt=body.system_prompt,
+        )
+        return SessionOpened(session_id=sid, model=model)
+
+    async def _turn(self, request_id: int, body: RunTurn) -> None:
+        """The turn's items, written as the host hands them out, up to its end."""
+        live = body.kinds is None or bool(LIVE_KINDS & set(body.kinds))
+        batch: TurnItems = await self._call(
+            self.host.start_turn,
+            body.session_id,
+            self.pid,
+            body.text,
+            body.kinds,
+            0.0 if live else POLL_S,
+        )
+        while True:
+            for item in batch.items:
+                await self.send(request_id, item)
+                if isinstance(item, ENDING):
+                    return
+            batch = await self._call(
+                self.host.next_events, body.session_id, self.pid, batch.cursor, POLL_S
+            )
+
+    @staticmethod
+    async def _call(method: Any, *args: Any, **kwargs: Any) -> Any:
+        """A call on the host; what it raised, as the error it is."""
+        from ray.exceptions import RayActorError, RayTaskError
+
+        try:
+            return await method.remote(*args, **kwargs)
+        except RayTaskError as error:
+            cause = getattr(error, "cause", None)
+            if isinstance(cause, OllmError):
+                raise cause from None
+            raise OllmError(f"the pipeline host failed: {_first_line(error)}") from None
+        except RayActorError:
+            raise service_lost() from None
+
+    async def close(self) -> None:
+        for task in list(self.tasks):
+            task.cancel()
+        if self.hello is not None:
+            with contextlib.suppress(Exception):
+                await self._call(self.host.bye, self.client_id)
+        with contextlib.suppress(Exception):
+            self.writer.close()
+            await self.writer.wait_closed()
+
+
+__all__ = [
+    "FrameError",
+    "ServiceServer",
+    "bind_socket",
+    "read_frame",
+    "service_lost",
+]

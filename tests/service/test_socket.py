@@ -1,0 +1,378 @@
+"""The service's Unix socket and its typed protocol.
+
+In this process: a real :class:`PipelineHost` (on the in-process runtime) behind a
+real :class:`ServiceServer` on a real Unix socket, reached by the real thin client
+(:class:`ServiceConnection`, :class:`RemoteCoordinator`); only the daemon's
+discovery is replaced (the service found is this process). Then the faults a
+socket meets: a malformed or oversized frame, a first message that is not hello,
+a client of another version, a client of another user, a socket whose peer is
+not the service's daemon, and the thin client's imports (no Ray).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.errors import ServiceError, SessionNotFoundError
+from ollm_cli.pipeline.events import EventBus, TextDelta
+from ollm_cli.pipeline.service import _daemon
+from ollm_cli.pipeline.service._client import RemoteCoordinator
+from ollm_cli.pipeline.service._connection import ServiceConnection, _open
+from ollm_cli.pipeline.service._host import PipelineHost
+from ollm_cli.pipeline.service._protocol import (
+    HEADER,
+    MAX_REQUEST_BYTES,
+    ClientFrame,
+    Failed,
+    Hello,
+    RecentSessions,
+    ServiceFrame,
+    decode_service,
+    encode,
+)
+from ollm_cli.pipeline.service._socket import ServiceServer, bind_socket, peer
+from ollm_cli.pipeline.service._state import ServicePaths, ServiceState, code_version
+from tests.fake_ollama import FakeOllama, Reply
+
+MODEL = "llama3.2:latest"
+
+
+class LocalHandle:
+    """A pipeline host in this process, called as its Ray handle is
+    (``handle.open_session.remote(...)``)."""
+
+    def __init__(self, host: PipelineHost) -> None:
+        self._host = host
+
+    def __getattr__(self, name: str) -> Any:
+        return SimpleNamespace(remote=getattr(self._host, name))
+
+
+class Served:
+    """A service in this process: a server thread with its own loop, as the daemon runs it."""
+
+    def __init__(self, paths: ServicePaths, host_for: Callable[[OllmSettings, Path], Any]) -> None:
+        self.paths = paths
+        self.server = ServiceServer(host_for)
+        self.loop = asyncio.new_event_loop()
+        self.stop = asyncio.Event()
+        listener = bind_socket(paths)
+        self.thread = threading.Thread(
+            target=self.loop.run_until_complete, args=(self.server.serve(listener, self.stop),)
+        )
+        self.thread.start()
+
+    def run(self, work: Any) -> Any:
+        """Run ``work`` (a coroutine) on the service's loop."""
+        return asyncio.run_coroutine_threadsafe(work, self.loop).result(120)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.stop.set)
+        self.thread.join(timeout=30)
+        self.loop.close()
+
+
+def _settings(server: FakeOllama, tmp_path: Path) -> OllmSettings:
+    settings = OllmSettings()
+    settings.provider.name = "ollama"
+    settings.provider.model = MODEL
+    settings.provider.ollama.host = server.url
+    settings.runtime.kind = "service"
+    settings.services.context.load_project_files = False
+    return settings
+
+
+def _this_process() -> ServiceState:
+    import psutil
+
+    return ServiceState(
+        address="127.0.0.1:1",
+        namespace="test",
+        pid=os.getpid(),
+        pgid=os.getpgid(0),
+        pid_started=psutil.Process().create_time(),
+        version=code_version(),
+        started_at=time.time(),
+        home="",
+    )
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOllama]:
+    with FakeOllama() as fake:
+        fake.default_reply = lambda body: Reply.text(
+            "echo: " + str(body["messages"][-1].get("content", ""))[:30], chunks=3
+        )
+        yield fake
+
+
+@pytest.fixture
+def served(
+    server: FakeOllama, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Served, OllmSettings, list[PipelineHost]]]:
+    """A real pipeline host behind a real socket server, in this process."""
+    settings = _settings(server, tmp_path)
+    hosts: list[PipelineHost] = []
+
+    def host_for(wanted: OllmSettings, workspace: Path) -> LocalHandle:
+        if not hosts:
+            host = PipelineHost(wanted, str(workspace), code_version())
+            hosts.append(host)
+        return LocalHandle(hosts[0])
+
+    monkeypatch.setattr(_daemon, "ensure_service", lambda settings, paths=None: _this_process())
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    service = Served(ServicePaths.for_home(), host_for)
+    try:
+        yield service, settings, hosts
+    finally:
+        for host in hosts:
+            service.run(host.shutdown(10.0))
+        service.close()
+        for handler in set(root.handlers) - set(handlers):  # the host's log file
+            root.removeHandler(handler)
+            handler.close()
+        root.setLevel(level)
+
+
+async def _frames(reader: asyncio.StreamReader) -> AsyncIterator[ServiceFrame]:
+    while True:
+        try:
+            header = await reader.readexactly(HEADER.size)
+        except asyncio.IncompleteReadError:
+            return
+        (length,) = HEADER.unpack(header)
+        yield decode_service(await reader.readexactly(length))
+
+
+async def _raw(paths: ServicePaths) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_unix_connection(str(paths.socket))
+
+
+def test_a_conversation_through_the_socket(
+    served: tuple[Served, OllmSettings, list[PipelineHost]], tmp_path: Path
+) -> None:
+    """Every operation of the contract crosses as one typed request and reply; a turn's
+    text arrives as events before its result."""
+    _, settings, _ = served
+
+    async def scenario() -> None:
+        connection = ServiceConnection(settings, tmp_path)
+        events = EventBus()
+        shown: list[str] = []
+        events.subscribe(lambda e: shown.append(e.text) if isinstance(e, TextDelta) else None)
+        client = RemoteCoordinator(connection, events=events)
+        await connection.start()
+        sid = await client.start_session()
+        result = await client.run_turn(sid, "hello socket")
+        assert result.answer == "echo: hello socket"
+        assert "".join(shown) == "echo: hello socket"
+        await client.context.add(sid, "style", "Be brief.")
+        assert [e.key for e in await client.context.entries(sid)] == ["style"]
+        assert await client.context.remove(sid, "style") is True
+        assert await client.snapshot_now(sid)
+        await client.set_title(sid, "Socket talk")
+        assert (await client.get_session(sid)).metadata.title == "Socket talk"
+        assert [s.session_id for s in await client.recent_sessions(5)] == [sid]
+        assert (await client.store_health()).pending_writes == 0
+        assert await client.take_notices() == []
+        with pytest.raises(SessionNotFoundError):
+            await client.start_session(resume="ffffffff")
+        await client.end_session(sid)
+        await connection.shutdown()
+
+    asyncio.run(scenario())
+
+
+def test_a_malformed_or_oversized_message_drops_that_connection_only(
+    served: tuple[Served, OllmSettings, list[PipelineHost]], tmp_path: Path
+) -> None:
+    service, settings, _ = served
+    log = ServicePaths.for_home().log
+
+    async def attempt(payload: bytes) -> bytes:
+        reader, writer = await _raw(service.paths)
+        writer.write(payload)
+        await writer.drain()
+        answer = await reader.read()  # the service closes the connection
+        writer.close()
+        return answer
+
+    async def scenario() -> None:
+        from ollm_cli.pipeline.service import _socket
+
+        records: list[str] = []
+        handler = logging.Handler()
+        handler.emit = lambda record: records.append(record.getMessage())  # type: ignore[method-assign]
+        _socket.logger.addHandler(handler)
+        try:
+            assert await attempt(HEADER.pack(MAX_REQUEST_BYTES + 1)) == b""
+            assert await attempt(HEADER.pack(9) + b"not json!") == b""
+            recent = encode(ClientFrame(id=1, body=RecentSessions(limit=1)))
+            assert await attempt(recent) == b""  # hello first
+        finally:
+            _socket.logger.removeHandler(handler)
+        assert len([r for r in records if "malformed" in r]) == 3, records
+        # and the service still serves
+        connection = ServiceConnection(settings, tmp_path)
+        client = RemoteCoordinator(connection)
+        assert await client.recent_sessions(1) == []
+        await connection.shutdown()
+
+    asyncio.run(scenario())
+    assert log.parent.is_dir()
+
+
+def test_a_client_of_another_version_is_refused_with_what_to_do(
+    served: tuple[Served, OllmSettings, list[PipelineHost]], tmp_path: Path
+) -> None:
+    service, settings, _ = served
+
+    async def scenario() -> Failed:
+        reader, writer = await _raw(service.paths)
+        hello = Hello(
+            version="0.0.1+old",
+            pid=os.getpid(),
+            started=None,
+            settings=settings,
+            workspace=str(tmp_path),
+            environment={},
+        )
+        writer.write(encode(ClientFrame(id=1, body=hello)))
+        await writer.drain()
+        replies = [frame async for frame in _frames(reader)]
+        writer.close()
+        assert len(replies) == 1
+        assert isinstance(replies[0].body, Failed)
+        return replies[0].body
+
+    refused = asyncio.run(scenario())
+    error = refused.exception()
+    assert isinstance(error, ServiceError) and error.exit_code == 8
+    assert "0.0.1+old" in error.message and "ollm service stop" in (error.hint or "")
+
+
+def test_a_client_of_another_user_is_refused(server: FakeOllama, tmp_path: Path) -> None:
+    """The socket is 0600 in a 0700 folder; were it opened anyway, the service
+    checks the peer's uid and answers nothing."""
+    if os.getuid() != 0:
+        pytest.skip("needs root to connect as another user")
+    settings = _settings(server, tmp_path)
+    folder = Path(tempfile.mkdtemp(prefix="ollm-socket-", dir="/tmp"))  # reachable by nobody
+    exposed = ServicePaths(home=folder, folder=folder / "service")
+    other = Served(exposed, lambda s, w: pytest.fail("another user's hello was served"))
+    try:
+        folder.chmod(0o777)
+        exposed.folder.chmod(0o777)
+        exposed.socket.chmod(0o777)
+        hello = encode(
+            ClientFrame(
+                id=1,
+                body=Hello(
+                    version=code_version(),
+                    pid=1,
+                    started=None,
+                    settings=settings,
+                    workspace=str(tmp_path),
+                    environment={},
+                ),
+            )
+        )
+        code = (
+            "import os, socket, sys\n"
+            "os.setgid(65534); os.setuid(65534)\n"
+            "s = socket.socket(socket.AF_UNIX)\n"
+            "s.connect(sys.argv[1])\n"
+            "s.settimeout(30)\n"
+            "try:\n"
+            "    s.sendall(bytes.fromhex(sys.argv[2]))\n"
+            "    print(len(s.recv(100)))\n"
+            "except (BrokenPipeError, ConnectionResetError):\n"
+            "    print(0)\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(exposed.socket), hello.hex()],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "0"  # closed, nothing answered
+        assert other.server.clients == 0
+    finally:
+        other.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_socket_that_is_not_the_daemons_is_never_trusted(tmp_path: Path) -> None:
+    """A socket file left by a dead service, or put in its place: its peer is not the
+    daemon named in state.json, so the client does not talk to it."""
+    path = tmp_path / "ollm.sock"
+    impostor = socket.socket(socket.AF_UNIX)
+    impostor.bind(str(path))
+    impostor.listen(1)
+    state = _this_process().model_copy(update={"pid": os.getppid()})
+
+    async def scenario() -> None:
+        with pytest.raises(ServiceError, match="not the OLLM service's"):
+            await _open(path, state)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        impostor.close()
+
+
+def test_a_long_home_path_still_reaches_the_socket(tmp_path: Path) -> None:
+    """A Unix socket's address is at most 108 bytes; a deep OLLM_HOME is reached
+    through its folder's descriptor."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    paths = ServicePaths(home=deep, folder=deep / "service")
+    listener = bind_socket(paths)
+
+    async def scenario() -> None:
+        _, writer = await _open(paths.socket, _this_process())
+        assert peer(writer.get_extra_info("socket"))[0] == os.getpid()
+        writer.close()
+
+    try:
+        assert len(str(paths.socket)) > 108
+        assert paths.socket.stat().st_mode & 0o777 == 0o600
+        asyncio.run(scenario())
+    finally:
+        listener.close()
+
+
+def test_the_thin_client_imports_no_ray(tmp_path: Path) -> None:
+    """What ``ollm run`` and ``ollm batch`` import on the service runtime (their
+    conversations' client): no Ray, not even the runtime."""
+    code = (
+        "import sys\n"
+        "import ollm_cli.cli.run_cmd, ollm_cli.pipeline.service._client\n"
+        "import ollm_cli.cli.batch_cmd, ollm_cli.pipeline.harness._batch_runner\n"
+        "import ollm_cli.pipeline.service._socket, ollm_cli.pipeline.service._protocol\n"
+        "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))\n"
+        "print('ollm_cli.pipeline.runtime' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["[]", "False"]
