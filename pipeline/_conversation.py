@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from ollm_cli.pipeline.compression import ActiveContext, CompressionResult
 from ollm_cli.pipeline.errors import LoopDetectedError
 from ollm_cli.pipeline.loop_detection import LoopEvent
-from ollm_cli.pipeline.providers import ModelInfo
+from ollm_cli.pipeline.providers import ModelInfo, StreamChunk
 from ollm_cli.pipeline.records import SessionMessage, ToolCallPart
 
 AskCallback = Callable[[ToolCallPart], Awaitable[bool]]
@@ -49,6 +49,10 @@ class TurnResult(BaseModel):
     notices: list[str] = []
     """What the user must know of this turn: messages left out of or cut in a request
     to fit the window (the session file keeps them whole), a prompt cut with consent."""
+    finish_reason: str | None = None
+    """How the provider said the last answer ended (``"length"``: at its output limit)."""
+    token_limit: int | None = None
+    """The output limit the last answer hit, when OLLM set it (the embedded model)."""
 
 
 @dataclass
@@ -71,6 +75,8 @@ class Conversation:
     key: str = field(default_factory=lambda: uuid.uuid4().hex)
     sent: tuple[int, list[SessionMessage]] | None = None
     """The version and messages of the last request the provider actor holds."""
+    final_chunk: StreamChunk | None = None
+    """The provider's last chunk of the answer being streamed (how it ended)."""
     turn_end_recorded: bool = False
     """The answer that ended the turn carried the turn end to recording."""
     loop_begun: bool = False

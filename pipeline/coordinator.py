@@ -90,7 +90,14 @@ from ollm_cli.pipeline.events import (
 from ollm_cli.pipeline.extensions import load_extensions
 from ollm_cli.pipeline.hooks import HookRunner
 from ollm_cli.pipeline.loop_detection import LoopEvent
-from ollm_cli.pipeline.providers import ChatRequest, ModelInfo
+from ollm_cli.pipeline.providers import (
+    TOKEN_LIMIT_REASON,
+    ChatRequest,
+    ModelInfo,
+    StreamChunk,
+    answer_end_fields,
+    cut_note,
+)
 from ollm_cli.pipeline.recording import CloseReport, ResumePoint, StoreHealth
 from ollm_cli.pipeline.records import (
     Session,
@@ -502,7 +509,8 @@ class Coordinator:
                     completion_tokens=completion,
                 )
             return
-        message = SessionMessage(role="assistant", parts=parts)
+        final, conversation.final_chunk = conversation.final_chunk, None
+        message = SessionMessage(role="assistant", parts=parts, **answer_end_fields(final))
         turn_end = None
         if ends_turn:
             context = conversation.context
@@ -589,6 +597,7 @@ class Coordinator:
                 calls.extend(chunk.tool_calls)
                 if chunk.done:
                     self._usage(conversation, request.system_prompt, sent, chunk, result)
+                    self._ended(conversation, chunk, result)
         except asyncio.CancelledError:
             # Ctrl-C: what was shown is recorded, marked as interrupted
             await asyncio.shield(shown.interrupted(conversation))
@@ -617,6 +626,16 @@ class Coordinator:
         if checked is not None:
             self._stopped_by(conversation, checked, result)
         return text, (calls if not result.stopped else [])
+
+    @staticmethod
+    def _ended(conversation: Conversation, chunk: StreamChunk, result: TurnResult) -> None:
+        """How the answer ended: kept for its message, and said when the provider cut
+        it at the output limit (the chat and ``-p`` print the notice, ``--json`` has it)."""
+        conversation.final_chunk = chunk
+        result.finish_reason = chunk.done_reason
+        result.token_limit = chunk.token_limit
+        if chunk.done_reason == TOKEN_LIMIT_REASON:
+            result.notices.append(cut_note(chunk.token_limit, provider=conversation.provider))
 
     def _usage(
         self,

@@ -146,11 +146,28 @@ INTERRUPTED_NOTE = "interrupted: the answer stopped here; only the part shown wa
 """What every view and export says at the end of an interrupted answer."""
 
 
+def token_limit_mark(message: SessionMessage) -> str | None:
+    """What views and exports say after an answer the provider stopped at its output
+    limit (``finishReason: "length"``), so it does not end mid-sentence in silence.
+
+    >>> token_limit_mark(SessionMessage.model_validate(
+    ...     {"role": "assistant", "parts": [], "finishReason": "length", "tokenLimit": 256}))
+    'answer cut at the token limit (256 tokens)'
+    """
+    extra = message.model_extra or {}
+    if message.role != "assistant" or extra.get("finishReason") != "length":
+        return None
+    limit = extra.get("tokenLimit")
+    size = f" ({limit} tokens)" if isinstance(limit, int) and not isinstance(limit, bool) else ""
+    return f"answer cut at the token limit{size}"
+
+
 def _entry_of(message: SessionMessage, blocks: list[Block]) -> TranscriptEntry:
+    mark = token_limit_mark(message)
     return TranscriptEntry(
         role=message.role,
         timestamp=message.timestamp,
-        blocks=blocks,
+        blocks=[*blocks, NoteBlock(text=mark)] if mark else blocks,
         interrupted=(message.model_extra or {}).get("interrupted") is True,
     )
 

@@ -69,3 +69,22 @@ def test_smollm2_looping_is_caught_by_the_loop_detector(tmp_path: Path) -> None:
     # what the model wrote before it was stopped is recorded, and the user message too
     assert session.messages[0].text.startswith("List all the days")
     assert session.messages[-1].role == "assistant" and "Monday" in session.messages[-1].text
+
+
+def test_an_answer_cut_at_the_token_limit_is_recorded_and_said(tmp_path: Path) -> None:
+    """Issue 24: SmolLM2 stopped by ``maxTokens`` mid-answer: the message records
+    why it ended, and the turn's notices say so with the setting to raise."""
+    settings = embedded_settings()
+    settings.provider.embedded.max_tokens = 8
+    result, session = asyncio.run(
+        one_turn(settings, tmp_path, "Write a long story about a dragon and a knight.")
+    )
+    assert result.finish_reason == "length" and result.token_limit == 8
+    assert any(
+        "cut at the token limit (8 tokens)" in n and "provider.embedded.maxTokens" in n
+        for n in result.notices
+    )
+    answer = session.messages[-1]
+    assert answer.role == "assistant" and answer.text == result.answer
+    assert (answer.model_extra or {}).get("finishReason") == "length"
+    assert (answer.model_extra or {}).get("tokenLimit") == 8

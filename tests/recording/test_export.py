@@ -571,3 +571,33 @@ def test_property_markdown_export_never_holds_raw_html_or_script_links(text: str
     assert _unsafe_tokens(markdown) == []
     for word in re.findall(r"\w+", strip_control(text)):  # nothing dropped
         assert word in markdown
+
+
+def test_an_answer_cut_at_the_token_limit_is_marked_in_every_export() -> None:
+    """Issue 24: an answer the provider stopped at its output limit ends with a mark
+    in view and exports, never mid-sentence in silence; a finished one has none."""
+    cut = SessionMessage.model_validate(
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "text": "The three colors are red, gr"}],
+            "timestamp": iso(2),
+            "finishReason": "length",
+            "tokenLimit": 8,
+        }
+    )
+    whole = SessionMessage.model_validate(
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "text": "Done."}],
+            "timestamp": iso(3),
+            "finishReason": "stop",
+        }
+    )
+    session = make_session([cut, whole])
+    entries = transcript(session)
+    assert entries[0].blocks[-1] == NoteBlock(text="answer cut at the token limit (8 tokens)")
+    assert not any(isinstance(b, NoteBlock) for b in entries[1].blocks)
+    assert "answer cut at the token limit (8 tokens)" in to_markdown(session)
+    assert "answer cut at the token limit (8 tokens)" in to_html(session)
+    # the file keeps the fields: a JSON export is the session as recorded
+    assert orjson.loads(to_json(session))["messages"][0]["finishReason"] == "length"
