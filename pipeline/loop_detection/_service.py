@@ -42,7 +42,14 @@ showed up:
   line repeated ``LINE_LOOP_LINES`` times, or a block of 2 to 8 lines repeated
   ``BLOCK_MIN_REPEATS`` times over at least ``BLOCK_MIN_LINES`` lines
   (``CODE_LOOP_LINES`` lines inside code): a table or a list that never ends,
-  like SmolLM2's week of days again and again, is still stopped.
+  like SmolLM2's week of days again and again, is still stopped. Within one line,
+  in a fence or not, a list whose items go round the same cycle of at least
+  ``LIST_MIN_ITEMS`` items ``LIST_MIN_REPEATS`` times over ``LIST_MIN_SPAN``
+  characters is a loop too (SmolLM2 printing ``['Mon', 'Tue', ..., 'Sun', 'Mon',
+  ...]`` until its token limit): a repeated sentence in code is content, a list
+  that cycles without end is the model's own. ``finish_answer(text)`` checks
+  the part of the answer the stream check has not seen yet (a caller that checks
+  the stream in batches leaves its last batch unchecked).
 
 Polling is work. A repeated call (or cycle) with an unchanged result is a
 *poll* when its result says the work is still going (``in_progress``,
@@ -119,6 +126,12 @@ CODE_LOOP_LINES = 80
 #: loop sooner: BLOCK_MIN_REPEATS times and at least BLOCK_MIN_LINES lines.
 BLOCK_MIN_REPEATS = 4
 BLOCK_MIN_LINES = 16
+#: Within one line, a cycle of LIST_MIN_ITEMS or more comma-separated items repeated
+#: LIST_MIN_REPEATS times over LIST_MIN_SPAN characters is a loop, in a fence or not:
+#: SmolLM2 cycles through the week's days inside a list literal that never ends.
+LIST_MIN_ITEMS = 3
+LIST_MIN_REPEATS = 3
+LIST_MIN_SPAN = 192
 #: Tool results kept as sources of quotation (the newest, each its head and tail
 #: up to SOURCE_CHARS: a log's repeated lines are usually at its end).
 SOURCE_KEEP = 8
@@ -427,14 +440,18 @@ class LoopDetectionService:
         return self.record_turn()
 
     def finish_answer(self, text: str, *, next_request: bool = False) -> LoopEvent | None:
-        """Record a whole answer (its stream ends). ``next_request``: the answer ends
+        """Record a whole answer (its stream ends). The part of ``text`` that
+        :meth:`check_stream` has not seen yet is checked first: a caller that feeds
+        the stream in batches leaves its last batch unchecked, and a model looping
+        until its token limit loops precisely there. ``next_request``: the answer ends
         the request, and the next one begins now, as :meth:`begin_request` would
         when it comes (its first turn is within any limit, so that is never an event)."""
+        streamed = self.check_stream(text[self._state.stream.chars :])
         self.end_stream()
         event = self.record_output(text)
         if next_request:
             self.begin_request()
-        return event
+        return event or streamed
 
     @property
     def turns(self) -> int:
@@ -711,6 +728,8 @@ class LoopDetectionService:
         tail = buffer[tail_start:] if tail_start else buffer
         period = _tail_period(tail, CODE_MIN_SPAN if stream.fence else STREAM_MIN_SPAN)
         if period is None:
+            period = _list_period(tail)
+        if period is None:
             return None
         repeats = _tail_repeats(tail, period)
         if self._quoted(tail, period, repeats) or _data_lines(tail[-period:]):
@@ -841,19 +860,35 @@ def _line_limit(period: int, code: bool) -> int:
     return max(BLOCK_MIN_REPEATS * period, BLOCK_MIN_LINES)
 
 
-def _needed(period: int, min_span: int = STREAM_MIN_SPAN) -> int:
-    return max(period * STREAM_MIN_REPEATS, min_span)
+def _needed(period: int, min_span: int = STREAM_MIN_SPAN, repeats: int = STREAM_MIN_REPEATS) -> int:
+    return max(period * repeats, min_span)
 
 
-def _tail_period(buffer: str, min_span: int = STREAM_MIN_SPAN) -> int | None:
-    """The smallest period p in [8, 200] whose repetition fills the end of ``buffer``.
+def _list_period(tail: str) -> int | None:
+    """The period of a list cycling at the end of the last line of ``tail``: at least
+    :data:`LIST_MIN_ITEMS` comma-separated items, repeated :data:`LIST_MIN_REPEATS`
+    times over :data:`LIST_MIN_SPAN` characters (``None``: no such list)."""
+    line = tail[tail.rfind("\n") + 1 :]
+    if line.count(",") < LIST_MIN_ITEMS * LIST_MIN_REPEATS:
+        return None
+    period = _tail_period(line, LIST_MIN_SPAN, LIST_MIN_REPEATS)
+    if period is None or line.count(",", len(line) - period) < LIST_MIN_ITEMS:
+        return None
+    return period
+
+
+def _tail_period(
+    buffer: str, min_span: int = STREAM_MIN_SPAN, repeats: int = STREAM_MIN_REPEATS
+) -> int | None:
+    """The smallest period p in [8, 200] repeated ``repeats`` times over at least
+    ``min_span`` characters at the end of ``buffer``.
 
     Candidates are the distances back to earlier occurrences of the last 8
     characters (found with ``str.rfind``), at most :data:`STREAM_MAX_CANDIDATES`
     of them, each verified with one slice comparison: bounded work per chunk.
     """
     size = len(buffer)
-    if size < _needed(STREAM_MIN_PERIOD, min_span):
+    if size < _needed(STREAM_MIN_PERIOD, min_span, repeats):
         return None
     probe = buffer[-STREAM_MIN_PERIOD:]
     probe_start = size - STREAM_MIN_PERIOD
@@ -865,7 +900,7 @@ def _tail_period(buffer: str, min_span: int = STREAM_MIN_SPAN) -> int | None:
             return None
         period = probe_start - found
         if period >= STREAM_MIN_PERIOD:
-            span = _needed(period, min_span)
+            span = _needed(period, min_span, repeats)
             if span <= size:
                 tail = buffer[size - span :]
                 if tail[period:] == tail[:-period]:

@@ -3,7 +3,9 @@ alarm, and real loops that must be stopped.
 
 Each :class:`Scenario` is a list of steps, fed to a :class:`LoopDetectionService` the way the
 coordinator feeds it (a reply is streamed in chunks, then recorded whole; a tool
-call, then its result). ``("wait", s)`` moves the injected clock.
+call, then its result). ``("wait", s)`` moves the injected clock. ``("answer", tokens)``
+is a reply fed exactly as the coordinator does: in batches of at least
+:data:`COORDINATOR_BATCH` characters, the rest only with the whole answer.
 
 Sources:
 
@@ -76,6 +78,24 @@ def _chunks(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
+#: ``STREAM_CHECK_CHARS`` of ``pipeline/coordinator.py``: how much streamed text the
+#: coordinator gathers before it asks the detector.
+COORDINATOR_BATCH = 400
+
+
+def _batches(tokens: Iterable[str]) -> list[str]:
+    """The pieces the coordinator checks while streaming; the rest (shorter than a batch)
+    reaches the detector only with the whole answer."""
+    pieces: list[str] = []
+    pending: list[str] = []
+    for token in tokens:
+        pending.append(token)
+        if sum(map(len, pending)) >= COORDINATOR_BATCH:
+            pieces.append("".join(pending))
+            pending.clear()
+    return pieces
+
+
 def make_detector(settings: LoopDetectionSettings, clock: Clock) -> LoopDetectionService:
     """A detector with the injected clock (a detector without one still runs)."""
     try:
@@ -115,6 +135,12 @@ def run(
             detector.record_tool_result(step[1], step[2], step[3])
         elif kind == "wait":
             clock.now += step[1]
+        elif kind == "answer":
+            text = "".join(step[1])
+            if any(seen(detector.check_stream(piece)) for piece in _batches(step[1])):
+                break
+            if seen(detector.finish_answer(text)):
+                break
         elif kind in ("reply", "stream"):
             chunks = step[1] if isinstance(step[1], tuple) else _chunks(step[1], step[2])
             stop = False
@@ -141,6 +167,10 @@ def reply(text: str | tuple[str, ...], chunk: int = 6) -> Step:
 
 def stream(text: str, chunk: int = 6) -> Step:
     return ("stream", text, chunk)
+
+
+def answer(tokens: tuple[str, ...]) -> Step:
+    return ("answer", tokens)
 
 
 def call(name: str, args: dict[str, Any], result: str, wait: float = 0.0) -> list[Step]:
@@ -555,6 +585,44 @@ LEGITIMATE: tuple[Scenario, ...] = (
         False,
         "issue 23",
     ),
+    # lists within a line that repeat their items, but not as a loop
+    Scenario(
+        "a short pattern literal in code",
+        turns([reply("```python\nmask = [1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0]\n```\nThe mask.")]),
+        False,
+    ),
+    Scenario(
+        "a two-week rota in one line",
+        turns(
+            [
+                reply(
+                    "Rota: "
+                    + "Alice (Mon), Bob (Tue), Carol (Wed), Dan (Thu), Erin (Fri), " * 2
+                    + "then it starts again."
+                )
+            ]
+        ),
+        False,
+    ),
+    Scenario(
+        "a cycling list a tool returned, quoted in a fence",
+        turns(
+            call(
+                "read_file",
+                {"path": "shifts.py"},
+                "SHIFTS = [" + "'early', 'late', 'night', " * 12 + "]",
+            ),
+            [
+                reply(
+                    "The file has:\n```python\nSHIFTS = ["
+                    + "'early', 'late', 'night', " * 12
+                    + "]\n```"
+                )
+            ],
+        ),
+        False,
+        "issue 23",
+    ),
     Scenario("SmolLM2: the months", turns([reply(smol.MONTHS)]), False, "SmolLM2"),
     Scenario("SmolLM2: a greeting", turns([reply(smol.HELLO_FOREVER)]), False, "SmolLM2"),
     Scenario("SmolLM2: code and its output", turns([reply(smol.LOOP_EXPLAINED)]), False, "SmolLM2"),
@@ -777,6 +845,23 @@ LOOPS: tuple[Scenario, ...] = (
         turns([reply(smol.DAYS_IN_A_CODE_BLOCK)], [reply(smol.DAYS_IN_A_CODE_BLOCK)]),
         True,
         "SmolLM2",
+    ),
+    Scenario(
+        "SmolLM2: the days cycling in a list literal, token by token",
+        turns([reply(smol.DAYS_IN_A_LIST_LITERAL)], [reply(smol.DAYS_IN_A_LIST_LITERAL)]),
+        True,
+        "SmolLM2",
+    ),
+    Scenario(
+        "SmolLM2: the days cycling in a list literal, as the coordinator checks it",
+        turns([answer(smol.DAYS_IN_A_LIST_LITERAL)], [answer(smol.DAYS_IN_A_LIST_LITERAL)]),
+        True,
+        "SmolLM2",
+    ),
+    Scenario(
+        "a list cycling outside a fence",
+        _forever(lambda _: [stream("Days: " + "Mon, Tue, Wed, Thu, Fri, Sat, Sun, " * 6, 5)], 2),
+        True,
     ),
     Scenario(
         "SmolLM2: a table row until the token limit",

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ollm_cli.config.settings import LoopDetectionSettings
 from ollm_cli.pipeline.loop_detection._service import (
+    LIST_MIN_SPAN,
     STREAM_MIN_SPAN,
     LoopDetectionService,
     LoopEvent,
@@ -297,6 +298,47 @@ def test_stream_repetition_without_spaces() -> None:
     found = [e for e in (loop.check_stream(text[i : i + 9]) for i in range(0, len(text), 9)) if e]
     assert len(found) == 1
     assert sorted(found[0].offending) == sorted("0123456789abcdef")
+
+
+def _first_event(text: str, chunk: int = 5) -> tuple[int, LoopEvent] | None:
+    loop = detector()
+    for start in range(0, len(text), chunk):
+        event = loop.check_stream(text[start : start + chunk])
+        if event is not None:
+            return start + chunk, event
+    return None
+
+
+@pytest.mark.parametrize("fence", ["", "```python\n"])
+def test_a_list_cycling_in_one_line_is_a_loop_in_a_fence_or_not(fence: str) -> None:
+    """Three turns of a cycle of ten items, 210 characters: below the bar of a repeated
+    sentence (4 times, 256 characters; 512 in a fence), a loop all the same."""
+    cycle = "'Sun', 'Mon', 'Tue', 'Ton', 'Tue', 'Thu', 'Thi', 'Fri', 'Sat', 'Sun', "
+    head = fence + "['Mon', 'Tue', 'Wed', "
+    found = _first_event(head + cycle * 3 + "'Sun'")
+    assert found is not None
+    at, event = found
+    assert event.kind == "stream-repetition" and event.count == 3
+    # not before three turns (LIST_MIN_SPAN at least), at the latest once the third ends
+    assert max(3 * len(cycle), LIST_MIN_SPAN) <= at <= len(head) + 3 * len(cycle) + 5
+    assert _first_event(head + cycle * 2 + "'Sun'") is None  # twice is a list, not a loop
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a sentence repeated in code is content (gemini-cli's rule), commas or not
+        "```\n" + "This sentence, like that one, says nothing new at all. " * 9,
+        # a cycle of two items is not a list going round
+        "Pairs: " + "left hand, right hand, " * 10,
+        # a cycle on two lines: each line alone does not repeat
+        "Mon, Tue, Wed, Thu, Fri, Sat, Sun, Mon, Tue, Wed, Thu, Fri,\n"
+        + "Sat, Sun, Mon, Tue, Wed, Thu, Fri, Sat, Sun, Mon, Tue, Wed,\n" * 3,
+    ],
+    ids=["sentence-in-code", "two-items", "wrapped-lines"],
+)
+def test_what_is_not_a_cycling_list(text: str) -> None:
+    assert _first_event(text) is None
 
 
 def test_stream_buffer_stays_bounded() -> None:

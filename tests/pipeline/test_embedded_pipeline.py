@@ -56,7 +56,7 @@ def test_a_turn_with_smollm2_is_recorded(tmp_path: Path) -> None:
 
 def test_smollm2_looping_is_caught_by_the_loop_detector(tmp_path: Path) -> None:
     settings = embedded_settings()
-    settings.provider.embedded.max_tokens = 300
+    settings.provider.embedded.max_tokens = 400
     result, session = asyncio.run(
         one_turn(
             settings,
