@@ -25,8 +25,8 @@ from ollm_cli.pipeline.errors import PromptTooLargeError
 
 if TYPE_CHECKING:
     from ollm_cli.cli.loop_thread import LoopThread
-    from ollm_cli.pipeline._conversation import TurnResult
     from ollm_cli.pipeline.contract import ConversationContract
+    from ollm_cli.pipeline.coordinator._conversation import TurnResult
 
 TruncatePromptOption = Annotated[
     bool,

@@ -35,8 +35,8 @@ from ollm_cli.cli.oversized_prompt import TruncatePromptOption, run_turn_within_
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.cli.trust_cmd import TrustWorkspaceOption, settle_workspace_trust
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline._conversation import raise_if_stopped
 from ollm_cli.pipeline.contract import ConversationContract
+from ollm_cli.pipeline.coordinator._conversation import raise_if_stopped
 from ollm_cli.pipeline.errors import OllmError, SessionNotFoundError, StorageError, UsageError
 from ollm_cli.pipeline.events import ContextNotice, EventBus, LoopDetectedEvent, PipelineEvent
 from ollm_cli.pipeline.recording import CloseReport

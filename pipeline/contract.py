@@ -34,9 +34,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline._conversation import TurnResult
 from ollm_cli.pipeline.compression import CompressionResult, SnapshotInfo
 from ollm_cli.pipeline.context import ContextEntry, ContextSource
+from ollm_cli.pipeline.coordinator._conversation import TurnResult
 from ollm_cli.pipeline.events import EventBus
 from ollm_cli.pipeline.recording import CloseReport, StoreHealth
 from ollm_cli.pipeline.records import Session, SessionSummary

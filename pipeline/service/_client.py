@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline._conversation import AskCallback, TurnResult
 from ollm_cli.pipeline.compression import CompressionResult, SnapshotInfo
 from ollm_cli.pipeline.context import ContextEntry, ContextSource
+from ollm_cli.pipeline.coordinator._conversation import AskCallback, TurnResult
 from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.events import EventBus
 from ollm_cli.pipeline.recording import CloseReport, StoreHealth

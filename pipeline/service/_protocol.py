@@ -29,9 +29,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline._conversation import TurnResult
 from ollm_cli.pipeline.compression import CompressionResult, SnapshotInfo
 from ollm_cli.pipeline.context import ContextEntry, ContextSource
+from ollm_cli.pipeline.coordinator._conversation import TurnResult
 from ollm_cli.pipeline.errors import (
     ActorFailedError,
     ConfigError,

@@ -30,7 +30,6 @@ from typing import Any
 from ollm_cli.actors.compression import CompressionShell
 from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline._conversation import Conversation
 from ollm_cli.pipeline.compression import (
     ActiveContext,
     ChatCompressionService,
@@ -38,6 +37,7 @@ from ollm_cli.pipeline.compression import (
     SnapshotInfo,
     TokenCounter,
 )
+from ollm_cli.pipeline.coordinator._conversation import Conversation
 from ollm_cli.pipeline.errors import OllmError, PromptTooLargeError
 from ollm_cli.pipeline.events import CompressionFinished, CompressionStarted, EventBus
 from ollm_cli.pipeline.recording import RESTORE_TRIGGER

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import AsyncGenerator, Awaitable
 
 from ollm_cli.actors.provider import ProviderShell
-from ollm_cli.pipeline._conversation import Conversation
+from ollm_cli.pipeline.coordinator._conversation import Conversation
 from ollm_cli.pipeline.errors import OllmError, StaleContextError
 from ollm_cli.pipeline.providers import ChatBatch, ChatOpening, ChatRequest, StreamChunk
 from ollm_cli.pipeline.records import SessionMessage

@@ -57,16 +57,6 @@ from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.actors.sanitizer import SanitizerShell
 from ollm_cli.actors.tool_worker import ToolWorkerShell
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline._compaction import CompressionScheduler
-from ollm_cli.pipeline._conversation import (
-    AskCallback,
-    Conversation,
-    StopReason,
-    TurnResult,
-    raise_if_stopped,
-)
-from ollm_cli.pipeline._provider_stream import ProviderStream
-from ollm_cli.pipeline._titles import generate_title
 from ollm_cli.pipeline.compression import (
     ActiveContext,
     CompressionResult,
@@ -74,6 +64,16 @@ from ollm_cli.pipeline.compression import (
     TokenCounter,
 )
 from ollm_cli.pipeline.context_client import ContextClient
+from ollm_cli.pipeline.coordinator._compaction import CompressionScheduler
+from ollm_cli.pipeline.coordinator._conversation import (
+    AskCallback,
+    Conversation,
+    StopReason,
+    TurnResult,
+    raise_if_stopped,
+)
+from ollm_cli.pipeline.coordinator._provider_stream import ProviderStream
+from ollm_cli.pipeline.coordinator._titles import generate_title
 from ollm_cli.pipeline.errors import ActorFailedError, OllmError
 from ollm_cli.pipeline.events import (
     ContextNotice,

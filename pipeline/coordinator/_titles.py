@@ -14,7 +14,7 @@ import logging
 
 from ollm_cli.actors.provider import ProviderShell
 from ollm_cli.actors.recording import RecordingShell
-from ollm_cli.pipeline._conversation import Conversation
+from ollm_cli.pipeline.coordinator._conversation import Conversation
 from ollm_cli.pipeline.providers import ChatRequest
 from ollm_cli.pipeline.records import SessionMessage
 from ollm_cli.pipeline.runtime import Runtime
