@@ -441,7 +441,7 @@ def test_small_window_compresses_in_background_and_file_stays_complete(
         settings.services.compression.response_reserve = 128
         settings.services.compression.strategy = "truncate"
         long = "word " * 120
-        messages = [f"message {i}: {long}" for i in range(8)]
+        messages = [f"message {i}: {long}" for i in range(12)]
         _, results, session = asyncio.run(converse(settings, workspace, messages))
     assert all(isinstance(r, TurnResult) for r in results)
     assert [m.text for m in session.messages if m.role == "user"] == messages
