@@ -51,15 +51,22 @@ EXAMPLES = {
 
 @pytest.fixture
 def root_logging() -> Iterator[logging.Logger]:
-    """Restore the root logger's handlers, filters and level after the test."""
+    """Restore the root logger's handlers, filters and level after the test; OLLM's own
+    handler, if an earlier test (an ``ollm`` command run in this process) left one, is
+    set aside during the test, which installs its own."""
     root = logging.getLogger()
     handlers = list(root.handlers)
     filters = {h: list(h.filters) for h in handlers}
     level = root.level
+    earlier = [h for h in handlers if getattr(h, "_ollm_redacting", False)]
+    for handler in earlier:
+        root.removeHandler(handler)
     yield root
     for handler in list(root.handlers):
         if handler not in handlers:
             root.removeHandler(handler)
+    for handler in earlier:
+        root.addHandler(handler)
     for handler, kept in filters.items():
         handler.filters[:] = kept
     root.setLevel(level)
