@@ -38,6 +38,7 @@ from ollm_cli.pipeline.errors import (
     InvalidContextError,
     LoopDetectedError,
     OllmError,
+    PromptTooLargeError,
     ProviderError,
     ServiceError,
     ServiceLostError,
@@ -224,23 +225,47 @@ class Done(Message):
     type: Literal["done"] = "done"
 
 
+class PromptSizes(Message):
+    """The sizes a :class:`~ollm_cli.pipeline.errors.PromptTooLargeError` names, which
+    the client needs to cut the message with the user's consent (``--truncate-prompt``)."""
+
+    prompt_tokens: int
+    room_tokens: int
+    window: int
+    room_estimate: int
+
+
 class Failed(Message):
     """The request failed with an :class:`~ollm_cli.pipeline.errors.OllmError`: its
-    class (one of :data:`ERRORS`), message and hint, raised again by the client."""
+    class (one of :data:`ERRORS`), message and hint (and a too-large prompt's sizes),
+    raised again by the client."""
 
     type: Literal["failed"] = "failed"
     error: str
     message: str
     hint: str | None = None
+    sizes: PromptSizes | None = None
 
     @classmethod
     def of(cls, error: BaseException) -> Failed:
+        if isinstance(error, PromptTooLargeError):
+            sizes = PromptSizes(
+                prompt_tokens=error.prompt_tokens,
+                room_tokens=error.room_tokens,
+                window=error.window,
+                room_estimate=error.room_estimate,
+            )
+            return cls(
+                error="PromptTooLargeError", message=error.message, hint=error.hint, sizes=sizes
+            )
         if isinstance(error, OllmError):
             name = type(error).__name__ if type(error).__name__ in ERRORS else _base(error)
             return cls(error=name, message=error.message, hint=error.hint)
         return cls(error="OllmError", message=f"{type(error).__name__}: {error}")
 
     def exception(self) -> OllmError:
+        if self.error == "PromptTooLargeError" and self.sizes is not None:
+            return PromptTooLargeError(self.message, hint=self.hint, **self.sizes.model_dump())
         return ERRORS.get(self.error, OllmError)(self.message, hint=self.hint)
 
 
@@ -393,6 +418,7 @@ ERRORS: dict[str, type[OllmError]] = {
     for cls in (
         OllmError,
         UsageError,
+        PromptTooLargeError,
         ConfigError,
         SessionError,
         SessionNotFoundError,

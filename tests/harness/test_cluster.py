@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -47,6 +48,9 @@ runtime:
 # A private cluster on 127.0.0.1: no token (Ray 2.60 enables token auth when
 # ~/.ray/auth_token exists, and the driver would need the same token).
 NO_AUTH = {"RAY_AUTH_MODE": "disabled"}
+RAY_CLI = [sys.executable, "-m", "ray.scripts.scripts"]
+"""Ray's own command, run by this interpreter: no ``ray`` found on ``PATH`` (another
+Python's, or none when an earlier test left ``PATH`` without it)."""
 
 SCRIPT = """\
 name: on-cluster
@@ -122,7 +126,7 @@ def cluster(tmp_path: Path) -> Iterator[str]:
         head_args += ["--max-worker-port", "0", *_node_ports(), *common]
         leaders.append(
             subprocess.Popen(
-                ["ray", "start", *head_args],
+                [*RAY_CLI, "start", *head_args],
                 cwd=REPO,
                 env=env,
                 start_new_session=True,
@@ -136,7 +140,7 @@ def cluster(tmp_path: Path) -> Iterator[str]:
         worker_args += [*_node_ports(), *common]
         leaders.append(
             subprocess.Popen(
-                ["ray", "start", *worker_args],
+                [*RAY_CLI, "start", *worker_args],
                 cwd=REPO,
                 env=env,
                 start_new_session=True,
