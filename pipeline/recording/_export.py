@@ -14,7 +14,7 @@ reader sees the call, its arguments and what came back in one place. Nothing is
 ever truncated here (reasoning included: whole, folded in HTML): ``ollm sessions
 view`` shortens long tool results on screen unless ``--full``, exports never do.
 An interrupted answer is marked so in every format. Markdown goes through
-:func:`~ollm_cli.pipeline.recording._inert_markdown.inert_markdown`, so that no
+:func:`~ollm_cli.pipeline.markdown_text.inert_markdown`, so that no
 raw HTML or ``javascript:`` link in a message runs where the file is rendered.
 
 Example::
@@ -34,7 +34,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from ollm_cli.pipeline.recording._inert_markdown import (
+from ollm_cli.pipeline.markdown_text import (
     code_span,
     fenced,
     inert_inline,

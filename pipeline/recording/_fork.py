@@ -33,9 +33,9 @@ from ollm_cli.pipeline.recording._checkpoints import RESTORE_TRIGGER
 from ollm_cli.pipeline.recording._document import PARTIAL_KEY, SessionDocument
 from ollm_cli.pipeline.recording._ids import new_session_id
 from ollm_cli.pipeline.recording._recovery import invalid_reason
-from ollm_cli.pipeline.recording._title import clean_title
 from ollm_cli.pipeline.records import Record, now_iso, parse_iso
 from ollm_cli.pipeline.terminal_text import has_control
+from ollm_cli.pipeline.title_text import clean_title
 
 if TYPE_CHECKING:
     from ollm_cli.pipeline.recording._store import ChatRecordingService

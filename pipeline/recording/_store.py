@@ -106,7 +106,6 @@ from ollm_cli.pipeline.recording._recovery import (
 )
 from ollm_cli.pipeline.recording._retention import Retention, TrashEntry
 from ollm_cli.pipeline.recording._stream import StreamedSession
-from ollm_cli.pipeline.recording._title import clean_title, title_from_text
 from ollm_cli.pipeline.records import (
     CompressionEvent,
     Record,
@@ -120,6 +119,7 @@ from ollm_cli.pipeline.records import (
     parse_iso,
 )
 from ollm_cli.pipeline.terminal_text import has_control
+from ollm_cli.pipeline.title_text import clean_title, title_from_text
 
 logger = logging.getLogger(__name__)
 

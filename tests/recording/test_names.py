@@ -18,8 +18,8 @@ from ollm_cli.pipeline.recording._ids import (
     session_id_of_file,
 )
 from ollm_cli.pipeline.recording._lock import SessionLock, describe_process, lock_holder
-from ollm_cli.pipeline.recording._title import clean_title, shorten, title_from_text
 from ollm_cli.pipeline.terminal_text import strip_control
+from ollm_cli.pipeline.title_text import clean_title, shorten, title_from_text
 
 
 @given(st.text(max_size=60))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from markdown_it import MarkdownIt
 
-from ollm_cli.pipeline.recording._inert_markdown import (
+from ollm_cli.pipeline.markdown_text import (
     code_span,
     fenced,
     inert_inline,
