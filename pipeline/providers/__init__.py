@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         answer_end_fields,
         cut_at_token_limit,
         cut_note,
+        recorded_token_limit,
         token_limit_note,
     )
 
@@ -80,6 +81,7 @@ __all__ = [
     "new_tool_call_id",
     "ollama_answers",
     "read_gguf_metadata",
+    "recorded_token_limit",
     "token_limit_note",
     "verify_sha256",
 ]
@@ -128,6 +130,7 @@ __getattr__ = lazy_exports(
             "answer_end_fields",
             "cut_at_token_limit",
             "cut_note",
+            "recorded_token_limit",
             "token_limit_note",
         ),
     },

@@ -20,7 +20,9 @@ Example::
     >>> chunk = StreamChunk(done=True, done_reason="length", token_limit=256)
     >>> message = SessionMessage(role="assistant", parts=[TextPart(text="The three")],
     ...                          **answer_end_fields(chunk))
-    >>> token_limit_note(message, provider="embedded")
+    >>> cut_at_token_limit(message), recorded_token_limit(message)
+    (True, 256)
+    >>> cut_note(256, provider="embedded")
     '[answer cut at the token limit (256 tokens): raise provider.embedded.maxTokens]'
 """
 
@@ -61,15 +63,18 @@ def cut_at_token_limit(message: SessionMessage) -> bool:
     return message.role == "assistant" and extra.get(FINISH_REASON_KEY) == TOKEN_LIMIT_REASON
 
 
+def recorded_token_limit(message: SessionMessage) -> int | None:
+    """The output limit an answer recorded that it hit (``tokenLimit``), when known."""
+    limit = (message.model_extra or {}).get(TOKEN_LIMIT_KEY)
+    return limit if isinstance(limit, int) and not isinstance(limit, bool) else None
+
+
 def token_limit_note(message: SessionMessage, *, provider: str) -> str | None:
     """``[answer cut at the token limit (N tokens): raise SETTING]`` for an answer cut
     there (``provider`` is the session's), else ``None``."""
     if not cut_at_token_limit(message):
         return None
-    limit = (message.model_extra or {}).get(TOKEN_LIMIT_KEY)
-    return cut_note(
-        limit if isinstance(limit, int) and not isinstance(limit, bool) else None, provider=provider
-    )
+    return cut_note(recorded_token_limit(message), provider=provider)
 
 
 def cut_note(token_limit: int | None, *, provider: str) -> str:

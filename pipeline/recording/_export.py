@@ -154,12 +154,12 @@ def token_limit_mark(message: SessionMessage) -> str | None:
     ...     {"role": "assistant", "parts": [], "finishReason": "length", "tokenLimit": 256}))
     'answer cut at the token limit (256 tokens)'
     """
-    extra = message.model_extra or {}
-    if message.role != "assistant" or extra.get("finishReason") != "length":
+    from ollm_cli.pipeline.providers import cut_at_token_limit, recorded_token_limit
+
+    if not cut_at_token_limit(message):
         return None
-    limit = extra.get("tokenLimit")
-    size = f" ({limit} tokens)" if isinstance(limit, int) and not isinstance(limit, bool) else ""
-    return f"answer cut at the token limit{size}"
+    limit = recorded_token_limit(message)
+    return f"answer cut at the token limit{f' ({limit} tokens)' if limit is not None else ''}"
 
 
 def _entry_of(message: SessionMessage, blocks: list[Block]) -> TranscriptEntry:
