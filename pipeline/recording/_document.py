@@ -39,6 +39,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from ollm_cli.pipeline.recording._ids import is_session_id
+from ollm_cli.pipeline.recording._journal import Change
 from ollm_cli.pipeline.records import (
     Session,
     SessionMessage,
@@ -224,8 +225,9 @@ class SessionDocument:
 
     # -- changes ---------------------------------------------------------------------
 
-    def apply(self, change: dict[str, Any]) -> None:
-        """Apply one journal payload: ``m`` message, ``t`` tool call, ``la`` lastActivity,
+    def apply(self, change: Change) -> None:
+        """Apply one journal payload (see :class:`~ollm_cli.pipeline.recording._journal.Change`):
+        ``m`` message, ``t`` tool call, ``la`` lastActivity,
         ``md`` metadata fields (camelCase, new values), ``hd`` top-level fields, ``pa``
         the answer streaming so far (None: the answer is recorded, drop it)."""
         data = self.data

@@ -24,7 +24,7 @@ Example::
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -32,13 +32,10 @@ from ollm_cli.pipeline.errors import SessionError
 from ollm_cli.pipeline.recording._checkpoints import RESTORE_TRIGGER
 from ollm_cli.pipeline.recording._document import PARTIAL_KEY, SessionDocument
 from ollm_cli.pipeline.recording._ids import new_session_id
-from ollm_cli.pipeline.recording._recovery import invalid_reason
+from ollm_cli.pipeline.recording._sessions import OpenSessions, SessionFolder, invalid_reason
 from ollm_cli.pipeline.records import Record, now_iso, parse_iso
 from ollm_cli.pipeline.terminal_text import has_control
 from ollm_cli.pipeline.title_text import clean_title
-
-if TYPE_CHECKING:
-    from ollm_cli.pipeline.recording._store import ChatRecordingService
 
 logger = logging.getLogger(__name__)
 
@@ -113,22 +110,22 @@ def _kept_history(history: list[Any], at: int, cut_at: str | None) -> list[Any]:
 class Forking:
     """Makes forks in one store's folder (the store calls it and keeps the public method)."""
 
-    def __init__(self, store: ChatRecordingService) -> None:
-        self.store = store
+    def __init__(self, folder: SessionFolder, sessions: OpenSessions) -> None:
+        self.folder = folder
+        self.sessions = sessions
 
     def fork(
         self, session_id: str, *, at: int | None = None, title: str | None = None
     ) -> ForkResult:
         """A new session holding the parent's first ``at`` messages (None: all)."""
-        store = self.store
-        store._check_open()
+        self.folder.check_open()
         if title is not None and (has_control(title) or not clean_title(title)):
             raise SessionError(
                 "a fork's title must be plain, non-empty text",
                 hint="give a few words without control characters",
             )
-        sid = store.resolve_id(session_id)
-        parent, _ = store._load(sid)  # the file plus what a live writer journaled; no lock
+        sid = self.sessions.resolve_id(session_id)
+        parent, _ = self.sessions.load(sid)  # the file plus what a live writer journaled; no lock
         messages = parent.messages
         total = len(messages)
         at = check_index(at, total, sid)
@@ -169,10 +166,7 @@ class Forking:
                 f"session {sid} cannot be forked: its records are invalid ({reason})",
                 hint=f"`ollm sessions doctor` checks it; `ollm sessions view {sid[:8]}` shows it",
             ) from None
-        state = store._create_file(doc)
-        with store._registry:
-            store._open.pop(new_id, None)
-        state.file_lock.release()
+        self.sessions.create(doc, hold=False)
         # not indexed here: the index catches the new file up at its next refresh (the
         # folder changed), so a fork of a long session costs no more than resuming it
         logger.info("forked session %s at message %d of %d as %s", sid, at, total, new_id)

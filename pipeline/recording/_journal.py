@@ -18,6 +18,16 @@ incarnation of a session file and ``seq`` orders its changes: a reader applies
 the frames whose ``seq`` is above the one saved in the file, so replaying a log
 twice changes nothing.
 
+Payload: one JSON object (written by orjson), a :class:`Change` whose short
+keys each name one part of the session that changed; a frame holds the keys
+that changed and nothing else::
+
+    {"m": {message}, "la": "2026-01-02T03:04:05.678901Z"}
+    {"t": {tool call}, "la": "..."}
+    {"md": {"title": "Fix the build", "titleSource": "auto"}}
+    {"pa": {message streamed so far}}  |  {"m": {whole message}, "pa": null}
+    {"n": {the new session's header}}          (seq 0 only)
+
 A log is locked (``flock``) by its writer for as long as the store lives, so
 another store can tell a live log (readers still use it) from the log of a
 process that died (its frames are folded into their sessions, then it is
@@ -47,7 +57,9 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypedDict, cast
+
+import orjson
 
 from ollm_cli.config.paths import ensure_private_dir
 from ollm_cli.pipeline.atomic_file import fsync_dir
@@ -70,6 +82,41 @@ class JournalEntry(NamedTuple):
     epoch: int
     seq: int
     payload: bytes
+
+
+class Change(TypedDict, total=False):
+    """The payload of one frame: what changed in one session (on disk as a JSON object).
+
+    Every key is optional; the short names are the on-disk format, so they stay.
+
+    - ``m``: a message appended to ``messages`` (the spec's message object).
+    - ``t``: a tool call appended to ``toolCalls``.
+    - ``la``: the new ``lastActivity`` (ISO 8601, UTC).
+    - ``md``: ``metadata`` fields set to new values (camelCase keys).
+    - ``hd``: top-level fields of the session set to new values.
+    - ``pa``: the answer streamed so far, marked interrupted; ``None`` drops it
+      (the whole answer is recorded by the same frame's ``m``).
+    - ``n``: the whole header of a new session (everything but ``messages`` and
+      ``toolCalls``); only in the frame of seq 0, which a rebuild starts from.
+    """
+
+    m: dict[str, Any]
+    t: dict[str, Any]
+    la: str
+    md: dict[str, Any]
+    hd: dict[str, Any]
+    pa: dict[str, Any] | None
+    n: dict[str, Any]
+
+
+def encode_change(change: Change) -> bytes:
+    """The payload bytes of ``change``."""
+    return orjson.dumps(change)
+
+
+def decode_change(payload: bytes) -> Change:
+    """A frame's payload read back (:class:`orjson.JSONDecodeError` if it is not JSON)."""
+    return cast(Change, orjson.loads(payload))
 
 
 @functools.lru_cache(maxsize=4096)

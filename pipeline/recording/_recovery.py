@@ -16,7 +16,7 @@
 
 Example::
 
-    recovery = Recovery(store)
+    recovery = Recovery(folder, journal, index, sessions, damaged)
     for finding in recovery.doctor(fix=False):
         print(finding.kind, finding.subject, finding.detail)
 """
@@ -24,19 +24,15 @@ Example::
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import logging
 import os
 import stat
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-import orjson
 from pydantic import Field, ValidationError
 
-from ollm_cli.pipeline.atomic_file import fsync_dir, write_atomic
+from ollm_cli.pipeline.atomic_file import write_atomic
 from ollm_cli.pipeline.errors import (
     SessionCorruptError,
     SessionError,
@@ -45,16 +41,17 @@ from ollm_cli.pipeline.errors import (
 )
 from ollm_cli.pipeline.recording._document import DocumentError, SessionDocument
 from ollm_cli.pipeline.recording._ids import session_id_of_file
-from ollm_cli.pipeline.recording._index import SessionView, file_sig
+from ollm_cli.pipeline.recording._index import SessionIndex, SessionView, file_sig
 from ollm_cli.pipeline.recording._journal import (
     JournalEntry,
+    SessionJournal,
     claim_dead_logs,
     describe_damage,
     entries_for,
     log_files,
     read_log,
 )
-from ollm_cli.pipeline.recording._lock import SessionLock, lock_holder
+from ollm_cli.pipeline.recording._lock import lock_holder
 from ollm_cli.pipeline.recording._rescue import (
     RefusedRescue,
     RescueScan,
@@ -62,14 +59,19 @@ from ollm_cli.pipeline.recording._rescue import (
     rescue_key,
     write_rescue,
 )
+from ollm_cli.pipeline.recording._sessions import (
+    CORRUPT_MARK,
+    DamagedFiles,
+    OpenSessions,
+    SessionFolder,
+    invalid_reason,
+    os_reason,
+    rebuild_from_journal,
+    replay,
+)
 from ollm_cli.pipeline.records import Record
 
-if TYPE_CHECKING:
-    from ollm_cli.pipeline.recording._store import ChatRecordingService
-
 logger = logging.getLogger(__name__)
-
-CORRUPT_MARK = ".corrupt-"
 
 
 class CloseReport(Record):
@@ -99,23 +101,37 @@ class DoctorFinding(Record):
 class Recovery:
     """The store's repairs: damaged files, dead journals, rescue files and the doctor.
 
-    It works on its :class:`~ollm_cli.pipeline.recording._store.ChatRecordingService`'s
-    folder, open sessions and locks; the store calls it and keeps its public methods.
+    It works on the store's folder, journal, index and open sessions (the parts of
+    :mod:`ollm_cli.pipeline.recording._sessions`); the store calls it and keeps its
+    public methods.
     """
 
-    def __init__(self, store: ChatRecordingService) -> None:
-        self.store = store
+    def __init__(
+        self,
+        folder: SessionFolder,
+        journal: SessionJournal,
+        index: SessionIndex,
+        sessions: OpenSessions,
+        damaged: DamagedFiles,
+    ) -> None:
+        self.folder = folder
+        self.journal = journal
+        self.index = index
+        self.sessions = sessions
+        self.damaged = damaged
         self._key: bytes | None = None
 
     def _rescue_key(self) -> bytes | None:
         """The home's rescue key (made by a store that can write, on first need)."""
         if self._key is None:
-            self._key = rescue_key(create=not self.store.read_only)
+            self._key = rescue_key(create=not self.folder.read_only)
         return self._key
 
     def _rescues(self) -> RescueScan:
         return find_rescues(
-            self.store.data_dir, key=self._rescue_key(), extra_dirs=self.store.settings.rescue_dirs
+            self.folder.data_dir,
+            key=self._rescue_key(),
+            extra_dirs=self.folder.settings.rescue_dirs,
         )
 
     def _refused(self, refused: RefusedRescue) -> None:
@@ -123,19 +139,19 @@ class Recovery:
             f"rescue file {refused.path} refused, not replayed: {refused.reason}; "
             "delete it if you did not write it"
         )
-        if message not in self.store.notices:
-            self.store.notices.append(message)
+        if message not in self.folder.notices:
+            self.folder.notices.append(message)
 
     def rescue_unsaved(self) -> CloseReport:
-        unsaved = self.store._journal.unsaved()
+        unsaved = self.journal.unsaved()
         if not unsaved:
             return CloseReport(ok=True)
-        error = self.store._journal.last_error or next(iter(self.store._save_errors.values()), None)
+        error = self.journal.last_error or next(iter(self.sessions.save_errors.values()), None)
         path = write_rescue(
-            self.store.data_dir,
+            self.folder.data_dir,
             unsaved,
             key=self._rescue_key(),
-            extra_dirs=self.store.settings.rescue_dirs,
+            extra_dirs=self.folder.settings.rescue_dirs,
         )
         if path is None:
             logger.error(
@@ -170,32 +186,31 @@ class Recovery:
                     f"from the rescue file {rescue.path}"
                 )
                 logger.warning(message)
-                self.store.notices.append(message)
-                self.store.recovery_report.append(message)
+                self.folder.notices.append(message)
+                self.folder.recovery_report.append(message)
 
     def _replay_rescued(self, sid: str, entries: list[JournalEntry]) -> bool:
         mine = [e for e in entries if e.session_id == sid]
-        if not self.store._path(sid).exists():
-            doc = rebuild_from_journal(sid, [*entries_for(self.store._journal_dir, sid), *mine])
+        if not self.folder.path(sid).exists():
+            doc = rebuild_from_journal(sid, [*entries_for(self.folder.journal_dir, sid), *mine])
             if doc is None:
                 return True  # deleted meanwhile, or never created: nothing to bring back
             try:
-                write_atomic(self.store._path(sid), doc.encode())
+                write_atomic(self.folder.path(sid), doc.encode())
             except OSError:
                 return False
             return True
         try:
-            self.store._ensure_dirs()
-            lock = SessionLock.acquire(self.store._lock_path(sid), sid)
+            lock = self.folder.lock(sid)
         except SessionError:
             return False  # in use: the next command replays it
         try:
-            doc, file_seq = self.store._load(sid)
+            doc, file_seq = self.sessions.load(sid)
             before = doc.seq
             replay(doc, mine)
             if doc.seq != file_seq:
-                write_atomic(self.store._path(sid), doc.encode())
-                self.store._index.update(sid, SessionView(doc), file_sig(self.store._path(sid)))
+                write_atomic(self.folder.path(sid), doc.encode())
+                self.index.update(sid, SessionView(doc), file_sig(self.folder.path(sid)))
                 logger.info("session %s: %d rescued record(s) replayed", sid, doc.seq - before)
             return True
         except (SessionError, OSError) as exc:
@@ -210,12 +225,12 @@ class Recovery:
         them: what a writable store folded or replayed when it opened is reported
         as fixed too. Nothing is changed without ``fix``."""
         if fix:
-            self.store._check_open()
+            self.folder.check_open()
         findings = [
             DoctorFinding(
-                kind="recovered", subject=str(self.store.data_dir), detail=line, fixed=True
+                kind="recovered", subject=str(self.folder.data_dir), detail=line, fixed=True
             )
-            for line in self.store.recovery_report
+            for line in self.folder.recovery_report
         ]
         findings += self._doctor_files(fix)
         findings += self._doctor_journals()
@@ -245,11 +260,11 @@ class Recovery:
     def _doctor_files(self, fix: bool) -> list[DoctorFinding]:
         found: list[DoctorFinding] = []
         try:
-            names = sorted(os.listdir(self.store.data_dir))
+            names = sorted(os.listdir(self.folder.data_dir))
         except OSError:
             return found
         for name in names:
-            path = self.store.data_dir / name
+            path = self.folder.data_dir / name
             if CORRUPT_MARK in name and name.split(CORRUPT_MARK)[0].endswith(".json"):
                 found.append(
                     DoctorFinding(
@@ -274,7 +289,9 @@ class Recovery:
                     detail="named like a session but not a regular file",
                 )
                 if fix:
-                    finding.fixed = self.move_aside(sid, path, "not a regular file") is not None
+                    finding.fixed = (
+                        self.damaged.move_aside(sid, path, "not a regular file") is not None
+                    )
                 found.append(finding)
                 continue
             problem = None
@@ -290,13 +307,9 @@ class Recovery:
             if problem is None:
                 continue
             finding = DoctorFinding(kind="corrupt", subject=name, detail=problem)
-            if (
-                fix
-                and sid not in self.store._open
-                and lock_holder(self.store._lock_path(sid)) is None
-            ):
+            if fix and sid not in self.sessions and lock_holder(self.folder.lock_path(sid)) is None:
                 try:
-                    rebuilt = self.handle_corrupt(sid, path, problem)
+                    rebuilt = self.damaged.handle_corrupt(sid, path, problem)
                     write_atomic(path, rebuilt.encode())
                     finding.detail += (
                         f"; moved aside and rebuilt from the journal ({len(rebuilt.messages)} "
@@ -312,8 +325,8 @@ class Recovery:
 
     def _doctor_journals(self) -> list[DoctorFinding]:
         found: list[DoctorFinding] = []
-        for path in log_files(self.store._journal_dir):
-            if self.store._journal.owns(path):
+        for path in log_files(self.folder.journal_dir):
+            if self.journal.owns(path):
                 continue
             try:
                 fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -341,11 +354,11 @@ class Recovery:
     def _doctor_locks(self, fix: bool) -> list[DoctorFinding]:
         found: list[DoctorFinding] = []
         try:
-            names = sorted(os.listdir(self.store._locks_dir))
+            names = sorted(os.listdir(self.folder.locks_dir))
         except OSError:
             return found
         for name in names:
-            path = self.store._locks_dir / name
+            path = self.folder.locks_dir / name
             if not name.endswith(".lock") or lock_holder(path) is not None:
                 continue
             finding = DoctorFinding(
@@ -361,101 +374,56 @@ class Recovery:
         return found
 
     def _doctor_index(self, fix: bool) -> list[DoctorFinding]:
-        changed, removed = self.store._index.drift()
+        changed, removed = self.index.drift()
         if not changed and not removed:
             return []
         finding = DoctorFinding(
             kind="index-drift",
-            subject=str(self.store.data_dir / ".index"),
+            subject=str(self.folder.data_dir / ".index"),
             detail=f"{len(changed)} session file(s) new or changed since indexed, "
             f"{len(removed)} indexed session(s) whose file is gone",
         )
         if fix:
-            self.store._index.rebuild()
+            self.index.rebuild()
             finding.fixed = True
         return [finding]
 
-    def handle_corrupt(self, sid: str, path: Path, problem: str) -> SessionDocument:
-        """Move a damaged file aside and rebuild the session from the journal if it can.
-
-        A read-only store moves nothing: it rebuilds from the journal in memory
-        or names the damaged file. Raises :class:`SessionCorruptError` when the
-        journal does not hold it all.
-        """
-        if self.store.read_only:
-            doc = rebuild_from_journal(sid, entries_for(self.store._journal_dir, sid))
-            if doc is None:
-                raise SessionCorruptError(
-                    f"session {sid} cannot be read: its file {path.name} is damaged ({problem})",
-                    hint="`ollm sessions doctor --fix` moves it aside and rebuilds what the "
-                    "journal holds; nothing was changed",
-                )
-            return doc
-        aside = self.move_aside(sid, path, problem)
-        doc = rebuild_from_journal(sid, entries_for(self.store._journal_dir, sid))
-        where = f"it was moved to {aside.name}" if aside else "it was left in place"
-        if doc is None:
-            raise SessionCorruptError(
-                f"session {sid} cannot be read: its file is damaged ({problem}); {where}",
-                hint="start a new session; the damaged file is kept for inspection",
-            )
-        message = f"session {sid} was rebuilt from its journal ({len(doc.messages)} messages)"
-        logger.warning(message)
-        self.store.recovery_report.append(message)
-        return doc
-
-    def move_aside(self, sid: str, path: Path, problem: str) -> Path | None:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        aside = path.with_name(f"{path.name}{CORRUPT_MARK}{stamp}")
-        try:
-            os.rename(path, aside)
-            fsync_dir(self.store.data_dir)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            logger.error("cannot move damaged session file %s aside: %s", path.name, os_reason(exc))
-            return None
-        message = f"session {sid}: damaged file ({problem}) moved to {aside.name}"
-        logger.error(message)
-        self.store.recovery_report.append(message)
-        return aside
-
     def on_corrupt_file(self, sid: str, path: Path, problem: str) -> None:
         """The index met a file that does not parse: handle it without breaking the listing."""
-        if self.store.read_only:
+        if self.folder.read_only:
             message = (
                 f"session file {path.name} is damaged ({problem}); left as it is "
                 "(`ollm sessions doctor --fix` repairs it)"
             )
             logger.warning(message)
-            if message not in self.store.notices:
-                self.store.notices.append(message)
+            if message not in self.folder.notices:
+                self.folder.notices.append(message)
             return
-        state = self.store._open.get(sid)
+        state = self.sessions.get(sid)
         if state is not None:
-            self.move_aside(sid, path, problem)
+            self.damaged.move_aside(sid, path, problem)
             with state.lock:
                 state.saved_seq = -1
-            self.store._save(state)
+            self.sessions.save(state)
             return
         try:
-            doc = self.handle_corrupt(sid, path, problem)
+            doc = self.damaged.handle_corrupt(sid, path, problem)
         except SessionCorruptError as exc:
             logger.warning("%s", exc.message)
             return
-        if lock_holder(self.store._lock_path(sid)) is None:
+        if lock_holder(self.folder.lock_path(sid)) is None:
             with contextlib.suppress(OSError):
                 write_atomic(path, doc.encode())
 
     def recover_dead_logs(self) -> None:
         """Fold the journals of stores that died into their sessions, then delete them."""
-        if not self.store._journal_dir.is_dir():
+        if not self.folder.journal_dir.is_dir():
             return
-        for dead in claim_dead_logs(self.store._journal_dir):
+        for dead in claim_dead_logs(self.folder.journal_dir):
             try:
                 for message in describe_damage(dead.path.name, dead.scan):
                     logger.warning(message)
-                    self.store.recovery_report.append(message)
+                    self.folder.recovery_report.append(message)
                 done = True
                 for sid in sorted({e.session_id for e in dead.scan.entries}):
                     done = self._fold(sid) and done
@@ -469,24 +437,25 @@ class Recovery:
 
     def _fold(self, sid: str) -> bool:
         """Bring ``sid``'s file up to date with the journals; False if it must wait."""
-        path = self.store._path(sid)
-        if not path.exists() and not self._has_corrupt_copy(sid):
+        path = self.folder.path(sid)
+        if not path.exists() and not self.damaged.has_copy(sid):
             return True  # deleted: nothing to bring back
         try:
-            self.store._ensure_dirs()
-            lock = SessionLock.acquire(self.store._lock_path(sid), sid)
+            lock = self.folder.lock(sid)
         except SessionLockedError:
             return False
         except StorageError:
             return False
         try:
             if not path.exists():
-                doc = rebuild_from_journal(sid, entries_for(self.store._journal_dir, sid))
+                doc = rebuild_from_journal(sid, entries_for(self.folder.journal_dir, sid))
                 if doc is not None:
                     write_atomic(path, doc.encode())
-                    self.store.recovery_report.append(f"session {sid} was rebuilt from its journal")
+                    self.folder.recovery_report.append(
+                        f"session {sid} was rebuilt from its journal"
+                    )
                 return True
-            doc, file_seq = self.store._load(sid)
+            doc, file_seq = self.sessions.load(sid)
             if doc.seq != file_seq:
                 write_atomic(path, doc.encode())
                 logger.info("session %s: %d journaled record(s) folded in", sid, doc.seq - file_seq)
@@ -496,57 +465,3 @@ class Recovery:
             return False
         finally:
             lock.release()
-
-    def _has_corrupt_copy(self, sid: str) -> bool:
-        prefix = f"{sid}.json{CORRUPT_MARK}"
-        return any(name.startswith(prefix) for name in os.listdir(self.store.data_dir))
-
-
-def replay(doc: SessionDocument, entries: list[JournalEntry]) -> None:
-    """Apply the entries of ``doc``'s incarnation newer than it, in order, once each."""
-    newer = sorted(
-        {e.seq: e for e in entries if e.epoch == doc.epoch and e.seq > doc.seq}.values(),
-        key=lambda e: e.seq,
-    )
-    for entry in newer:
-        if entry.seq != doc.seq + 1:
-            logger.warning(
-                "session %s: journal record %d missing; later records are ignored",
-                doc.session_id,
-                doc.seq + 1,
-            )
-            return
-        doc.apply(orjson.loads(entry.payload))
-        doc.seq = entry.seq
-
-
-def rebuild_from_journal(sid: str, entries: list[JournalEntry]) -> SessionDocument | None:
-    """The session rebuilt from its journal alone, if the journal holds it from creation."""
-    created = [e for e in entries if e.seq == 0]
-    if not created:
-        return None
-    epoch = created[-1].epoch
-    header = orjson.loads(created[-1].payload).get("n")
-    if not isinstance(header, dict):
-        return None
-    try:
-        doc = SessionDocument.from_data({**header, "messages": [], "toolCalls": []}, sid)
-    except DocumentError:
-        return None
-    doc.epoch, doc.seq = epoch, 0
-    replay(doc, entries)
-    return doc
-
-
-def os_reason(exc: OSError) -> str:
-    name = errno.errorcode.get(exc.errno or 0, "")
-    text = exc.strerror or type(exc).__name__
-    return f"{text} ({name})" if name else text
-
-
-def invalid_reason(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        return f"{where}: {err['msg']}" if where else str(err["msg"])
-    return str(exc)

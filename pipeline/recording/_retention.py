@@ -21,7 +21,6 @@ import shutil
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -42,13 +41,17 @@ from ollm_cli.pipeline.recording._ids import (
     new_session_id,
     session_id_of_file,
 )
-from ollm_cli.pipeline.recording._index import SessionView, file_sig
+from ollm_cli.pipeline.recording._index import SessionIndex, SessionView, file_sig
+from ollm_cli.pipeline.recording._journal import SessionJournal
 from ollm_cli.pipeline.recording._lock import SessionLock, lock_holder
-from ollm_cli.pipeline.recording._recovery import CORRUPT_MARK, invalid_reason, os_reason
+from ollm_cli.pipeline.recording._sessions import (
+    CORRUPT_MARK,
+    OpenSessions,
+    SessionFolder,
+    invalid_reason,
+    os_reason,
+)
 from ollm_cli.pipeline.records import Record, Session
-
-if TYPE_CHECKING:
-    from ollm_cli.pipeline.recording._store import ChatRecordingService
 
 logger = logging.getLogger(__name__)
 
@@ -69,35 +72,43 @@ class TrashEntry(Record):
 class Retention:
     """Deleting, trashing, ``maxSessions`` and importing, for one store's folder.
 
-    It works on its :class:`~ollm_cli.pipeline.recording._store.ChatRecordingService`'s
-    open sessions, locks, journal and index; the store calls it and keeps its
+    It works on the store's folder, journal, index and open sessions (the parts of
+    :mod:`ollm_cli.pipeline.recording._sessions`); the store calls it and keeps its
     public methods.
     """
 
-    def __init__(self, store: ChatRecordingService) -> None:
-        self.store = store
-        self.trash_dir = store.data_dir / TRASH_DIR
+    def __init__(
+        self,
+        folder: SessionFolder,
+        journal: SessionJournal,
+        index: SessionIndex,
+        sessions: OpenSessions,
+    ) -> None:
+        self.folder = folder
+        self.journal = journal
+        self.index = index
+        self.sessions = sessions
+        self.trash_dir = folder.data_dir / TRASH_DIR
 
     def delete_session(self, session_id: str) -> None:
         """Delete a session: its file, its journal records, its index row, its snapshots.
 
         Refuses (:class:`SessionLockedError`) a session another process is writing.
         """
-        sid = self.store.resolve_id(session_id)
-        self.store._check_open()
-        with self.store._opening:
-            with self.store._registry:
-                state = self.store._open.pop(sid, None)
+        sid = self.sessions.resolve_id(session_id)
+        self.folder.check_open()
+        with self.sessions.opening:
+            state = self.sessions.pop(sid)
             lock = (
-                state.file_lock if state else SessionLock.acquire(self.store._lock_path(sid), sid)
+                state.file_lock if state else SessionLock.acquire(self.folder.lock_path(sid), sid)
             )
             try:
                 self._delete_files(sid)
             finally:
                 lock.release()
-        self.store._journal.forget(sid)
-        self.store._save_errors.pop(sid, None)
-        self.store._index.remove(sid)
+        self.journal.forget(sid)
+        self.sessions.save_errors.pop(sid, None)
+        self.index.remove(sid)
         logger.info("deleted session %s", sid)
 
     def trash_session(self, session_id: str) -> None:
@@ -105,18 +116,18 @@ class Retention:
 
         Refuses (:class:`SessionLockedError`) a session another process is writing.
         """
-        sid = self.store.resolve_id(session_id)
-        self.store._check_open()
-        if sid in self.store._open:
+        sid = self.sessions.resolve_id(session_id)
+        self.folder.check_open()
+        if sid in self.sessions:
             raise SessionLockedError(
                 f"session {sid} is open here", hint="close it before moving it to the trash"
             )
-        with self.store._opening:
-            lock = SessionLock.acquire(self.store._lock_path(sid), sid)
+        with self.sessions.opening:
+            lock = SessionLock.acquire(self.folder.lock_path(sid), sid)
             try:
-                doc, file_seq = self.store._load(sid)
+                doc, file_seq = self.sessions.load(sid)
                 if doc.seq != file_seq:  # journaled records go to the trash with it
-                    write_atomic(self.store._path(sid), doc.encode())
+                    write_atomic(self.folder.path(sid), doc.encode())
                 self._move_to_trash(sid)
             except OSError as exc:
                 raise StorageError(
@@ -125,24 +136,24 @@ class Retention:
                 ) from None
             finally:
                 lock.release()
-        self.store._journal.forget(sid)
-        self.store._index.remove(sid)
+        self.journal.forget(sid)
+        self.index.remove(sid)
         logger.info("moved session %s to the trash", sid)
 
     def _delete_files(self, sid: str) -> None:
-        path = self.store._path(sid)
+        path = self.folder.path(sid)
         try:
             path.unlink(missing_ok=True)
-            for name in os.listdir(self.store.data_dir):
+            for name in os.listdir(self.folder.data_dir):
                 if name.startswith(f"{sid}.json{CORRUPT_MARK}"):
-                    (self.store.data_dir / name).unlink(missing_ok=True)
-            fsync_dir(self.store.data_dir)
+                    (self.folder.data_dir / name).unlink(missing_ok=True)
+            fsync_dir(self.folder.data_dir)
         except OSError as exc:
             raise StorageError(
                 f"cannot delete session {sid}: {os_reason(exc)}",
                 hint="check the sessions folder's permissions",
             ) from None
-        snapshots = self.store.snapshots_dir / sid
+        snapshots = self.folder.snapshots_dir / sid
         if snapshots.is_dir():
             shutil.rmtree(snapshots, ignore_errors=True)
 
@@ -159,17 +170,17 @@ class Retention:
             raise SessionError(
                 f"cannot keep {keep} sessions", hint="give 0 or more sessions to keep"
             )
-        self.store._index.refresh()
-        sessions = self.store._index.oldest_first()
+        self.index.refresh()
+        sessions = self.index.oldest_first()
         excess = len(sessions) - keep
         chosen: list[str] = []
         for sid, pinned in sessions:
             if excess <= 0:
                 break
-            if pinned or sid in self.store._open:
+            if pinned or sid in self.sessions:
                 continue
             if dry_run:
-                if lock_holder(self.store._lock_path(sid)) is not None:
+                if lock_holder(self.folder.lock_path(sid)) is not None:
                     continue
             else:
                 try:
@@ -192,26 +203,26 @@ class Retention:
         writes), and trash older than ``trashDays`` is emptied. Says what it did in
         one line (:attr:`notices`); returns the ids moved to the trash."""
         expired = self._expire_trash()
-        moved = self.delete_oldest_sessions(self.store.settings.max_sessions, trash=True)
+        moved = self.delete_oldest_sessions(self.folder.settings.max_sessions, trash=True)
         if moved:
             shown = ", ".join(sid[:8] for sid in moved[:5]) + (", ..." if len(moved) > 5 else "")
-            days = self.store.settings.trash_days
+            days = self.folder.settings.trash_days
             message = (
-                f"maxSessions ({self.store.settings.max_sessions}) moved {len(moved)} older "
+                f"maxSessions ({self.folder.settings.max_sessions}) moved {len(moved)} older "
                 f"session(s) to the trash for {days} day(s): {shown}; "
                 "`ollm sessions trash restore ID` brings one back"
             )
             if expired:
                 message += f" ({len(expired)} expired from the trash)"
             logger.warning(message)
-            self.store.notices.append(message)
+            self.folder.notices.append(message)
         elif expired:
             message = (
                 f"emptied {len(expired)} session(s) older than "
-                f"{self.store.settings.trash_days} day(s) from the trash"
+                f"{self.folder.settings.trash_days} day(s) from the trash"
             )
             logger.warning(message)
-            self.store.notices.append(message)
+            self.folder.notices.append(message)
         return moved
 
     def _trash_file(self, sid: str) -> Path:
@@ -221,11 +232,11 @@ class Retention:
         """Move one session (file, snapshots) to the trash; its writer lock is held."""
         ensure_private_dir(self.trash_dir)
         target = self._trash_file(sid)
-        os.replace(self.store._path(sid), target)
+        os.replace(self.folder.path(sid), target)
         os.utime(target)  # its time in the trash counts from now
-        fsync_dir(self.store.data_dir)
+        fsync_dir(self.folder.data_dir)
         fsync_dir(self.trash_dir)
-        snapshots = self.store.snapshots_dir / sid
+        snapshots = self.folder.snapshots_dir / sid
         if snapshots.is_dir():
             with contextlib.suppress(OSError):
                 os.replace(snapshots, self.trash_dir / f"{sid}.snapshots")
@@ -237,7 +248,7 @@ class Retention:
             names = os.listdir(self.trash_dir)
         except FileNotFoundError:
             return []
-        keep_s = self.store.settings.trash_days * 86400
+        keep_s = self.folder.settings.trash_days * 86400
         for name in names:
             sid = session_id_of_file(name)
             if sid is None:
@@ -287,34 +298,34 @@ class Retention:
 
     def restore_from_trash(self, session_id_or_prefix: str) -> str:
         """Bring a session back from the trash; returns its id."""
-        self.store._check_open()
+        self.folder.check_open()
         sid = self._trash_id(session_id_or_prefix)
-        if self.store._path(sid).exists():
+        if self.folder.path(sid).exists():
             raise SessionError(
                 f"session {sid} exists already; the copy in the trash was left there",
                 hint="delete the existing one first if the trashed copy should replace it",
             )
         try:
-            os.replace(self._trash_file(sid), self.store._path(sid))
-            fsync_dir(self.store.data_dir)
+            os.replace(self._trash_file(sid), self.folder.path(sid))
+            fsync_dir(self.folder.data_dir)
             snapshots = self.trash_dir / f"{sid}.snapshots"
             if snapshots.is_dir():
-                ensure_private_dir(self.store.snapshots_dir)
+                ensure_private_dir(self.folder.snapshots_dir)
                 with contextlib.suppress(OSError):
-                    os.replace(snapshots, self.store.snapshots_dir / sid)
+                    os.replace(snapshots, self.folder.snapshots_dir / sid)
         except OSError as exc:
             raise StorageError(
                 f"cannot restore session {sid}: {os_reason(exc)}",
                 hint="check the sessions folder's permissions and free space",
             ) from None
-        self.store._index.refresh(force=True)
+        self.index.refresh(force=True)
         logger.info("restored session %s from the trash", sid)
         return sid
 
     def empty_trash(self, *, older_than_s: float | None = None) -> list[str]:
         """Delete what the trash holds (only what is older than ``older_than_s``
         when given); returns the ids deleted for good."""
-        self.store._check_open()
+        self.folder.check_open()
         gone: list[str] = []
         now = time.time()
         try:
@@ -337,14 +348,14 @@ class Retention:
         return gone
 
     def _expire_trash(self) -> list[str]:
-        return self.empty_trash(older_than_s=self.store.settings.trash_days * 86400)
+        return self.empty_trash(older_than_s=self.folder.settings.trash_days * 86400)
 
     def import_session(self, session: Session, *, new_id: bool = False) -> str:
         """Store a session from elsewhere (validated in full); returns its id.
 
         An id that exists already is refused unless ``new_id`` gives it a fresh one.
         """
-        self.store._check_open()
+        self.folder.check_open()
         try:
             checked = Session.model_validate(session.to_dict())
         except ValidationError as exc:
@@ -354,15 +365,12 @@ class Retention:
             ) from None
         sid = new_session_id() if new_id else canonical_id(checked.session_id)
         checked = checked.model_copy(update={"session_id": sid})
-        if self.store._path(sid).exists() or sid in self.store._open:
+        if self.folder.path(sid).exists() or sid in self.sessions:
             raise SessionError(
                 f"a session with id {sid} already exists",
                 hint="import it with a new id (--new-id), or delete the existing one first",
             )
-        state = self.store._create_file(SessionDocument.from_session(checked))
-        with self.store._registry:
-            self.store._open.pop(sid, None)
-        state.file_lock.release()
-        self.store._index.update(sid, SessionView(state.doc), file_sig(self.store._path(sid)))
+        state = self.sessions.create(SessionDocument.from_session(checked), hold=False)
+        self.index.update(sid, SessionView(state.doc), file_sig(self.folder.path(sid)))
         logger.info("imported session %s", sid)
         return sid

@@ -25,8 +25,11 @@ This class is the facade; its jobs beyond recording, reading and saving live
 in their own modules and it delegates to them: deleting, the trash,
 ``maxSessions`` and import in :mod:`._retention`; damaged files, dead
 journals, rescue files and the doctor in :mod:`._recovery`; turn-end saves
-that wait ``saveDelayMs`` in :mod:`._delayed_saves`. Redaction and turn ends
-are :class:`~ollm_cli.pipeline.recording._recorder.SessionRecorder`'s.
+that wait ``saveDelayMs`` in :mod:`._delayed_saves`. What they all work on
+is shared through small classes of :mod:`._sessions` (the folder with its paths
+and locks, the open sessions with their load, record and save), never through
+this facade, which none of them imports. Redaction and turn ends are
+:class:`~ollm_cli.pipeline.recording._recorder.SessionRecorder`'s.
 
 Faults: a file that does not parse is moved aside (``*.corrupt-<timestamp>``),
 reported, rebuilt from the journal when the journal holds the whole session,
@@ -51,26 +54,16 @@ Example::
 from __future__ import annotations
 
 import logging
-import os
-import threading
 from collections import deque
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
 from pydantic import Field, ValidationError
 
-from ollm_cli.config.paths import ensure_private_dir
-from ollm_cli.config.settings import SessionSettings, SnapshotSettings
-from ollm_cli.pipeline.atomic_file import write_atomic
-from ollm_cli.pipeline.errors import (
-    AmbiguousSessionIdError,
-    SessionError,
-    SessionNotFoundError,
-    StorageError,
-)
+from ollm_cli.config.settings import SessionSettings
+from ollm_cli.pipeline.errors import SessionError, SessionNotFoundError
 from ollm_cli.pipeline.recording import _stream as session_stream
 from ollm_cli.pipeline.recording._checkpoints import (
     RESTORE_TRIGGER,
@@ -79,32 +72,23 @@ from ollm_cli.pipeline.recording._checkpoints import (
     resume_point,
 )
 from ollm_cli.pipeline.recording._delayed_saves import DelayedSaves
-from ollm_cli.pipeline.recording._document import PARTIAL_KEY, DocumentError, SessionDocument
+from ollm_cli.pipeline.recording._document import PARTIAL_KEY, SessionDocument
 from ollm_cli.pipeline.recording._fork import Forking, ForkResult
-from ollm_cli.pipeline.recording._ids import (
-    canonical_id,
-    check_prefix,
-    is_session_id,
-    matches_prefix,
-    new_session_id,
-    session_id_of_file,
-)
+from ollm_cli.pipeline.recording._ids import canonical_id, new_session_id
 from ollm_cli.pipeline.recording._index import SearchHit, SessionIndex, SessionView, file_sig
-from ollm_cli.pipeline.recording._journal import (
-    JournalEntry,
-    SessionJournal,
-    entries_for,
-)
-from ollm_cli.pipeline.recording._lock import SessionLock
-from ollm_cli.pipeline.recording._recovery import (
-    CloseReport,
-    DoctorFinding,
-    Recovery,
-    invalid_reason,
-    os_reason,
-    replay,
-)
+from ollm_cli.pipeline.recording._journal import Change, SessionJournal, entries_for
+from ollm_cli.pipeline.recording._recovery import CloseReport, DoctorFinding, Recovery
 from ollm_cli.pipeline.recording._retention import Retention, TrashEntry
+from ollm_cli.pipeline.recording._sessions import (
+    DamagedFiles,
+    OpenSession,
+    OpenSessions,
+    SessionFolder,
+    check_tags,
+    clean_tags,
+    invalid_reason,
+)
+from ollm_cli.pipeline.recording._sessions._folder import MAX_NOTICES
 from ollm_cli.pipeline.recording._stream import StreamedSession
 from ollm_cli.pipeline.records import (
     CompressionEvent,
@@ -116,26 +100,16 @@ from ollm_cli.pipeline.records import (
     SessionToolCall,
     ThinkingPart,
     now_iso,
-    parse_iso,
 )
 from ollm_cli.pipeline.terminal_text import has_control
 from ollm_cli.pipeline.title_text import clean_title, title_from_text
 
 logger = logging.getLogger(__name__)
 
-JOURNAL_DIR = ".journal"
-LOCKS_DIR = ".locks"
-_READ_ATTEMPTS = 5
+__all__ = ["MAX_NOTICES", "ChatRecordingService", "StoreHealth", "check_tags"]
+
 CLOSE_RETRY_S = 1.0
 """How often a session whose close could not save its file (a full disk) tries again."""
-_AMBIGUOUS_SHOWN = 5
-
-Change = dict[str, Any]
-
-
-MAX_NOTICES = 100
-"""Lines for the user kept until someone takes them (the chat does, after each turn);
-a service nobody reads keeps the latest, not all of them."""
 
 
 class StoreHealth(Record):
@@ -145,23 +119,6 @@ class StoreHealth(Record):
     pending_writes: int = 0
     unsaved_sessions: list[str] = Field(default_factory=list)
     last_error: str | None = None
-
-
-class _OpenSession:
-    """A session this store writes: its document, its locks and what is saved."""
-
-    __slots__ = ("doc", "file_lock", "lock", "save_lock", "saved_seq")
-
-    def __init__(self, doc: SessionDocument, file_lock: SessionLock, saved_seq: int) -> None:
-        self.doc = doc
-        self.file_lock = file_lock
-        self.lock = threading.Lock()
-        self.save_lock = threading.Lock()
-        self.saved_seq = saved_seq
-
-    @property
-    def dirty(self) -> bool:
-        return self.doc.seq != self.saved_seq
 
 
 class ChatRecordingService:
@@ -176,40 +133,45 @@ class ChatRecordingService:
     ) -> None:
         self.settings = settings
         self.data_dir: Path = settings.data_dir
-        self.snapshots_dir: Path = snapshots_dir or SnapshotSettings().data_dir
         self.read_only = read_only
         """Listing, viewing, searching, exporting: no session file is moved, folded or
         rewritten (only the derived index under ``.index/`` follows the files)."""
-        self._journal_dir = self.data_dir / JOURNAL_DIR
-        self._locks_dir = self.data_dir / LOCKS_DIR
-        self.notices: deque[str] = deque(maxlen=MAX_NOTICES)
-        """Lines the user should see once (retention, replayed rescue files)."""
-        self.close_report: CloseReport | None = None
-        if not read_only:
-            try:
-                ensure_private_dir(self.data_dir)
-            except OSError as exc:
-                logger.warning(
-                    "sessions folder %s cannot be created: %s", self.data_dir, exc.strerror
-                )
-        self._open: dict[str, _OpenSession] = {}
-        self._registry = threading.Lock()
-        self._opening = threading.Lock()
-        self._save_errors: dict[str, str] = {}
-        self._close_later: set[str] = set()
-        self._closed = False
-        self.recovery_report: list[str] = []
-        self._journal = SessionJournal(self._journal_dir, group_commit_ms=settings.group_commit_ms)
-        self._recovery = Recovery(self)
-        self._retention = Retention(self)
-        self._forking = Forking(self)
-        self._index = SessionIndex(
-            self.data_dir, on_corrupt=self._recovery.on_corrupt_file, create_folder=not read_only
+        self._folder = folder = SessionFolder(
+            settings, snapshots_dir=snapshots_dir, read_only=read_only
         )
+        self.snapshots_dir: Path = folder.snapshots_dir
+        self.close_report: CloseReport | None = None
+        self._close_later: set[str] = set()
+        self._journal = SessionJournal(folder.journal_dir, group_commit_ms=settings.group_commit_ms)
+        self._index = SessionIndex(
+            self.data_dir, on_corrupt=self._on_corrupt_file, create_folder=not read_only
+        )
+        damaged = DamagedFiles(folder)
+        self._sessions = OpenSessions(folder, self._journal, self._index, damaged)
+        self._recovery = Recovery(folder, self._journal, self._index, self._sessions, damaged)
+        self._retention = Retention(folder, self._journal, self._index, self._sessions)
+        self._forking = Forking(folder, self._sessions)
         self._delayed = DelayedSaves(self._save_if_open)
         if not read_only:
             self._recovery.recover_dead_logs()
             self._recovery.replay_rescues()
+
+    @property
+    def notices(self) -> deque[str]:
+        """Lines the user should see once (retention, replayed rescue files)."""
+        return self._folder.notices
+
+    @property
+    def recovery_report(self) -> list[str]:
+        """What was repaired since this store opened (``ollm sessions doctor`` lists it)."""
+        return self._folder.recovery_report
+
+    @property
+    def _open(self) -> dict[str, OpenSession]:
+        return self._sessions.states
+
+    def _on_corrupt_file(self, sid: str, path: Path, problem: str) -> None:
+        self._recovery.on_corrupt_file(sid, path, problem)
 
     # -- creating, opening, closing ------------------------------------------------------
 
@@ -227,7 +189,7 @@ class ChatRecordingService:
 
         Applies ``maxSessions`` afterwards (never deleting this session or a pinned one).
         """
-        self._check_open()
+        self._folder.check_open()
         sid = canonical_id(session_id) if session_id is not None else new_session_id()
         manual_title = clean_title(title) if title else None
         now = now_iso()
@@ -245,15 +207,9 @@ class ChatRecordingService:
             ),
         )
         doc = SessionDocument.from_session(session)
-        state = self._create_file(doc)
-        header = {k: v for k, v in doc.data.items() if k not in ("messages", "toolCalls")}
-        with state.lock:
-            ticket = self._journal.submit(
-                JournalEntry(sid, doc.epoch, 0, orjson.dumps({"n": header}))
-            )
-        self._journal.wait(ticket)
-        self._journal.mark_saved(sid, doc.epoch, 0)
-        self._index.update(sid, SessionView(doc), file_sig(self._path(sid)))
+        state = self._sessions.create(doc)
+        self._sessions.journal_header(state)
+        self._index.update(sid, SessionView(doc), file_sig(self._folder.path(sid)))
         if self.settings.max_sessions > 0:
             try:
                 self._retention.apply_retention()
@@ -262,73 +218,19 @@ class ChatRecordingService:
         logger.info("created session %s (%s/%s)", sid, provider, model)
         return sid
 
-    def _create_file(self, doc: SessionDocument) -> _OpenSession:
-        sid = doc.session_id
-        path = self._path(sid)
-        if path.exists() or sid in self._open:
-            raise SessionError(
-                f"a session with id {sid} already exists",
-                hint="leave the id out to get a new one",
-            )
-        self._ensure_dirs()
-        lock = SessionLock.acquire(self._lock_path(sid), sid)
-        try:
-            if path.exists():
-                raise SessionError(
-                    f"a session with id {sid} already exists",
-                    hint="leave the id out to get a new one",
-                )
-            self._write_file(path, doc.encode(), sid)
-        except BaseException:
-            lock.release()
-            raise
-        state = _OpenSession(doc, lock, doc.seq)
-        with self._registry:
-            self._open[sid] = state
-        return state
-
     def open_session(self, session_id: str) -> Session:
         """Resume a session: take its writer lock, fold in its journal, return all of it."""
-        self._check_open()
+        self._folder.check_open()
         sid = self.resolve_id(session_id)
-        with self._opening:
-            state = self._open.get(sid)
+        with self._sessions.opening:
+            state = self._sessions.get(sid)
             if state is None:
-                session = self._open_state(sid)[1]
+                session = self._sessions.open_state(sid)[1]
                 assert session is not None
                 return session
             self._close_later.discard(sid)  # in use again
         with state.lock:
             return state.doc.to_session()
-
-    def _open_state(self, sid: str, *, build: bool = True) -> tuple[_OpenSession, Session | None]:
-        """Take the lock, load and check the whole session, and hold it open
-        (``build=False``: the models are left to the caller, nothing checked)."""
-        self._ensure_dirs()
-        lock = SessionLock.acquire(self._lock_path(sid), sid)
-        try:
-            doc, file_seq = self._load(sid)
-            try:
-                session = doc.to_session() if build else None
-            except ValidationError as exc:
-                doc = self._recovery.handle_corrupt(sid, self._path(sid), invalid_reason(exc))
-                file_seq = -1
-                session = doc.to_session()
-        except BaseException:
-            lock.release()
-            raise
-        state = _OpenSession(doc, lock, file_seq)
-        with self._registry:
-            self._open[sid] = state
-        self._journal.mark_saved(sid, doc.epoch, file_seq)
-        partial = doc.data.get(PARTIAL_KEY)
-        if isinstance(partial, dict):  # its writer died mid-answer: keep it as interrupted
-            self._record(sid, lambda _state: {"m": partial, "pa": None})
-            with state.lock:
-                session = doc.to_session()
-        if state.dirty:
-            self._save(state)
-        return state, session
 
     def close_session(self, session_id: str) -> None:
         """Save the session one last time and release its writer lock.
@@ -336,8 +238,8 @@ class ChatRecordingService:
         If that save fails the session stays open here (its records are kept
         and written at the next attempt) and the failure shows in :meth:`health`.
         """
-        sid = self._known_id(session_id)
-        state = self._open.get(sid)
+        sid = self._sessions.known_id(session_id)
+        state = self._sessions.get(sid)
         if state is None:
             return
         self._delayed.cancel(sid)
@@ -351,8 +253,7 @@ class ChatRecordingService:
             self._delayed.schedule(sid, CLOSE_RETRY_S)
             return
         self._close_later.discard(sid)
-        with self._registry:
-            self._open.pop(sid, None)
+        self._sessions.pop(sid)
         state.file_lock.release()
 
     def close(self) -> CloseReport:
@@ -363,16 +264,16 @@ class ChatRecordingService:
         how many there were and where they went. Closing twice returns the
         first report.
         """
-        if self._closed:
+        if self._folder.closed:
             return self.close_report or CloseReport(ok=True)
         self._delayed.close()
-        for sid in list(self._open):
+        for sid in list(self._sessions.states):
             self.close_session(sid)
-        self._closed = True
+        self._folder.closed = True
         journaled = self._journal.close()
-        with self._registry:
-            left = list(self._open.values())
-            self._open.clear()
+        with self._sessions.registry:
+            left = list(self._sessions.states.values())
+            self._sessions.states.clear()
         for state in left:
             if journaled:
                 logger.warning(
@@ -393,8 +294,8 @@ class ChatRecordingService:
 
     def take_notices(self) -> list[str]:
         """The lines the user should see once (and forget them here)."""
-        notices = list(self.notices)
-        self.notices.clear()
+        notices = list(self._folder.notices)
+        self._folder.notices.clear()
         return notices
 
     def __enter__(self) -> ChatRecordingService:
@@ -410,8 +311,8 @@ class ChatRecordingService:
         it; it is kept and retried, see :meth:`health`)."""
         data = message.to_dict()
 
-        def change(state: _OpenSession) -> Change:
-            out: Change = {"m": data, "la": self._activity(state)}
+        def change(state: OpenSession) -> Change:
+            out: Change = {"m": data, "la": OpenSessions.activity(state)}
             if message.role == "assistant" and PARTIAL_KEY in state.doc.data:
                 out["pa"] = None  # the whole answer replaces the part streamed so far
             meta = state.doc.metadata
@@ -434,12 +335,16 @@ class ChatRecordingService:
         """
         data = message.to_dict()
         data["interrupted"] = True
-        return self._record(session_id, lambda state: {"pa": data, "la": self._activity(state)})
+        return self._record(
+            session_id, lambda state: {"pa": data, "la": OpenSessions.activity(state)}
+        )
 
     def record_tool_call(self, session_id: str, call: SessionToolCall) -> bool:
         """Append a tool call and its result; durable when this returns True."""
         data = call.to_dict()
-        return self._record(session_id, lambda state: {"t": data, "la": self._activity(state)})
+        return self._record(
+            session_id, lambda state: {"t": data, "la": OpenSessions.activity(state)}
+        )
 
     def add_usage(
         self,
@@ -462,7 +367,7 @@ class ChatRecordingService:
                 hint="pass the prompt and completion token counts the model reported",
             )
 
-        def change(state: _OpenSession) -> Change:
+        def change(state: OpenSession) -> Change:
             meta = state.doc.metadata
             prompt, completion = int(meta["promptTokens"]), int(meta["completionTokens"])
             total = int(meta["tokenCount"])
@@ -495,7 +400,7 @@ class ChatRecordingService:
         data = event.to_dict()
         counted = event.trigger != RESTORE_TRIGGER
 
-        def change(state: _OpenSession) -> Change:
+        def change(state: OpenSession) -> Change:
             meta = state.doc.metadata
             checkpoint = data.get("checkpoint")
             if isinstance(checkpoint, dict):
@@ -525,12 +430,12 @@ class ChatRecordingService:
         (takes the writer lock, folds in the journal), but only the messages the
         active context needs are built (see :func:`._checkpoints.resume_point`).
         A file whose needed parts do not validate goes the way of :meth:`open_session`."""
-        self._check_open()
+        self._folder.check_open()
         sid = self.resolve_id(session_id)
-        with self._opening:
-            state = self._open.get(sid)
+        with self._sessions.opening:
+            state = self._sessions.get(sid)
             if state is None:
-                state = self._open_state(sid, build=False)[0]
+                state = self._sessions.open_state(sid, build=False)[0]
         try:
             with state.lock:
                 return resume_point(state.doc.data)
@@ -538,68 +443,28 @@ class ChatRecordingService:
             # open it again the whole way: a damaged file is set aside and rebuilt
             self.close_session(sid)
             self.open_session(sid)
-            state = self._open[sid]
+            state = self._sessions.states[sid]
             with state.lock:
                 return resume_point(state.doc.data)
 
     def _record(
         self,
         session_id: str,
-        make_change: Callable[[_OpenSession], Change],
+        make_change: Callable[[OpenSession], Change],
         *,
         durable: bool = True,
     ) -> bool:
-        """Apply and journal one change; True once it is durable (False: the disk
-        refused it, it is kept and retried, see :meth:`health`)."""
-        state = self._open.get(session_id) or self._writable(session_id)
-        with state.lock:
-            change = make_change(state)
-            doc = state.doc
-            seq = doc.seq + 1
-            payload = orjson.dumps(change)
-            doc.apply(change)
-            doc.seq = seq
-            ticket = self._journal.submit(JournalEntry(doc.session_id, doc.epoch, seq, payload))
-        if durable:
-            return self._journal.wait(ticket)
-        return True
-
-    def _writable(self, session_id: str) -> _OpenSession:
-        """The open state of ``session_id``, opening it (taking its lock) if needed."""
-        self._check_open()
-        sid = canonical_id(session_id)
-        with self._opening:
-            state = self._open.get(sid)
-            if state is None:
-                if not self._path(sid).exists():
-                    raise SessionNotFoundError(
-                        f"no session {sid} to record into",
-                        hint="create the session first (create_session)",
-                    )
-                state = self._open_state(sid)[0]
-        return state
-
-    @staticmethod
-    def _activity(state: _OpenSession) -> str:
-        """Now, or the previous lastActivity if the clock went back: it never decreases."""
-        now = datetime.now(UTC).isoformat(timespec="microseconds")[:-6] + "Z"  # as now_iso()
-        last = str(state.doc.data["lastActivity"])
-        if len(last) == len(now) and last.endswith("Z"):
-            return now if now >= last else last
-        try:
-            return now if parse_iso(now) >= parse_iso(last) else last
-        except ValueError:  # pragma: no cover - decode() checked the timestamp
-            return now
+        return self._sessions.record(session_id, make_change, durable=durable)
 
     # -- saving --------------------------------------------------------------------------
 
     def save_session(self, session_id: str) -> None:
         """Turn end: bring ``{id}.json`` (and the index) up to date. Never raises on a
         failed write: it is logged, kept and retried (see :meth:`health`)."""
-        sid = self._known_id(session_id)
-        state = self._open.get(sid)
+        sid = self._sessions.known_id(session_id)
+        state = self._sessions.get(sid)
         if state is None:
-            if not self._path(sid).exists():
+            if not self._folder.path(sid).exists():
                 raise SessionNotFoundError(
                     f"no session {sid} to save", hint="create or open the session first"
                 )
@@ -611,8 +476,8 @@ class ChatRecordingService:
         file up to date in ``delay_s`` seconds (0: at once), one save for every
         turn end until then. Every record is durable in the journal already;
         the file only catches up."""
-        sid = self._known_id(session_id)
-        if sid in self._open:
+        sid = self._sessions.known_id(session_id)
+        if sid in self._sessions:
             self._delayed.schedule(sid, max(0.0, delay_s))
 
     def save_pending(self, session_id: str) -> bool:
@@ -620,7 +485,7 @@ class ChatRecordingService:
         return self._delayed.is_pending(session_id)
 
     def _save_if_open(self, sid: str) -> None:
-        state = self._open.get(sid)
+        state = self._sessions.get(sid)
         if state is None:
             return
         if sid in self._close_later:  # its close waits for the disk: try again
@@ -628,47 +493,8 @@ class ChatRecordingService:
         else:
             self._save(state)
 
-    def _save(self, state: _OpenSession) -> bool:
-        sid = state.doc.session_id
-        with state.save_lock:
-            with state.lock:
-                if not state.dirty and sid not in self._save_errors:
-                    return True
-                raw = state.doc.encode()
-                epoch, seq = state.doc.epoch, state.doc.seq
-                view = SessionView(state.doc)
-            path = self._path(sid)
-            try:
-                write_atomic(path, raw)
-            except OSError as exc:
-                reason = os_reason(exc)
-                self._save_errors[sid] = f"cannot save session {sid} in {self.data_dir}: {reason}"
-                logger.error(
-                    "cannot save session %s (%s); its records are kept and saved at the next "
-                    "attempt",
-                    sid,
-                    reason,
-                )
-                return False
-            with state.lock:
-                state.saved_seq = max(state.saved_seq, seq)
-            if self._save_errors.pop(sid, None) is not None:
-                logger.warning("session %s is saved again", sid)
-            self._journal.mark_saved(sid, epoch, seq)
-            self._index.update(sid, view, file_sig(path))
-            return True
-
-    def _write_file(self, path: Path, raw: bytes, sid: str) -> None:
-        try:
-            write_atomic(path, raw)
-        except OSError as exc:
-            reason = os_reason(exc)
-            logger.error("cannot write session %s: %s", sid, reason)
-            raise StorageError(
-                f"cannot write session {sid} in {self.data_dir}: {reason}",
-                hint="free some disk space or fix the folder's permissions "
-                "(services.session.dataDir), then try again",
-            ) from None
+    def _save(self, state: OpenSession) -> bool:
+        return self._sessions.save(state)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -678,16 +504,16 @@ class ChatRecordingService:
         Never blocked by a writer in another process.
         """
         sid = self.resolve_id(session_id_or_prefix)
-        state = self._open.get(sid)
+        state = self._sessions.get(sid)
         if state is not None:
             with state.lock:
                 return state.doc.to_session()
-        doc, _ = self._load(sid)
+        doc, _ = self._sessions.load(sid)
         try:
             return doc.to_session()
         except ValidationError as exc:
-            return self._recovery.handle_corrupt(
-                sid, self._path(sid), invalid_reason(exc)
+            return self._sessions.damaged.handle_corrupt(
+                sid, self._folder.path(sid), invalid_reason(exc)
             ).to_session()
 
     def streamed(self, session_id_or_prefix: str) -> StreamedSession | None:
@@ -695,8 +521,8 @@ class ChatRecordingService:
         large, not open here and has no newer journaled records; None otherwise (read
         it with :meth:`get_session`)."""
         sid = self.resolve_id(session_id_or_prefix)
-        path = self._path(sid)
-        if sid in self._open:
+        path = self._folder.path(sid)
+        if sid in self._sessions:
             return None
         try:
             if path.stat().st_size < session_stream.STREAM_BYTES:
@@ -708,45 +534,10 @@ class ChatRecordingService:
             return None
         if streamed.revision is not None:
             epoch, seq = streamed.revision
-            newer = entries_for(self._journal_dir, sid)
+            newer = entries_for(self._folder.journal_dir, sid)
             if any(e.epoch == epoch and e.seq > seq for e in newer):
                 return None
         return streamed
-
-    def _load(self, sid: str) -> tuple[SessionDocument, int]:
-        """The session's file with every journaled record newer than it folded in.
-
-        Returns the document and the seq its file holds. A file that does not
-        parse is moved aside and rebuilt from the journal if possible.
-        """
-        path = self._path(sid)
-        doc: SessionDocument | None = None
-        for _ in range(_READ_ATTEMPTS):
-            try:
-                with open(path, "rb") as handle:
-                    before = os.fstat(handle.fileno())
-                    raw = handle.read()
-            except FileNotFoundError:
-                raise SessionNotFoundError(
-                    f"no session {sid}", hint="`ollm sessions list` shows the sessions there are"
-                ) from None
-            except OSError as exc:
-                raise SessionError(
-                    f"cannot read session {sid}: {os_reason(exc)}",
-                    hint="check the file's permissions; you can start a new session meanwhile",
-                ) from None
-            try:
-                doc = SessionDocument.decode(raw, sid)
-            except DocumentError as exc:
-                return self._recovery.handle_corrupt(sid, path, str(exc)), -1
-            entries = entries_for(self._journal_dir, sid)
-            after = file_sig(path)
-            if after == (before.st_size, before.st_mtime_ns, before.st_ino):
-                break
-        assert doc is not None
-        file_seq = doc.seq
-        replay(doc, entries)
-        return doc, file_seq
 
     def resolve_id(self, session_id_or_prefix: str) -> str:
         """The full id of a session from its id or a unique prefix of it.
@@ -754,44 +545,7 @@ class ChatRecordingService:
         Raises :class:`InvalidSessionIdError` (not an id), :class:`SessionNotFoundError`
         or :class:`AmbiguousSessionIdError` (the prefix matches several sessions).
         """
-        text = check_prefix(session_id_or_prefix)
-        if is_session_id(text):
-            if text in self._open or self._path(text).exists():
-                return text
-            raise SessionNotFoundError(
-                f"no session {text}", hint="`ollm sessions list` shows the sessions there are"
-            )
-        try:
-            names = os.listdir(self.data_dir)
-        except OSError:
-            names = []
-        found = sorted(
-            {
-                sid
-                for sid in (session_id_of_file(n) for n in names)
-                if sid is not None and matches_prefix(sid, text)
-            }
-            | {sid for sid in self._open if matches_prefix(sid, text)}
-        )
-        if not found:
-            raise SessionNotFoundError(
-                f"no session id starts with {text!r}",
-                hint="`ollm sessions list` shows the sessions there are",
-            )
-        if len(found) > 1:
-            shown = ", ".join(found[:_AMBIGUOUS_SHOWN]) + (
-                ", ..." if len(found) > _AMBIGUOUS_SHOWN else ""
-            )
-            raise AmbiguousSessionIdError(
-                f"{text!r} matches {len(found)} sessions: {shown}",
-                hint="type more characters of the id",
-            )
-        return found[0]
-
-    def _known_id(self, session_id: str) -> str:
-        if session_id in self._open:
-            return session_id
-        return canonical_id(session_id)
+        return self._sessions.resolve_id(session_id_or_prefix)
 
     def list_sessions(
         self,
@@ -841,7 +595,7 @@ class ChatRecordingService:
 
     def reindex(self) -> int:
         """Rebuild the index from the files; returns how many sessions it holds."""
-        for state in list(self._open.values()):
+        for state in list(self._sessions.states.values()):
             if state.dirty:
                 self._save(state)
         return self._index.rebuild()
@@ -895,12 +649,12 @@ class ChatRecordingService:
         new = check_tags(tags)
         self._change_metadata(
             session_id,
-            lambda doc: {"md": {"tags": _clean_tags([*doc.metadata["tags"], *new])}},
+            lambda doc: {"md": {"tags": clean_tags([*doc.metadata["tags"], *new])}},
         )
 
     def remove_tags(self, session_id: str, tags: list[str]) -> None:
         """Remove tags (absent ones are ignored)."""
-        gone = set(_clean_tags(tags))
+        gone = set(clean_tags(tags))
         self._change_metadata(
             session_id,
             lambda doc: {"md": {"tags": [t for t in doc.metadata["tags"] if t not in gone]}},
@@ -919,25 +673,25 @@ class ChatRecordingService:
     ) -> None:
         sid = self.resolve_id(session_id)
         if self.read_only:
-            self._check_open()
-        if sid in self._open:
+            self._folder.check_open()
+        if sid in self._sessions:
             self._record(sid, lambda state: make_change(state.doc) or {})
-            state = self._open.get(sid)
+            state = self._sessions.get(sid)
             if state is not None:
                 with state.lock:
                     view = SessionView(state.doc)
-                self._index.update(sid, view, file_sig(self._path(sid)))
+                self._index.update(sid, view, file_sig(self._folder.path(sid)))
             return
-        self._ensure_dirs()
-        lock = SessionLock.acquire(self._lock_path(sid), sid)
+        lock = self._folder.lock(sid)
         try:
-            doc, _ = self._load(sid)
+            doc, _ = self._sessions.load(sid)
             change = make_change(doc)
             if change:
                 doc.apply(change)
                 doc.seq += 1
-            self._write_file(self._path(sid), doc.encode(), sid)
-            self._index.update(sid, SessionView(doc), file_sig(self._path(sid)))
+            path = self._folder.path(sid)
+            self._folder.write_file(path, doc.encode(), sid)
+            self._index.update(sid, SessionView(doc), file_sig(path))
         finally:
             lock.release()
 
@@ -1010,8 +764,9 @@ class ChatRecordingService:
     def health(self) -> StoreHealth:
         """Whether every record is durable; if not, what is pending and why."""
         pending = self._journal.pending
-        unsaved = sorted(self._save_errors)
-        last = self._journal.last_error or next(iter(self._save_errors.values()), None)
+        errors = self._sessions.save_errors
+        unsaved = sorted(errors)
+        last = self._journal.last_error or next(iter(errors.values()), None)
         return StoreHealth(
             ok=pending == 0 and not unsaved,
             pending_writes=pending,
@@ -1022,74 +777,8 @@ class ChatRecordingService:
     @property
     def open_sessions(self) -> list[str]:
         """Ids of the sessions this store holds open (their writer locks are held)."""
-        return sorted(self._open)
+        return sorted(self._sessions.states)
 
     def is_open(self, session_id: str) -> bool:
         """Whether this store holds ``session_id`` open (exact id, no prefix)."""
-        return session_id in self._open
-
-    # -- paths ---------------------------------------------------------------------------------
-
-    def _path(self, sid: str) -> Path:
-        return self.data_dir / f"{sid}.json"
-
-    def _lock_path(self, sid: str) -> Path:
-        return self._locks_dir / f"{sid}.lock"
-
-    def _ensure_dirs(self) -> None:
-        try:
-            ensure_private_dir(self.data_dir)
-            ensure_private_dir(self._locks_dir)
-        except OSError as exc:
-            raise StorageError(
-                f"cannot use the sessions folder {self.data_dir}: {os_reason(exc)}",
-                hint="fix its permissions or set services.session.dataDir to a writable folder",
-            ) from None
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise SessionError(
-                "this session store is closed", hint="create a new ChatRecordingService"
-            )
-        if self.read_only:
-            raise SessionError(
-                "this session store was opened read-only", hint="open it without read_only"
-            )
-
-
-MAX_TAG_LENGTH = 64
-
-
-def check_tags(tags: list[str]) -> list[str]:
-    """Tags typed by a user, each checked: not empty, no comma (tags are given one
-    by one), printable, at most :data:`MAX_TAG_LENGTH` characters. Raises
-    :class:`SessionError` naming the first bad tag; returns them cleaned, once each."""
-    for tag in tags:
-        cleaned = " ".join(str(tag).split())
-        shown = repr(str(tag)[:40])
-        if not cleaned:
-            raise SessionError("a tag cannot be empty", hint="give a word, such as `work`")
-        if "," in cleaned:
-            raise SessionError(
-                f"the tag {shown} holds a comma",
-                hint="give several tags as separate words: `ollm sessions tag ID work ci`",
-            )
-        if not cleaned.isprintable():
-            raise SessionError(
-                f"the tag {shown} holds control characters", hint="use printable text"
-            )
-        if len(cleaned) > MAX_TAG_LENGTH:
-            raise SessionError(
-                f"the tag {shown}... is {len(cleaned)} characters long",
-                hint=f"a tag holds at most {MAX_TAG_LENGTH} characters",
-            )
-    return _clean_tags(tags)
-
-
-def _clean_tags(tags: list[str]) -> list[str]:
-    out: list[str] = []
-    for tag in tags:
-        cleaned = " ".join(str(tag).split())
-        if cleaned and cleaned not in out:
-            out.append(cleaned)
-    return out
+        return session_id in self._sessions
