@@ -197,11 +197,10 @@ def bench_loop_detector(events: int, repeats: int) -> None:
         detector.check_stream(chunk)
     for text in outputs:
         detector.record_output(text)
-    state = detector._state
     print(
         f"  memory after {events} calls, {len(chunks)} chunks, {len(outputs)} outputs: "
-        f"{len(state.calls)} calls kept, {len(state.outputs)} outputs kept, "
-        f"stream tail {len(state.stream.buffer)} chars"
+        f"{len(detector._calls.calls)} calls kept, {len(detector._outputs.outputs)} outputs "
+        f"kept, stream tail {len(detector._stream.state.buffer)} chars"
     )
 
 

@@ -62,7 +62,7 @@ def test_a_tilde_fence_is_closed_only_by_tildes() -> None:
     loop = LoopDetectionService()
     text = "~~~\n```\n" + "echo one two three four five\n" * 30 + "~~~\n"
     assert _feed(loop, text) == []
-    assert loop._state.stream.fence == ""
+    assert loop._stream.state.fence == ""
 
 
 def test_structure_resets_the_content_check() -> None:
@@ -217,7 +217,7 @@ def test_a_line_without_end_keeps_bounded_memory() -> None:
     loop = LoopDetectionService()
     for index in range(3000):
         loop.check_stream(f"word{index} ")
-    assert len(loop._state.stream.line) <= 4096
+    assert len(loop._stream.state.line) <= 4096
 
 
 def test_a_finished_result_that_says_still_is_no_poll() -> None:

@@ -345,7 +345,7 @@ def test_stream_buffer_stays_bounded() -> None:
     loop = detector()
     for i in range(5000):
         loop.check_stream(f"token{i} ")
-    assert len(loop._state.stream.buffer) < 4000
+    assert len(loop._stream.state.buffer) < 4000
 
 
 def test_near_identical_outputs_are_a_loop() -> None:
