@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from ollm_cli.base.errors import ConfigError
 from ollm_cli.config.paths import user_config_path, workspace_config_path
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.config.standard_env import standard_env_values
-from ollm_cli.pipeline.errors import ConfigError
 
 if TYPE_CHECKING:  # trust is imported when a workspace has a config file
     from ollm_cli.config.trust import WorkspaceTrust

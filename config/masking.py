@@ -26,7 +26,7 @@ _USERINFO = re.compile(
 
 def mask_secrets(text: str) -> str:
     """``text`` with every password, key or token it holds masked."""
-    from ollm_cli.pipeline.environment import find_secrets, redact
+    from ollm_cli.base.redaction import find_secrets, redact
 
     masked = _USERINFO.sub(r"\1:[REDACTED:userinfo]@", redact(text))
     for match in reversed(find_secrets(masked, shapes=True)):

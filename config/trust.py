@@ -40,9 +40,9 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ollm_cli.base.atomic_file import write_atomic
+from ollm_cli.base.errors import ConfigError
 from ollm_cli.config.paths import ensure_private_dir, ollm_home
-from ollm_cli.pipeline.atomic_file import write_atomic
-from ollm_cli.pipeline.errors import ConfigError
 
 TRUST_FILE_NAME = "trusted-folders.json"
 TRUST_ENV = "OLLM_TRUST_WORKSPACE"

@@ -19,14 +19,16 @@ from typing import Any
 
 
 def lazy_exports(package: str, modules: Mapping[str, Sequence[str]]) -> Callable[[str], Any]:
-    """The ``__getattr__`` of ``package``: each name of ``modules[m]`` lives in ``package.m``."""
+    """The ``__getattr__`` of ``package``: each name of ``modules[m]`` lives in ``package.m``
+    (or in ``m`` itself when ``m`` is a full module name, ``ollm_cli.base.redaction``)."""
     where = {name: module for module, names in modules.items() for name in names}
 
     def __getattr__(name: str) -> Any:
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{module}"), name)
+        where_from = module if module.startswith("ollm_cli.") else f"{package}.{module}"
+        value = getattr(importlib.import_module(where_from), name)
         setattr(sys.modules[package], name, value)
         return value
 

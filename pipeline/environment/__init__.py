@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ollm_cli.pipeline.environment._logging import configure_logging
-    from ollm_cli.pipeline.environment._redaction import (
+    from ollm_cli.base.redaction import (
         Redactor,
         default_redactor,
         find_secrets,
         redact,
     )
+    from ollm_cli.pipeline.environment._logging import configure_logging
     from ollm_cli.pipeline.environment._sanitizer import (
         EnvDecision,
         EnvironmentSanitizationService,
@@ -39,7 +39,7 @@ __getattr__ = lazy_exports(
     __name__,
     {
         "_logging": ("configure_logging",),
-        "_redaction": (
+        "ollm_cli.base.redaction": (
             "Redactor",
             "default_redactor",
             "find_secrets",

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, TextIO
 from ollm_cli.pipeline.errors import ConfigError
 
 if TYPE_CHECKING:
-    from ollm_cli.pipeline.environment._redaction import Redactor
+    from ollm_cli.base.redaction import Redactor
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class RedactingFilter(logging.Filter):
 
     def _redact(self, text: str) -> str:
         if self._redactor is None:
-            from ollm_cli.pipeline.environment._redaction import default_redactor
+            from ollm_cli.base.redaction import default_redactor
 
             self._redactor = default_redactor()
         return self._redactor.redact(text)

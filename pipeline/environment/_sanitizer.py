@@ -10,7 +10,7 @@ decided in this order; the first rule that applies wins:
 2. **Value check** — a variable whose *value* looks like a credential (a
    private key block, a URL with a password, a token of GitHub, GitLab, AWS,
    Google, Slack, Stripe, OpenAI, Anthropic, Hugging Face, npm, PyPI, a JSON
-   web token...; :func:`ollm_cli.pipeline.environment._redaction.find_secrets`) is removed, whatever
+   web token...; :func:`ollm_cli.base.redaction.find_secrets`) is removed, whatever
    its name: no name and no allow-list entry bypasses this check.
 3. **Allow list** — a name on the allow list is kept.
 4. **Session sockets** — variables that lead to the user's desktop session or
@@ -64,8 +64,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ollm_cli.base.redaction import MIN_VALUE_LENGTH, Redactor, find_secrets
 from ollm_cli.config.settings import DEFAULT_ALLOW_LIST, DEFAULT_DENY_PATTERNS, EnvironmentSettings
-from ollm_cli.pipeline.environment._redaction import MIN_VALUE_LENGTH, Redactor, find_secrets
 
 logger = logging.getLogger(__name__)
 
@@ -469,7 +469,7 @@ class EnvironmentSanitizationService:
         """Name -> value of the removed variables whose value is worth redacting.
 
         Execution variables (paths and commands, not secrets), values shorter
-        than :data:`~ollm_cli.pipeline.environment._redaction.MIN_VALUE_LENGTH` and paths are left
+        than :data:`~ollm_cli.base.redaction.MIN_VALUE_LENGTH` and paths are left
         out, so that redaction does not blank out ordinary words of a transcript.
         """
         out: dict[str, str] = {}

@@ -6,7 +6,7 @@ turn-level rules of ``services.session``:
 
 - with ``redactSecrets`` on, every string inside a message, tool call or
   compression event (text, arguments, results, unknown fields) goes through a
-  :class:`~ollm_cli.pipeline.environment._redaction.Redactor` before it is
+  :class:`~ollm_cli.base.redaction.Redactor` before it is
   written, with the secret values the sanitizer removed added by name; a record
   with nothing to redact is written as it was, without a copy;
 - an answer is recorded with the usage the server reported, and the turn end

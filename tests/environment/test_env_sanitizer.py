@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ollm_cli.base.redaction import find_secrets
 from ollm_cli.config.settings import DEFAULT_ALLOW_LIST, DEFAULT_DENY_PATTERNS, EnvironmentSettings
-from ollm_cli.pipeline.environment._redaction import find_secrets
 from ollm_cli.pipeline.environment._sanitizer import (
     EXECUTION_VARIABLES,
     SECRET_INFIXES,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ollm_cli.pipeline.environment._literals import (
+from ollm_cli.base.secret_literals import (
     assigned_secret,
     bare_secret,
     literal_secret,

@@ -10,10 +10,8 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import given
 
-from ollm_cli.cli.output import print_error
-from ollm_cli.pipeline.environment import _redaction as redaction
-from ollm_cli.pipeline.environment._logging import RedactingFilter, configure_logging
-from ollm_cli.pipeline.environment._redaction import (
+from ollm_cli.base import redaction
+from ollm_cli.base.redaction import (
     MIN_VALUE_LENGTH,
     TOKEN_KINDS,
     Redactor,
@@ -21,6 +19,8 @@ from ollm_cli.pipeline.environment._redaction import (
     find_secrets,
     redact,
 )
+from ollm_cli.cli.output import print_error
+from ollm_cli.pipeline.environment._logging import RedactingFilter, configure_logging
 from ollm_cli.pipeline.errors import ConfigError, OllmError, ToolError
 from tests.environment.secret_strategies import filler, text_with_secret
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from ollm_cli.base.redaction import Redactor, find_secrets, redact
 from ollm_cli.pipeline.environment import EnvironmentSanitizationService, secret_name_word
-from ollm_cli.pipeline.environment._redaction import Redactor, find_secrets, redact
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 SHORT_JWT = "eyJhbGciOiJub25lIn0.eyJhIjoxfQ."

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SOURCE_FOLDERS = ("actors", "cli", "config", "pipeline")
+SOURCE_FOLDERS = ("actors", "base", "cli", "config", "pipeline")
 
 
 def _pyproject() -> dict[str, object]:

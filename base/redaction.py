@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from ollm_cli.pipeline.environment._literals import assigned_secret, bare_secret, secret_key
+from ollm_cli.base.secret_literals import assigned_secret, bare_secret, secret_key
 
 logger = logging.getLogger(__name__)
 
