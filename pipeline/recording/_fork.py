@@ -107,6 +107,27 @@ def _kept_history(history: list[Any], at: int, cut_at: str | None) -> list[Any]:
     return kept
 
 
+def _fork_metadata(
+    parent: dict[str, Any], origin: ForkOrigin, cut_at: str | None, title: str | None
+) -> dict[str, Any]:
+    """The fork's metadata: the parent's, with the compressions of the messages kept,
+    counters reset when messages were left out, the title given and ``forkedFrom``."""
+    meta = dict(parent)
+    at = origin.message_index
+    history = _kept_history(list(meta.get("compressionHistory") or []), at, cut_at)
+    meta["compressionHistory"] = history
+    meta["compressionCount"] = sum(
+        1 for e in history if isinstance(e, dict) and e.get("trigger") != RESTORE_TRIGGER
+    )
+    if cut_at is not None:
+        for counter in ("tokenCount", "promptTokens", "completionTokens", "thinkingTokens"):
+            meta[counter] = 0
+    if title is not None:
+        meta["title"], meta["titleSource"] = clean_title(title), "manual"
+    meta[FORKED_FROM] = origin.to_dict()
+    return meta
+
+
 class Forking:
     """Makes forks in one store's folder (the store calls it and keeps the public method)."""
 
@@ -133,19 +154,8 @@ class Forking:
         ids = tool_call_ids(kept)
         calls = [dict(c) for c in parent.tool_calls if c.get("id") in ids]
         cut_at = str(messages[at]["timestamp"]) if at < total else None
-        meta = dict(parent.metadata)
-        history = _kept_history(list(meta.get("compressionHistory") or []), at, cut_at)
-        meta["compressionHistory"] = history
-        meta["compressionCount"] = sum(
-            1 for e in history if isinstance(e, dict) and e.get("trigger") != RESTORE_TRIGGER
-        )
-        if cut_at is not None:
-            for counter in ("tokenCount", "promptTokens", "completionTokens", "thinkingTokens"):
-                meta[counter] = 0
-        if title is not None:
-            meta["title"], meta["titleSource"] = clean_title(title), "manual"
         origin = ForkOrigin(session_id=sid, message_index=at)
-        meta[FORKED_FROM] = origin.to_dict()
+        meta = _fork_metadata(parent.metadata, origin, cut_at, title)
         new_id = new_session_id()
         data = {
             k: v for k, v in parent.data.items() if k not in ("messages", "toolCalls", PARTIAL_KEY)

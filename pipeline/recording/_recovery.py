@@ -294,34 +294,40 @@ class Recovery:
                     )
                 found.append(finding)
                 continue
-            problem = None
-            try:
-                doc = SessionDocument.decode(path.read_bytes(), sid)
-                doc.to_session()
-            except DocumentError as exc:
-                problem = str(exc)
-            except ValidationError as exc:
-                problem = invalid_reason(exc)
-            except OSError as exc:
-                problem = f"cannot be read: {os_reason(exc)}"
-            if problem is None:
-                continue
-            finding = DoctorFinding(kind="corrupt", subject=name, detail=problem)
-            if fix and sid not in self.sessions and lock_holder(self.folder.lock_path(sid)) is None:
-                try:
-                    rebuilt = self.damaged.handle_corrupt(sid, path, problem)
-                    write_atomic(path, rebuilt.encode())
-                    finding.detail += (
-                        f"; moved aside and rebuilt from the journal ({len(rebuilt.messages)} "
-                        "messages)"
-                    )
-                except SessionCorruptError:
-                    finding.detail += "; moved aside (the journal does not hold it)"
-                except OSError as exc:
-                    finding.detail += f"; could not rebuild it: {os_reason(exc)}"
-                finding.fixed = True
-            found.append(finding)
+            corrupt = self._doctor_session_file(sid, path, fix)
+            if corrupt is not None:
+                found.append(corrupt)
         return found
+
+    def _doctor_session_file(self, sid: str, path: Path, fix: bool) -> DoctorFinding | None:
+        """A finding if the session's file does not read as a valid session; with
+        ``fix`` (the session not in use) it is moved aside and rebuilt from the journal."""
+        problem = None
+        try:
+            doc = SessionDocument.decode(path.read_bytes(), sid)
+            doc.to_session()
+        except DocumentError as exc:
+            problem = str(exc)
+        except ValidationError as exc:
+            problem = invalid_reason(exc)
+        except OSError as exc:
+            problem = f"cannot be read: {os_reason(exc)}"
+        if problem is None:
+            return None
+        finding = DoctorFinding(kind="corrupt", subject=path.name, detail=problem)
+        if fix and sid not in self.sessions and lock_holder(self.folder.lock_path(sid)) is None:
+            try:
+                rebuilt = self.damaged.handle_corrupt(sid, path, problem)
+                write_atomic(path, rebuilt.encode())
+                finding.detail += (
+                    f"; moved aside and rebuilt from the journal ({len(rebuilt.messages)} messages)"
+                )
+            except SessionCorruptError:
+                finding.detail += "; moved aside (the journal does not hold it)"
+            except OSError as exc:
+                finding.detail += f"; could not rebuild it: {os_reason(exc)}"
+            finding.fixed = True
+        return finding
 
     def _doctor_journals(self) -> list[DoctorFinding]:
         found: list[DoctorFinding] = []
