@@ -42,6 +42,7 @@ from typing import Any
 
 import orjson
 
+from ollm_cli.actors.provider import ProviderShell
 from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.coordinator import Coordinator, TurnResult
@@ -65,6 +66,8 @@ from ollm_cli.pipeline.service._protocol import (
     GetStoreHealth,
     Health,
     ListContext,
+    ListModels,
+    Models,
     Notices,
     OpenSession,
     Pending,
@@ -74,12 +77,15 @@ from ollm_cli.pipeline.service._protocol import (
     Removed,
     Reply,
     RunTurn,
+    SearchHits,
+    SearchSessions,
     SessionRecord,
     SessionRequest,
     Sessions,
     SetTitle,
     SnapshotNow,
     SnapshotSaved,
+    SwitchModel,
     TakeNotices,
     TurnCancelled,
     TurnEnded,
@@ -483,8 +489,20 @@ class PipelineHost:
                 await self.detach(sid, pid)
                 return Done()
             case RecentSessions(limit=limit):
-                found = await recording.call(RecordingShell.list_sessions, limit=limit)
+                found = await recording.call(
+                    RecordingShell.list_sessions,
+                    limit=limit,
+                    working_dir=str(self.workspace) if request.this_folder else None,
+                    min_messages=1 if request.with_messages else 0,
+                )
                 return Sessions(sessions=found)
+            case SearchSessions(query=query, limit=limit):
+                return SearchHits(hits=await recording.call(RecordingShell.search, query, limit))
+            case SwitchModel(session_id=sid, model=model):
+                await self._held(sid, pid).coordinator.switch_model(sid, model)
+                return Done()
+            case ListModels():
+                return Models(names=await self.runtime.provider.call(ProviderShell.list_models))
             case GetSession(session_id=sid):
                 session = await recording.call(RecordingShell.get_session, sid)
                 return SessionRecord(session=session)
