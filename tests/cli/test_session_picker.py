@@ -289,3 +289,50 @@ def test_continue_takes_the_latest_session_of_this_folder(
     assert refused.returncode == 4
     assert "no session to continue in this folder" in refused.stderr
     assert "--continue --any" in refused.stderr
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_sessions_command_gives_one_line_per_session_at_the_terminal_width(
+    server: FakeOllama, ollm_home: Path, tmp_path: Path, width: int
+) -> None:
+    import io
+
+    from ollm_cli.cli.chat_repl import ChatRepl
+    from ollm_cli.cli.loop_thread import LoopThread
+    from ollm_cli.cli.output import SafeConsole
+    from ollm_cli.config.settings import OllmSettings
+    from ollm_cli.pipeline.coordinator import Coordinator
+    from ollm_cli.pipeline.runtime import create_runtime
+
+    settings = OllmSettings()
+    settings.provider.name = "ollama"
+    settings.provider.model = "llama3.2:latest"
+    settings.provider.ollama.host = server.url
+    settings.services.context.load_project_files = False
+    store = sessions(ollm_home)
+    for n in range(3):
+        sid = store.create_session("m", "ollama")
+        store.record_message(sid, SessionMessage.user(f"message {n}"))
+        title = f"session {n} \x1b]0;evil\x07 " + "with a title far too long " * 8
+        store.update_metadata(sid, title=title)  # as an imported session may hold it
+        store.close_session(sid)
+    store.close()
+    out = io.StringIO()
+    shown = SafeConsole(file=out, width=width, no_color=True)
+    lines = iter(["/sessions", "/exit"])
+    loop = LoopThread()
+    runtime = create_runtime(settings, tmp_path, kind="inprocess")
+    repl = ChatRepl(loop, shown, shown, read_line=lambda prompt: next(lines))
+    repl.coordinator = Coordinator(runtime, settings, workspace=tmp_path)
+    try:
+        loop.run(runtime.start())
+        repl.chat(loop.run(repl.coordinator.start_session()))
+        for sid in list(repl.coordinator.conversations):
+            loop.run(repl.coordinator.end_session(sid))
+    finally:
+        loop.run(runtime.shutdown())
+        loop.close()
+    listed = [line for line in out.getvalue().splitlines() if "1 msg" in line]
+    assert len(listed) == 3, out.getvalue()  # the chat's own empty session is not listed
+    assert all(cell_len(line) <= width and "…" in line for line in listed)
+    assert "\x1b" not in out.getvalue()
