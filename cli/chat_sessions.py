@@ -89,7 +89,10 @@ def resume_command(repl: ChatRepl, args: list[str]) -> None:
 
     target = args[0] if args else None
     if target is None:
-        target = pick_session(repl.loop, repl.coordinator, repl.err, repl.read_line)
+        try:
+            target = pick_session(repl.loop, repl.coordinator, repl.err, repl.read_line)
+        except KeyboardInterrupt:  # Ctrl-C in the picker: back to this session
+            target = None
         if target is None:
             repl.console.print("[dim]staying in this session[/]")
             return
