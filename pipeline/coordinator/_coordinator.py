@@ -250,6 +250,8 @@ class Coordinator:
         self.conversations[sid] = conversation
         if resume is not None:
             self.compaction.fit_resumed(conversation)
+            if model_name != session.model:  # ``--model`` on a resume: a switch as /model's
+                await self._record_switch(sid, session.model, model_name, trigger="--model")
         self.events.publish(
             SessionStarted(
                 session_id=sid, model=model_name, provider=provider_name, resumed=resume is not None
@@ -266,7 +268,7 @@ class Coordinator:
             info = info.model_copy(update={"context_window": min(info.context_window, cap)})
         return info
 
-    async def switch_model(self, session_id: str, model: str) -> None:
+    async def switch_model(self, session_id: str, model: str, *, trigger: str = "manual") -> None:
         """``/model NAME``: the next turns go to ``model``; ``metadata.modeHistory``
         records the change and the session's ``model`` becomes it (a resume goes on
         with it). A model the provider does not have changes nothing."""
@@ -274,18 +276,21 @@ class Coordinator:
         if model == conversation.model:
             return
         info = await self._model_info(conversation.provider, model)
-        change = {
-            "from": conversation.model,
-            "to": model,
-            "timestamp": now_iso(),
-            "trigger": "manual",
-            "kind": "model",
-        }
-        await self.runtime.recording.call(RecordingShell.switch_model, session_id, change)
+        await self._record_switch(session_id, conversation.model, model, trigger=trigger)
         await self.runtime.provider.call(ProviderShell.forget, conversation.key)
         conversation.model = model
         conversation.info = info
         conversation.sent = None  # the provider holds nothing of this model's request
+
+    async def _record_switch(self, session_id: str, old: str, new: str, *, trigger: str) -> None:
+        change = {
+            "from": old,
+            "to": new,
+            "timestamp": now_iso(),
+            "trigger": trigger,
+            "kind": "model",
+        }
+        await self.runtime.recording.call(RecordingShell.switch_model, session_id, change)
 
     async def provider_models(self) -> list[str]:
         """The models the provider has (``/model``)."""

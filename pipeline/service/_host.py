@@ -235,7 +235,7 @@ class PipelineHost:
             resume = await self._resolve(resume)
             held = self.hosted.get(resume)
             if held is not None:
-                return self._reattach(held, Client(pid, started), interactive, model)
+                return await self._reattach(held, Client(pid, started), interactive, model)
         coordinator = self._coordinator(environment, interactive)
         sid = await coordinator.start_session(
             resume=resume, model=model, title=title, tags=tags, system_prompt=system_prompt
@@ -256,7 +256,7 @@ class PipelineHost:
         found = await self.runtime.recording.call(RecordingShell.get_session, session)
         return str(found.session_id)
 
-    def _reattach(
+    async def _reattach(
         self, held: Hosted, client: Client, interactive: bool, model: str | None
     ) -> tuple[str, str]:
         if held.client is not None and held.client.alive():
@@ -270,10 +270,9 @@ class PipelineHost:
             # a shared coordinator's conversations ask nothing, whoever reattaches
             held.coordinator.approval.interactive = interactive
             held.coordinator.ask = self._asker(held) if interactive else None
-        conversation = held.coordinator.conversations[held.session_id]
-        if model:
-            conversation.model = model
-        return held.session_id, conversation.model
+        if model:  # recorded in modeHistory, as a resume in a new conversation records it
+            await held.coordinator.switch_model(held.session_id, model, trigger="--model")
+        return held.session_id, held.coordinator.conversations[held.session_id].model
 
     def _coordinator(self, environment: dict[str, str] | None, interactive: bool) -> Coordinator:
         """The coordinator of a new conversation. Conversations that ask the user

@@ -276,6 +276,25 @@ def test_continue_takes_the_latest_session_of_this_folder(
     )
     store.close()
     assert users == [["first here", "second here", "third, from there"], ["first there"]]
+
+
+def test_model_given_on_a_resume_is_recorded_as_a_switch(
+    env: dict[str, str], ollm_home: Path, tmp_path: Path
+) -> None:
+    _run(env, tmp_path, "-p", "first")
+    _run(env, tmp_path, "--continue", "--model", "qwen3:8b", "-p", "second")
+    _run(env, tmp_path, "--continue", "-p", "third")  # goes on with qwen3:8b
+    store = sessions(ollm_home)
+    [summary] = store.list_sessions()
+    session = store.get_session(summary.session_id)
+    store.close()
+    assert session.model == "qwen3:8b"
+    [change] = session.metadata.mode_history
+    assert (change["from"], change["to"], change["trigger"]) == (
+        "llama3.2:latest",
+        "qwen3:8b",
+        "--model",
+    )
     nowhere = tmp_path / "elsewhere"
     nowhere.mkdir()
     refused = subprocess.run(
