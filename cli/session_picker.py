@@ -85,12 +85,12 @@ class Choice:
         when = self.last_activity[5:16].replace("T", " ")
         count = "" if self.message_count is None else f"{self.message_count} msg"
         tail = f"  {when}  {count:>8}" if width >= 60 else f"  {count:>8}"
+        room = width - 8 - 2 - cell_len(tail)
         title = self.title or "(untitled)"
         if self.tags:
             title += "  #" + " #".join(self.tags)
-        if self.snippet:
-            title += "  · " + self.snippet
-        room = width - 8 - 2 - cell_len(tail)
+        if self.snippet:  # what matched stays in sight: the title takes half the room
+            title = fit(title, max(10, room // 2)) + "  · " + self.snippet
         body = set_cell_size(fit(title, room), room) if room > 0 else ""
         return fit(f"{self.session_id[:8]}  {body}{tail}", width)
 
@@ -321,7 +321,9 @@ def _screen_pick(
     def _leave(event: KeyPressEvent) -> None:
         event.app.exit(exception=KeyboardInterrupt())
 
-    header: StyleAndTextTuples = [("bold", "resume a session: "), ("", HELP_LINE)]
+    def header() -> StyleAndTextTuples:
+        return [("bold", fit("resume a session: " + HELP_LINE, width()))]
+
     layout = Layout(
         HSplit(
             [
