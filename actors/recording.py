@@ -56,6 +56,9 @@ class RecordingShell(SessionRecorder, ShellBase):
     def set_title(self, session_id: str, title: str) -> None:
         self.store.set_title(session_id, title)
 
+    def switch_model(self, session_id: str, change: dict[str, Any]) -> None:
+        self.store.switch_model(session_id, change)
+
     def get_session(self, session_id: str) -> Session:
         return self.store.get_session(session_id)
 

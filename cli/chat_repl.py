@@ -14,7 +14,6 @@ from collections.abc import Callable
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from ollm_cli.cli.loop_thread import LoopThread
 from ollm_cli.cli.oversized_prompt import run_turn_within_window
@@ -37,7 +36,8 @@ HELP = """\
 /help                          this list
 /exit                          end the session (Ctrl-D too)
 /sessions                      recent sessions
-/resume ID                     switch to another session
+/resume [ID]                   switch to another session (the picker without ID)
+/model [NAME]                  switch the model of the next turns (alone: list them)
 /title TEXT                    set this session's title
 /context add KEY TEXT          add context to the system prompt (also: list, remove KEY)
 /history                       the whole recorded history of this session
@@ -169,31 +169,6 @@ class ChatRepl:
             return False
         return answer.strip().lower() in {"y", "yes"}
 
-    def pick_session(self) -> str | None:
-        """Show recent sessions and let the user choose one (None: a new session)."""
-        recent = self.loop.run(self.coordinator.recent_sessions(15))
-        if not recent:
-            self.err.print("[dim]no sessions yet: starting a new one[/]")
-            return None
-        table = Table(title="recent sessions")
-        for column in ("#", "id", "title", "last activity", "messages"):
-            table.add_column(column)
-        for number, summary in enumerate(recent, 1):
-            table.add_row(
-                str(number),
-                summary.session_id[:8],
-                escape(summary.title or ""),
-                summary.last_activity[:16].replace("T", " "),
-                str(summary.message_count),
-            )
-        self.err.print(table)
-        choice = self.read_line("resume which? (number, id prefix, or Enter for new) ").strip()
-        if not choice:
-            return None
-        if choice.isdigit() and 1 <= int(choice) <= len(recent):
-            return str(recent[int(choice) - 1].session_id)
-        return choice
-
     # -------------------------------------------------------------------- chat
 
     def chat(self, session_id: str) -> None:
@@ -224,17 +199,13 @@ class ChatRepl:
             self._turn(line)
 
     def _show_interrupted(self) -> None:
-        """On resume: say so when the last answer was cut short (Ctrl-C or a crash)."""
+        """On resume: the last turns, and whether the last answer was cut short."""
+        from ollm_cli.cli.chat_sessions import replay_last_turns
+
         # the recorded session, which a coordinator of the service answers for too
-        messages = self.loop.run(self.coordinator.get_session(self.session_id)).messages
-        if not messages:
-            return
-        last = messages[-1]
-        if last.role == "assistant" and (last.model_extra or {}).get("interrupted") is True:
-            shown = last.text[-500:]
-            self.console.print("[yellow]the last answer was interrupted; it had shown:[/]")
-            self.console.print(("…" if len(last.text) > 500 else "") + shown, markup=False)
-            self.console.print("[yellow](interrupted)[/]")
+        replay_last_turns(
+            self.console, self.loop.run(self.coordinator.get_session(self.session_id))
+        )
 
     def _check_saved(self) -> None:
         """A warning that stays, before every prompt, while records are not durable
@@ -297,17 +268,19 @@ class ChatRepl:
                 return False
             if name == "/help":
                 self.console.print(HELP, markup=False)
-            elif name == "/sessions":
-                for s in self.loop.run(self.coordinator.recent_sessions(10)):
-                    self.console.print(
-                        f"{s.session_id[:8]}  {escape(s.title or '')}  "
-                        f"[dim]{s.last_activity[:16]} · {s.message_count} messages[/]"
-                    )
-            elif name == "/resume" and args:
-                finish_compressions(self.loop, self.coordinator, self.err)
-                self.loop.run(self.coordinator.end_session(self.session_id))
-                self.session_id = self.loop.run(self.coordinator.start_session(resume=args[0]))
-                self.console.print(f"[dim]resumed {self.session_id[:8]}[/]")
+            elif name in {"/sessions", "/resume", "/model"}:
+                from ollm_cli.cli.chat_sessions import (
+                    model_command,
+                    resume_command,
+                    sessions_command,
+                )
+
+                if name == "/sessions":
+                    sessions_command(self)
+                elif name == "/resume":
+                    resume_command(self, args)
+                else:
+                    model_command(self, args)
             elif name == "/title" and args:
                 self.loop.run(self.coordinator.set_title(self.session_id, " ".join(args)))
                 self.console.print("[dim]title set[/]")

@@ -32,6 +32,7 @@ from ollm_cli.cli.overrides import (
     apply_overrides,
 )
 from ollm_cli.cli.oversized_prompt import TruncatePromptOption, run_turn_within_window
+from ollm_cli.cli.session_picker import one_line, pick_session
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.cli.trust_cmd import TrustWorkspaceOption, settle_workspace_trust
 from ollm_cli.config.settings import OllmSettings
@@ -69,7 +70,12 @@ def run(
         ),
     ] = False,
     continue_latest: Annotated[
-        bool, typer.Option("--continue", "-c", help="Resume the most recent session.")
+        bool,
+        typer.Option("--continue", "-c", help="Resume the most recent session of this folder."),
+    ] = False,
+    any_folder: Annotated[
+        bool,
+        typer.Option("--any", help="With --continue: the most recent session of any folder."),
     ] = False,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name.")] = None,
     provider: Annotated[
@@ -114,6 +120,7 @@ def run(
         model,
         json_output,
         truncate_prompt=truncate_prompt,
+        anywhere=any_folder,
     )
 
 
@@ -131,6 +138,7 @@ def _run(
     json_output: bool,
     *,
     truncate_prompt: bool = False,
+    anywhere: bool = False,
 ) -> None:
     """The chat or the ``-p`` turn, on any runtime, through the conversation contract:
     in the local service by default (this command is then its thin client), in
@@ -161,7 +169,7 @@ def _run(
             loop.run(lifecycle.start())
         started = True
         session_id = _open_session(
-            loop, conversations, repl, session, resume, continue_latest, model
+            loop, conversations, repl, session, resume, continue_latest, model, anywhere
         )
         _show_notices(loop, conversations)
         if interactive:
@@ -222,19 +230,38 @@ def _open_session(
     resume: bool,
     continue_latest: bool,
     model: str | None,
+    anywhere: bool = False,
 ) -> str:
     """The session of this command: new, ``--resume [ID]`` or ``--continue``; a
     ``--model`` given is the model of its turns, resumed or not."""
     if continue_latest:
-        recent = loop.run(coordinator.recent_sessions(1))
-        if not recent:
-            raise SessionNotFoundError(
-                "there is no session to continue", hint="start one with `ollm run`"
-            )
-        return loop.run(coordinator.start_session(resume=recent[0].session_id, model=model))
+        return _continue_latest(loop, coordinator, model, anywhere=anywhere)
     if resume and session is None:
-        session = repl.pick_session()
+        session = pick_session(loop, coordinator, err_console, repl.read_line)
     return loop.run(coordinator.start_session(resume=session, model=model))
+
+
+def _continue_latest(
+    loop: LoopThread, coordinator: ConversationContract, model: str | None, *, anywhere: bool
+) -> str:
+    """``--continue``: the latest session with messages of this folder (``--any``: of
+    any folder), named on stderr."""
+    recent = loop.run(coordinator.recent_sessions(1, this_folder=not anywhere, with_messages=True))
+    if not recent:
+        where = "" if anywhere else " in this folder"
+        raise SessionNotFoundError(
+            f"there is no session to continue{where}",
+            hint="start one with `ollm run`"
+            + ("" if anywhere else ", or continue the latest of any folder with --continue --any"),
+        )
+    latest = recent[0]
+    title = f" {escape(one_line(latest.title or ''))}" if latest.title else ""
+    when = latest.last_activity[:16].replace("T", " ")
+    err_console.print(
+        f"[dim]continuing {latest.session_id[:8]}{title} ({when}, "
+        f"{latest.message_count} messages)[/]"
+    )
+    return loop.run(coordinator.start_session(resume=latest.session_id, model=model))
 
 
 def _show_notices(loop: LoopThread, coordinator: ConversationContract) -> None:

@@ -38,7 +38,7 @@ from ollm_cli.pipeline.compression import CompressionResult, SnapshotInfo
 from ollm_cli.pipeline.context import ContextEntry, ContextSource
 from ollm_cli.pipeline.coordinator._conversation import TurnResult
 from ollm_cli.pipeline.events import EventBus
-from ollm_cli.pipeline.recording import CloseReport, StoreHealth
+from ollm_cli.pipeline.recording import CloseReport, SearchHit, StoreHealth
 from ollm_cli.pipeline.records import Session, SessionSummary
 
 if TYPE_CHECKING:  # a thin client of the service imports no runtime
@@ -126,8 +126,26 @@ class ConversationContract(Protocol):
 
     # ------------------------------------------------------- slash commands
 
-    async def recent_sessions(self, limit: int) -> list[SessionSummary]:
-        """``/sessions`` and the resume picker: the ``limit`` most recent sessions."""
+    async def recent_sessions(
+        self, limit: int, *, this_folder: bool = False, with_messages: bool = False
+    ) -> list[SessionSummary]:
+        """``/sessions``, ``--continue`` and the resume picker: the ``limit`` most recent
+        sessions; ``this_folder``: only those started in this command's workspace
+        (``metadata.workingDir``); ``with_messages``: no empty session."""
+        ...
+
+    async def search_sessions(self, query: str, limit: int) -> list[SearchHit]:
+        """The resume picker's filter: the sessions whose messages, tool calls, title,
+        notes or tags match every word of ``query`` (a word's beginning), best first."""
+        ...
+
+    async def switch_model(self, session_id: str, model: str) -> None:
+        """``/model NAME``: the session's next turns go to ``model`` (which the provider
+        must have), and ``metadata.modeHistory`` records the change."""
+        ...
+
+    async def provider_models(self) -> list[str]:
+        """``/model``: the models the provider of these conversations has."""
         ...
 
     async def get_session(self, session_id: str) -> Session:

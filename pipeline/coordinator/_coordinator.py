@@ -98,7 +98,7 @@ from ollm_cli.pipeline.providers import (
     answer_end_fields,
     cut_note,
 )
-from ollm_cli.pipeline.recording import CloseReport, ResumePoint, StoreHealth
+from ollm_cli.pipeline.recording import CloseReport, ResumePoint, SearchHit, StoreHealth
 from ollm_cli.pipeline.records import (
     Session,
     SessionMessage,
@@ -108,6 +108,7 @@ from ollm_cli.pipeline.records import (
     ThinkingPart,
     ToolCallPart,
     ToolResultPart,
+    now_iso,
 )
 from ollm_cli.pipeline.runtime import Runtime
 from ollm_cli.pipeline.telemetry import (
@@ -227,13 +228,10 @@ class Coordinator:
             )
             session = await self.runtime.recording.call(RecordingShell.get_session, sid)
         try:
-            info: ModelInfo = await self.runtime.provider.call(ProviderShell.model_info, model_name)
+            info = await self._model_info(provider_name, model_name)
         except BaseException:  # an unknown model, a provider down
             await self._abandon(sid, created=resume is None)
             raise
-        if provider_name == "ollama":
-            cap = self.settings.provider.ollama.max_context_window
-            info = info.model_copy(update={"context_window": min(info.context_window, cap)})
         prompt = system_prompt or self.system_prompt
         if point is not None:
             context = ActiveContext.from_resume_point(point, prompt)
@@ -252,12 +250,51 @@ class Coordinator:
         self.conversations[sid] = conversation
         if resume is not None:
             self.compaction.fit_resumed(conversation)
+            if model_name != session.model:  # ``--model`` on a resume: a switch as /model's
+                await self._record_switch(sid, session.model, model_name, trigger="--model")
         self.events.publish(
             SessionStarted(
                 session_id=sid, model=model_name, provider=provider_name, resumed=resume is not None
             )
         )
         return sid
+
+    async def _model_info(self, provider_name: str, model: str) -> ModelInfo:
+        """The model's window, as the provider describes it (Ollama's capped by
+        ``provider.ollama.maxContextWindow``); a model it does not have is an error."""
+        info: ModelInfo = await self.runtime.provider.call(ProviderShell.model_info, model)
+        if provider_name == "ollama":
+            cap = self.settings.provider.ollama.max_context_window
+            info = info.model_copy(update={"context_window": min(info.context_window, cap)})
+        return info
+
+    async def switch_model(self, session_id: str, model: str, *, trigger: str = "manual") -> None:
+        """``/model NAME``: the next turns go to ``model``; ``metadata.modeHistory``
+        records the change and the session's ``model`` becomes it (a resume goes on
+        with it). A model the provider does not have changes nothing."""
+        conversation = self.conversations[session_id]
+        if model == conversation.model:
+            return
+        info = await self._model_info(conversation.provider, model)
+        await self._record_switch(session_id, conversation.model, model, trigger=trigger)
+        await self.runtime.provider.call(ProviderShell.forget, conversation.key)
+        conversation.model = model
+        conversation.info = info
+        conversation.sent = None  # the provider holds nothing of this model's request
+
+    async def _record_switch(self, session_id: str, old: str, new: str, *, trigger: str) -> None:
+        change = {
+            "from": old,
+            "to": new,
+            "timestamp": now_iso(),
+            "trigger": trigger,
+            "kind": "model",
+        }
+        await self.runtime.recording.call(RecordingShell.switch_model, session_id, change)
+
+    async def provider_models(self) -> list[str]:
+        """The models the provider has (``/model``)."""
+        return await self.runtime.provider.call(ProviderShell.list_models)
 
     async def _abandon(self, session_id: str, *, created: bool) -> None:
         """A start that failed leaves no lock behind, nor the empty session it created."""
@@ -742,9 +779,22 @@ class Coordinator:
 
     # ------------------------------------------------------------------ sessions
 
-    async def recent_sessions(self, limit: int) -> list[SessionSummary]:
-        """The ``limit`` most recent sessions (for ``/sessions`` and the resume picker)."""
-        return await self.runtime.recording.call(RecordingShell.list_sessions, limit=limit)
+    async def recent_sessions(
+        self, limit: int, *, this_folder: bool = False, with_messages: bool = False
+    ) -> list[SessionSummary]:
+        """The ``limit`` most recent sessions (for ``/sessions``, ``--continue`` and the
+        resume picker); ``this_folder``: those started in this workspace;
+        ``with_messages``: no empty one."""
+        return await self.runtime.recording.call(
+            RecordingShell.list_sessions,
+            limit=limit,
+            working_dir=str(self.workspace) if this_folder else None,
+            min_messages=1 if with_messages else 0,
+        )
+
+    async def search_sessions(self, query: str, limit: int) -> list[SearchHit]:
+        """Sessions matching every word of ``query``, best first (the picker's filter)."""
+        return await self.runtime.recording.call(RecordingShell.search, query, limit)
 
     async def get_session(self, session_id: str) -> Session:
         """The session as recorded so far."""

@@ -60,7 +60,7 @@ logger = logging.getLogger(__name__)
 MARK_START = "«"
 MARK_END = "»"
 SNIPPET_ELLIPSIS = "…"
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 INDEX_DIR = ".index"
 INDEX_FILE = "sessions.sqlite"
 RACY_NS = 500_000_000
@@ -99,7 +99,8 @@ CREATE TABLE IF NOT EXISTS sessions(
     file_ino INTEGER NOT NULL,
     indexed_messages INTEGER NOT NULL,
     indexed_tools INTEGER NOT NULL,
-    forked_from TEXT
+    forked_from TEXT,
+    working_dir TEXT
 );
 CREATE INDEX IF NOT EXISTS sessions_recent ON sessions(
     last_activity_us, session_id, start_time, last_activity, model, provider, message_count,
@@ -462,7 +463,7 @@ class SessionIndex:
         tags = [t for t in meta.get("tags") or [] if isinstance(t, str)]
         title = meta.get("title") if isinstance(meta.get("title"), str) else None
         conn.execute(
-            "INSERT INTO sessions VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO sessions VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 sid,
                 data["startTime"],
@@ -483,6 +484,7 @@ class SessionIndex:
                 view.message_count,
                 view.tool_call_count,
                 _forked_from(meta),
+                _str(meta.get("workingDir")) or None,
             ),
         )
         conn.executemany("INSERT OR IGNORE INTO tags VALUES(?, ?)", [(sid, t) for t in tags])
@@ -524,6 +526,8 @@ class SessionIndex:
         title: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        working_dir: str | None = None,
+        min_messages: int = 0,
     ) -> list[SessionSummary]:
         """Summaries of the indexed sessions, filtered, sorted and paged."""
         column = SORT_COLUMNS.get(sort)
@@ -554,6 +558,12 @@ class SessionIndex:
         if until is not None:
             where.append("last_activity_us<=?")
             args.append(_micros_of(until))
+        if working_dir is not None:
+            where.append("working_dir=?")
+            args.append(working_dir)
+        if min_messages > 0:
+            where.append("message_count>=?")
+            args.append(min_messages)
         order = "DESC" if descending else "ASC"
         sql = (
             "SELECT session_id, start_time, last_activity, model, provider, message_count,"

@@ -559,11 +559,16 @@ class ChatRecordingService:
         title: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        working_dir: str | None = None,
+        min_messages: int = 0,
     ) -> list[SessionSummary]:
         """Summaries of the sessions, from the index (brought up to date first).
 
         ``sort`` is a camelCase column of SessionSummary; ``title`` matches a part
-        of the title (any case); ``since``/``until`` bound ``lastActivity``.
+        of the title (any case); ``since``/``until`` bound ``lastActivity``;
+        ``working_dir`` keeps the sessions started in that folder
+        (``metadata.workingDir``); ``min_messages`` leaves out the shorter ones
+        (1: the empty sessions).
         """
         self._index.refresh()
         return self._index.list_sessions(
@@ -576,6 +581,8 @@ class ChatRecordingService:
             title=title,
             since=since,
             until=until,
+            working_dir=working_dir,
+            min_messages=min_messages,
         )
 
     def count_sessions(self) -> int:
@@ -663,6 +670,18 @@ class ChatRecordingService:
     def set_pinned(self, session_id: str, pinned: bool) -> None:
         """Pin a session (never deleted by ``maxSessions`` cleanup) or unpin it."""
         self.update_metadata(session_id, pinned=pinned)
+
+    def switch_model(self, session_id: str, change: dict[str, Any]) -> None:
+        """A ``/model`` switch: append ``change`` (``from``, ``to``, ``timestamp``,
+        ``trigger``, ``kind``) to ``metadata.modeHistory`` and make ``to`` the session's
+        ``model``, so that a resume goes on with it."""
+        self._change_metadata(
+            session_id,
+            lambda doc: {
+                "md": {"modeHistory": [*(doc.metadata.get("modeHistory") or []), change]},
+                "hd": {"model": change["to"]},
+            },
+        )
 
     def set_notes(self, session_id: str, notes: str) -> None:
         """Set the user's notes on a session."""

@@ -39,7 +39,7 @@ from ollm_cli.pipeline.context import ContextEntry, ContextSource
 from ollm_cli.pipeline.coordinator._conversation import AskCallback, TurnResult
 from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.events import EventBus
-from ollm_cli.pipeline.recording import CloseReport, StoreHealth
+from ollm_cli.pipeline.recording import CloseReport, SearchHit, StoreHealth
 from ollm_cli.pipeline.records import Session, SessionSummary
 from ollm_cli.pipeline.service._connection import ServiceConnection
 from ollm_cli.pipeline.service._protocol import (
@@ -56,6 +56,8 @@ from ollm_cli.pipeline.service._protocol import (
     GetStoreHealth,
     Health,
     ListContext,
+    ListModels,
+    Models,
     Notices,
     OpenSession,
     Pending,
@@ -65,6 +67,8 @@ from ollm_cli.pipeline.service._protocol import (
     Removed,
     Reply,
     RunTurn,
+    SearchHits,
+    SearchSessions,
     SessionOpened,
     SessionRecord,
     SessionRequest,
@@ -72,6 +76,7 @@ from ollm_cli.pipeline.service._protocol import (
     SetTitle,
     SnapshotNow,
     SnapshotSaved,
+    SwitchModel,
     TakeNotices,
     TurnCancelled,
     TurnEnded,
@@ -228,8 +233,23 @@ class RemoteCoordinator:
 
     # -------------------------------------------------------- slash commands
 
-    async def recent_sessions(self, limit: int) -> list[SessionSummary]:
-        return (await self.ask(RecentSessions(limit=limit), Sessions)).sessions
+    async def recent_sessions(
+        self, limit: int, *, this_folder: bool = False, with_messages: bool = False
+    ) -> list[SessionSummary]:
+        request = RecentSessions(limit=limit, this_folder=this_folder, with_messages=with_messages)
+        return (await self.ask(request, Sessions)).sessions
+
+    async def search_sessions(self, query: str, limit: int) -> list[SearchHit]:
+        return (await self.ask(SearchSessions(query=query, limit=limit), SearchHits)).hits
+
+    async def switch_model(self, session_id: str, model: str) -> None:
+        await self.connection.request(SwitchModel(session_id=session_id, model=model))
+        conversation = self.conversations.get(session_id)
+        if conversation is not None:
+            conversation.model = model
+
+    async def provider_models(self) -> list[str]:
+        return (await self.ask(ListModels(), Models)).names
 
     async def get_session(self, session_id: str) -> Session:
         return (await self.ask(GetSession(session_id=session_id), SessionRecord)).session

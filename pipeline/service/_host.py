@@ -42,6 +42,7 @@ from typing import Any
 
 import orjson
 
+from ollm_cli.actors.provider import ProviderShell
 from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.coordinator import Coordinator, TurnResult
@@ -65,6 +66,8 @@ from ollm_cli.pipeline.service._protocol import (
     GetStoreHealth,
     Health,
     ListContext,
+    ListModels,
+    Models,
     Notices,
     OpenSession,
     Pending,
@@ -74,12 +77,15 @@ from ollm_cli.pipeline.service._protocol import (
     Removed,
     Reply,
     RunTurn,
+    SearchHits,
+    SearchSessions,
     SessionRecord,
     SessionRequest,
     Sessions,
     SetTitle,
     SnapshotNow,
     SnapshotSaved,
+    SwitchModel,
     TakeNotices,
     TurnCancelled,
     TurnEnded,
@@ -229,7 +235,7 @@ class PipelineHost:
             resume = await self._resolve(resume)
             held = self.hosted.get(resume)
             if held is not None:
-                return self._reattach(held, Client(pid, started), interactive, model)
+                return await self._reattach(held, Client(pid, started), interactive, model)
         coordinator = self._coordinator(environment, interactive)
         sid = await coordinator.start_session(
             resume=resume, model=model, title=title, tags=tags, system_prompt=system_prompt
@@ -250,7 +256,7 @@ class PipelineHost:
         found = await self.runtime.recording.call(RecordingShell.get_session, session)
         return str(found.session_id)
 
-    def _reattach(
+    async def _reattach(
         self, held: Hosted, client: Client, interactive: bool, model: str | None
     ) -> tuple[str, str]:
         if held.client is not None and held.client.alive():
@@ -264,10 +270,9 @@ class PipelineHost:
             # a shared coordinator's conversations ask nothing, whoever reattaches
             held.coordinator.approval.interactive = interactive
             held.coordinator.ask = self._asker(held) if interactive else None
-        conversation = held.coordinator.conversations[held.session_id]
-        if model:
-            conversation.model = model
-        return held.session_id, conversation.model
+        if model:  # recorded in modeHistory, as a resume in a new conversation records it
+            await held.coordinator.switch_model(held.session_id, model, trigger="--model")
+        return held.session_id, held.coordinator.conversations[held.session_id].model
 
     def _coordinator(self, environment: dict[str, str] | None, interactive: bool) -> Coordinator:
         """The coordinator of a new conversation. Conversations that ask the user
@@ -483,8 +488,20 @@ class PipelineHost:
                 await self.detach(sid, pid)
                 return Done()
             case RecentSessions(limit=limit):
-                found = await recording.call(RecordingShell.list_sessions, limit=limit)
+                found = await recording.call(
+                    RecordingShell.list_sessions,
+                    limit=limit,
+                    working_dir=str(self.workspace) if request.this_folder else None,
+                    min_messages=1 if request.with_messages else 0,
+                )
                 return Sessions(sessions=found)
+            case SearchSessions(query=query, limit=limit):
+                return SearchHits(hits=await recording.call(RecordingShell.search, query, limit))
+            case SwitchModel(session_id=sid, model=model):
+                await self._held(sid, pid).coordinator.switch_model(sid, model)
+                return Done()
+            case ListModels():
+                return Models(names=await self.runtime.provider.call(ProviderShell.list_models))
             case GetSession(session_id=sid):
                 session = await recording.call(RecordingShell.get_session, sid)
                 return SessionRecord(session=session)

@@ -50,7 +50,7 @@ from ollm_cli.pipeline.errors import (
     UsageError,
 )
 from ollm_cli.pipeline.events import AnyEvent
-from ollm_cli.pipeline.recording import StoreHealth
+from ollm_cli.pipeline.recording import SearchHit, StoreHealth
 from ollm_cli.pipeline.records import Session, SessionSummary, ToolCallPart
 
 HEADER = struct.Struct(">I")
@@ -153,6 +153,29 @@ class SnapshotNow(Message):
 class RecentSessions(Message):
     type: Literal["recent_sessions"] = "recent_sessions"
     limit: int
+    this_folder: bool = False
+    """Only the sessions started in the client's workspace (``--continue``)."""
+    with_messages: bool = False
+
+
+class SearchSessions(Message):
+    type: Literal["search_sessions"] = "search_sessions"
+    query: str
+    limit: int
+
+
+class SwitchModel(Message):
+    """``/model NAME``: the conversation's next turns go to ``model``."""
+
+    type: Literal["switch_model"] = "switch_model"
+    session_id: str
+    model: str
+
+
+class ListModels(Message):
+    """``/model``: what the provider of the client's conversations has."""
+
+    type: Literal["list_models"] = "list_models"
 
 
 class GetSession(Message):
@@ -193,6 +216,9 @@ SessionRequest = Annotated[
     | CompressNow
     | SnapshotNow
     | RecentSessions
+    | SearchSessions
+    | SwitchModel
+    | ListModels
     | GetSession
     | SetTitle
     | GetStoreHealth
@@ -294,6 +320,16 @@ class Sessions(Message):
     sessions: list[SessionSummary]
 
 
+class SearchHits(Message):
+    type: Literal["search_hits"] = "search_hits"
+    hits: list[SearchHit]
+
+
+class Models(Message):
+    type: Literal["models"] = "models"
+    names: list[str]
+
+
 class SessionRecord(Message):
     type: Literal["session_record"] = "session_record"
     session: Session
@@ -373,6 +409,8 @@ Reply = Annotated[
     | Compressed
     | SnapshotSaved
     | Sessions
+    | SearchHits
+    | Models
     | SessionRecord
     | Health
     | Notices

@@ -227,24 +227,6 @@ def test_interactive_chat_cancel_resume_and_exit(
     assert [m["content"] for m in last if m["role"] == "user"][:2] == ["hello", "take your time"]
 
 
-def test_resume_picker_lists_recent_sessions(
-    server: FakeOllama, env: dict[str, str], tmp_path: Path
-) -> None:
-    server.script(Reply.text("one"))
-    subprocess.run([*OLLM, "run", "-p", "remember me"], env=env, cwd=tmp_path, timeout=120)
-    child = pexpect.spawn(
-        OLLM[0], [*OLLM[1:], "run", "--resume"], env=env, cwd=str(tmp_path), encoding="utf-8"
-    )
-    child.expect("recent sessions")
-    child.expect("resume which")
-    child.sendline("1")
-    child.expect("› ")
-    child.sendline("/history")
-    child.expect("remember me")
-    child.sendline("/exit")
-    child.expect(pexpect.EOF)
-
-
 def test_slash_commands_in_process(server: FakeOllama, tmp_path: Path) -> None:
     settings = OllmSettings()
     settings.provider.name = "ollama"
