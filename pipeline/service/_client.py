@@ -78,6 +78,7 @@ from ollm_cli.pipeline.service._protocol import (
     TurnEvent,
     TurnFailed,
 )
+from ollm_cli.pipeline.tools import ToolGrant
 
 if TYPE_CHECKING:
     from ollm_cli.pipeline.contract import ConversationContract, HarnessCoordinator, Lifecycle
@@ -139,11 +140,13 @@ class RemoteCoordinator:
         *,
         events: EventBus | None = None,
         ask: AskCallback | None = None,
+        grant: ToolGrant | None = None,
     ) -> None:
         self.connection = connection
         self.settings: OllmSettings = connection.settings
         self.events = events or EventBus()
         self.ask_user = ask
+        self.grant = grant
         self.conversations: dict[str, RemoteConversation] = {}
         self.context = RemoteContext(self)
 
@@ -177,6 +180,7 @@ class RemoteCoordinator:
                 tags=tags,
                 system_prompt=system_prompt,
                 interactive=self.ask_user is not None,
+                grant=self.grant,
             ),
             SessionOpened,
         )
@@ -320,19 +324,24 @@ def open_conversations(
     *,
     events: EventBus | None = None,
     ask: AskCallback | None = None,
+    grant: ToolGrant | None = None,
 ) -> tuple[Lifecycle, ConversationContract]:
     """The conversations of ``ollm run`` and what to start and shut down around them,
     on ``settings.runtime.kind``: on the service (the default) a connection to its
     socket and the thin client over it, which imports no Ray; else a runtime of
-    this command's own and a coordinator on it."""
+    this command's own and a coordinator on it. ``grant``: the tools their turns run
+    without asking (``--allow-tools``, ``--approve auto``)."""
     if settings.runtime.kind == "service":
         connection = ServiceConnection(settings, workspace)
-        return connection, RemoteCoordinator(connection, events=events, ask=ask)
+        return connection, RemoteCoordinator(connection, events=events, ask=ask, grant=grant)
     from ollm_cli.pipeline.coordinator import Coordinator
     from ollm_cli.pipeline.runtime import create_runtime
 
     runtime = create_runtime(settings, workspace)
-    return runtime, Coordinator(runtime, settings, workspace=workspace, events=events, ask=ask)
+    coordinator = Coordinator(
+        runtime, settings, workspace=workspace, events=events, ask=ask, grant=grant
+    )
+    return runtime, coordinator
 
 
 __all__ = [

@@ -89,6 +89,7 @@ from ollm_cli.pipeline.service._protocol import (
     TurnItems,
 )
 from ollm_cli.pipeline.service._state import process_alive
+from ollm_cli.pipeline.tools import ToolGrant
 
 logger = logging.getLogger(__name__)
 
@@ -207,6 +208,7 @@ class PipelineHost:
         continue_latest: bool = False,
         environment: dict[str, str] | None = None,
         interactive: bool = False,
+        grant: ToolGrant | None = None,
         model: str | None = None,
         title: str | None = None,
         tags: list[str] | None = None,
@@ -214,8 +216,9 @@ class PipelineHost:
     ) -> tuple[str, str]:
         """Attach the client ``pid`` to a new or resumed conversation: (session id, model).
 
-        ``title``, ``tags`` and ``system_prompt`` are those of
-        :meth:`~ollm_cli.pipeline.coordinator.Coordinator.start_session` (a batch's)."""
+        ``title``, ``tags``, ``system_prompt`` and ``grant`` are those of
+        :meth:`~ollm_cli.pipeline.coordinator.Coordinator.start_session` (a batch's;
+        ``grant``: the tools ``ollm run --allow-tools`` lets run without asking)."""
         await self.ready()
         self._touch()
         if continue_latest:
@@ -229,10 +232,15 @@ class PipelineHost:
             resume = await self._resolve(resume)
             held = self.hosted.get(resume)
             if held is not None:
-                return self._reattach(held, Client(pid, started), interactive, model)
+                return self._reattach(held, Client(pid, started), interactive, model, grant)
         coordinator = self._coordinator(environment, interactive)
         sid = await coordinator.start_session(
-            resume=resume, model=model, title=title, tags=tags, system_prompt=system_prompt
+            resume=resume,
+            model=model,
+            title=title,
+            tags=tags,
+            system_prompt=system_prompt,
+            grant=grant,
         )
         hosted = Hosted(sid, coordinator, Client(pid, started))
         self._wire(hosted)
@@ -251,7 +259,12 @@ class PipelineHost:
         return str(found.session_id)
 
     def _reattach(
-        self, held: Hosted, client: Client, interactive: bool, model: str | None
+        self,
+        held: Hosted,
+        client: Client,
+        interactive: bool,
+        model: str | None,
+        grant: ToolGrant | None = None,
     ) -> tuple[str, str]:
         if held.client is not None and held.client.alive():
             raise SessionLockedError(
@@ -265,6 +278,7 @@ class PipelineHost:
             held.coordinator.approval.interactive = interactive
             held.coordinator.ask = self._asker(held) if interactive else None
         conversation = held.coordinator.conversations[held.session_id]
+        conversation.grant = grant  # this command's, not the one that left
         if model:
             conversation.model = model
         return held.session_id, conversation.model

@@ -52,6 +52,7 @@ from ollm_cli.pipeline.errors import (
 from ollm_cli.pipeline.events import AnyEvent
 from ollm_cli.pipeline.recording import StoreHealth
 from ollm_cli.pipeline.records import Session, SessionSummary, ToolCallPart
+from ollm_cli.pipeline.tools import ToolGrant
 
 HEADER = struct.Struct(">I")
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
@@ -89,6 +90,8 @@ class OpenSession(Message):
     tags: list[str] | None = None
     system_prompt: str | None = None
     interactive: bool = False
+    grant: ToolGrant | None = None
+    """The tools the conversation runs without asking (``--allow-tools``, ``--approve``)."""
 
 
 class RunTurn(Message):

@@ -284,6 +284,7 @@ class _Relay:
             continue_latest=body.continue_latest,
             environment=self.hello.environment,
             interactive=body.interactive,
+            grant=body.grant,
             model=body.model,
             title=body.title,
             tags=body.tags,
