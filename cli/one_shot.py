@@ -286,7 +286,7 @@ def one_turn(
             stream.end_line()
     result.notices.extend(denied.lines)
     for notice in result.notices:  # what was cut, left out or not run: said, never silent
-        err_console.print(f"[yellow]⚠ {escape(notice)}[/]")
+        err_console.print(f"[yellow]⚠ {escape(notice)}[/]", soft_wrap=True)
     if json_output:
         print_json(result)
     else:
