@@ -170,6 +170,7 @@ def _run(
         if interactive and sys.stdin.isatty() and approve is not ApproveMode.deny
         else None,
         grant=grant,
+        discard_failed=True,  # a first request that fails leaves no empty session
     )
     repl.coordinator = conversations
     repl.truncate_prompt = truncate_prompt

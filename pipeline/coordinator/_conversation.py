@@ -101,8 +101,19 @@ class Conversation:
     """The session was created for this conversation (not resumed)."""
     kept: bool = False
     """A turn ended (or was cancelled, or failed other than at the provider), or the
-    model's words were recorded: the session stays. A created session where every
-    request failed at the provider is discarded when it ends (no empty session)."""
+    model's words were recorded: the session stays."""
+    provider_failed: bool = False
+    """A turn failed at the provider (an unknown model, a server down or refusing)."""
+    discard_failed: bool = False
+    """Its command leaves nothing of a new session whose every request failed
+    (``ollm run``; a batch keeps it, to run the conversation again in it)."""
+
+    @property
+    def discardable(self) -> bool:
+        """Created for this conversation, every request of it failed at the provider,
+        and its command asked so: when it ends, the session (the user's messages
+        only) is not kept."""
+        return self.discard_failed and self.created and self.provider_failed and not self.kept
 
     def run_in_background(self, work: Awaitable[Any]) -> None:
         """Run ``work`` beside the turns; the session waits for it when it ends."""

@@ -152,6 +152,7 @@ class Coordinator:
         environment: dict[str, str] | None = None,
         tags: list[str] | None = None,
         grant: ToolGrant | None = None,
+        discard_failed: bool = False,
     ) -> None:
         self.runtime = runtime
         self.settings = settings
@@ -162,6 +163,7 @@ class Coordinator:
         self.approval = ApprovalPolicy(settings.tools, interactive=ask is not None)
         self.ask = ask
         self.grant = grant
+        self.discard_failed = discard_failed
         self.system_prompt = system_prompt
         self.environment = dict(os.environ if environment is None else environment)
         self.tags = tags or []
@@ -196,9 +198,12 @@ class Coordinator:
         tags: list[str] | None = None,
         system_prompt: str | None = None,
         grant: ToolGrant | None = None,
+        discard_failed: bool | None = None,
     ) -> str:
         """Create a session (or resume ``resume``) and return its id; ``grant`` (else
-        the coordinator's) says which tools its turns run without asking."""
+        the coordinator's) says which tools its turns run without asking,
+        ``discard_failed`` (else the coordinator's) whether a new session whose every
+        request failed at the provider is left behind when it ends (no)."""
         await self._prepare()
         provider_name = await self.runtime.provider.call(ProviderShell.provider_name)
         point: ResumePoint | None = None
@@ -254,6 +259,7 @@ class Coordinator:
             title_pending=session.metadata.title_source is None and resume is None,
             grant=grant or self.grant,
             created=resume is None,
+            discard_failed=self.discard_failed if discard_failed is None else discard_failed,
         )
         self.conversations[sid] = conversation
         if resume is not None:
@@ -274,9 +280,9 @@ class Coordinator:
                 await self.runtime.recording.call(RecordingShell.close_session, session_id)
 
     async def end_session(self, session_id: str) -> None:
-        """Finish background work, save and close the session. A session this
-        coordinator created in which every request failed at the provider (an unknown
-        model, a provider down) and nothing answered is not kept: no empty session is
+        """Finish background work, save and close the session. A new session whose
+        every request failed at the provider (an unknown model, a provider down) is
+        not kept when its command asked so (``discard_failed``): no empty session is
         left behind, nor its lock."""
         conversation = self.conversations.pop(session_id, None)
         if conversation is not None:
@@ -284,7 +290,7 @@ class Coordinator:
             self.events.publish(SessionEnded(session_id=session_id, turns=conversation.turns))
         await self.hooks.settle(session_id)
         self.counter.save()
-        if conversation is not None and conversation.created and not conversation.kept:
+        if conversation is not None and conversation.discardable:
             await self.runtime.recording.call(RecordingShell.discard_if_unanswered, session_id)
         else:
             await self.runtime.recording.call(RecordingShell.close_session, session_id)
@@ -432,7 +438,8 @@ class Coordinator:
             conversation.kept = True
             raise
         except ProviderError:
-            raise  # the model never answered: no reason to keep the session (Conversation.kept)
+            conversation.provider_failed = True  # see Conversation.kept
+            raise
         except BaseException:
             conversation.kept = True
             raise

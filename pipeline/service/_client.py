@@ -141,12 +141,14 @@ class RemoteCoordinator:
         events: EventBus | None = None,
         ask: AskCallback | None = None,
         grant: ToolGrant | None = None,
+        discard_failed: bool = False,
     ) -> None:
         self.connection = connection
         self.settings: OllmSettings = connection.settings
         self.events = events or EventBus()
         self.ask_user = ask
         self.grant = grant
+        self.discard_failed = discard_failed
         self.conversations: dict[str, RemoteConversation] = {}
         self.context = RemoteContext(self)
 
@@ -181,6 +183,7 @@ class RemoteCoordinator:
                 system_prompt=system_prompt,
                 interactive=self.ask_user is not None,
                 grant=self.grant,
+                discard_failed=self.discard_failed,
             ),
             SessionOpened,
         )
@@ -325,21 +328,32 @@ def open_conversations(
     events: EventBus | None = None,
     ask: AskCallback | None = None,
     grant: ToolGrant | None = None,
+    discard_failed: bool = False,
 ) -> tuple[Lifecycle, ConversationContract]:
     """The conversations of ``ollm run`` and what to start and shut down around them,
     on ``settings.runtime.kind``: on the service (the default) a connection to its
     socket and the thin client over it, which imports no Ray; else a runtime of
     this command's own and a coordinator on it. ``grant``: the tools their turns run
-    without asking (``--allow-tools``, ``--approve auto``)."""
+    without asking (``--allow-tools``, ``--approve auto``); ``discard_failed``: a new
+    session whose every request failed at the provider is not kept."""
     if settings.runtime.kind == "service":
         connection = ServiceConnection(settings, workspace)
-        return connection, RemoteCoordinator(connection, events=events, ask=ask, grant=grant)
+        remote = RemoteCoordinator(
+            connection, events=events, ask=ask, grant=grant, discard_failed=discard_failed
+        )
+        return connection, remote
     from ollm_cli.pipeline.coordinator import Coordinator
     from ollm_cli.pipeline.runtime import create_runtime
 
     runtime = create_runtime(settings, workspace)
     coordinator = Coordinator(
-        runtime, settings, workspace=workspace, events=events, ask=ask, grant=grant
+        runtime,
+        settings,
+        workspace=workspace,
+        events=events,
+        ask=ask,
+        grant=grant,
+        discard_failed=discard_failed,
     )
     return runtime, coordinator
 

@@ -209,6 +209,7 @@ class PipelineHost:
         environment: dict[str, str] | None = None,
         interactive: bool = False,
         grant: ToolGrant | None = None,
+        discard_failed: bool = False,
         model: str | None = None,
         title: str | None = None,
         tags: list[str] | None = None,
@@ -218,7 +219,9 @@ class PipelineHost:
 
         ``title``, ``tags``, ``system_prompt`` and ``grant`` are those of
         :meth:`~ollm_cli.pipeline.coordinator.Coordinator.start_session` (a batch's;
-        ``grant``: the tools ``ollm run --allow-tools`` lets run without asking)."""
+        ``grant``: the tools ``ollm run --allow-tools`` lets run without asking;
+        ``discard_failed``: ``ollm run``'s, a new session where every request failed
+        is not kept)."""
         await self.ready()
         self._touch()
         if continue_latest:
@@ -241,6 +244,7 @@ class PipelineHost:
             tags=tags,
             system_prompt=system_prompt,
             grant=grant,
+            discard_failed=discard_failed,
         )
         hosted = Hosted(sid, coordinator, Client(pid, started))
         self._wire(hosted)

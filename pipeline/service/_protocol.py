@@ -92,6 +92,8 @@ class OpenSession(Message):
     interactive: bool = False
     grant: ToolGrant | None = None
     """The tools the conversation runs without asking (``--allow-tools``, ``--approve``)."""
+    discard_failed: bool = False
+    """A new session whose every request failed at the provider is not kept (``ollm run``)."""
 
 
 class RunTurn(Message):

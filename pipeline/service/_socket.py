@@ -285,6 +285,7 @@ class _Relay:
             environment=self.hello.environment,
             interactive=body.interactive,
             grant=body.grant,
+            discard_failed=body.discard_failed,
             model=body.model,
             title=body.title,
             tags=body.tags,
