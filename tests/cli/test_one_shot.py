@@ -114,6 +114,11 @@ def test_prompt_text_reads_stdin_for_dash_and_appends_a_pipe_to_text() -> None:
     with open(os.devnull, encoding="utf-8") as null:  # /dev/null is not read as a pipe
         assert prompt_text("Hello", null) == "Hello"
     assert prompt_text("Hello", None) == "Hello"
+    # a stream with no file behind it (an embedding program's): read as piped
+    assert prompt_text("Hello", io.StringIO("world")) == "Hello\n\nworld"
+    assert prompt_text("-", io.StringIO("all of it\n")) == "all of it\n"
+    with pytest.raises(UsageError):
+        prompt_text("-", None)  # no stdin at all: nothing to send
 
 
 @pytest.mark.parametrize(
