@@ -410,6 +410,21 @@ def encode(frame: ClientFrame | ServiceFrame) -> bytes:
     return HEADER.pack(len(data)) + data
 
 
+def encode_request(frame: ClientFrame) -> bytes:
+    """A client's frame as sent; one the service would refuse for its size (a message
+    of more than :data:`MAX_REQUEST_BYTES`, ``ollm run -p - < huge``) is a
+    :class:`UsageError` here, rather than a connection the service drops."""
+    data = encode(frame)
+    if len(data) - HEADER.size > MAX_REQUEST_BYTES:
+        raise UsageError(
+            f"the request is {len(data) / 2**20:.1f} MiB, more than the "
+            f"{MAX_REQUEST_BYTES // 2**20} MiB the OLLM service takes in one request",
+            hint="send a smaller message, or run this command in its own process "
+            "with `--runtime inprocess`",
+        )
+    return data
+
+
 def decode_client(data: bytes) -> ClientFrame:
     return ClientFrame.model_validate_json(data)
 
