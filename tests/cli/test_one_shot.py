@@ -376,3 +376,35 @@ def test_a_failed_first_request_leaves_no_session_and_no_lock(
     assert again.returncode == 0, again.stderr.decode()
     assert b"being written" not in again.stderr
     assert _user_messages(ollm_home) == [["kept", "and again"]]
+
+
+def test_the_chat_takes_the_same_flags(
+    server: FakeOllama, env: dict[str, str], tmp_path: Path
+) -> None:
+    """``--allow-tools`` runs the named tool in the chat without asking; ``--approve
+    deny`` asks nothing and runs nothing."""
+    server.default_reply = _write_files
+    for args, name, runs in (
+        (("--allow-tools", "write_file"), "allowed.txt", True),
+        (("--approve", "deny"), "refused.txt", False),
+    ):
+        child = pexpect.spawn(
+            OLLM[0],
+            [*OLLM[1:], "run", *args],
+            env=env,
+            cwd=str(tmp_path),
+            encoding="utf-8",
+            timeout=120,
+        )
+        try:
+            child.expect("› ")
+            child.sendline(f"write {name}")
+            index = child.expect_exact(["allow write_file(", "after the tool:"])
+            assert index == 1, "the chat asked for a tool its flags decide"
+            child.expect("› ")
+            child.sendline("/exit")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+        assert child.exitstatus == 0, child.before
+        assert (tmp_path / name).exists() is runs
