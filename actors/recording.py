@@ -80,11 +80,11 @@ class RecordingShell(SessionRecorder, ShellBase):
     def close(self) -> CloseReport:
         return self.store.close()
 
-    def discard_if_empty(self, session_id: str) -> bool:
-        """Close a session whose start failed; delete it when it holds no message
-        (whether it did)."""
+    def discard_if_unanswered(self, session_id: str) -> bool:
+        """Close a session this command created; delete it when nothing answered in
+        it: no message, or only the user's of turns that failed (whether it did)."""
         self.close_session(session_id)
-        if self.store.get_session(session_id).messages:
+        if any(m.role != "user" for m in self.store.get_session(session_id).messages):
             return False
         self.store.delete_session(session_id)
         return True

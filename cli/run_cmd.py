@@ -23,7 +23,15 @@ from rich.markup import escape
 from ollm_cli.cli.chat_repl import ChatRepl, finish_compressions
 from ollm_cli.cli.exit_codes import EXIT_CODES_HELP
 from ollm_cli.cli.loop_thread import LoopThread
-from ollm_cli.cli.output import console, err_console, print_json, write_stdout
+from ollm_cli.cli.one_shot import (
+    AllowToolsOption,
+    ApproveMode,
+    ApproveOption,
+    one_turn,
+    prompt_text,
+    tool_grant,
+)
+from ollm_cli.cli.output import console, err_console
 from ollm_cli.cli.overrides import (
     NoLoopDetectionOption,
     ProviderChoice,
@@ -31,17 +39,17 @@ from ollm_cli.cli.overrides import (
     RuntimeOption,
     apply_overrides,
 )
-from ollm_cli.cli.oversized_prompt import TruncatePromptOption, run_turn_within_window
+from ollm_cli.cli.oversized_prompt import TruncatePromptOption
 from ollm_cli.cli.session_picker import one_line, pick_session
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.cli.trust_cmd import TrustWorkspaceOption, settle_workspace_trust
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.contract import ConversationContract
-from ollm_cli.pipeline.coordinator._conversation import raise_if_stopped
 from ollm_cli.pipeline.errors import OllmError, SessionNotFoundError, StorageError, UsageError
-from ollm_cli.pipeline.events import ContextNotice, EventBus, LoopDetectedEvent, PipelineEvent
+from ollm_cli.pipeline.events import EventBus
 from ollm_cli.pipeline.recording import CloseReport
 from ollm_cli.pipeline.service import open_conversations
+from ollm_cli.pipeline.tools import ToolGrant
 
 
 def run(
@@ -50,8 +58,9 @@ def run(
         typer.Option(
             "--prompt",
             "-p",
-            help="Run one turn non-interactively; the answer goes to stdout. Exit code 5 when "
-            "a loop or limit stopped it.",
+            help="Run one turn non-interactively; the answer goes to stdout. `-p -` reads the "
+            "message from stdin; `-p TEXT` with stdin piped sends TEXT, a blank line, then "
+            "stdin. Exit code 5 when a loop or limit stopped it.",
         ),
     ] = None,
     session: Annotated[
@@ -90,6 +99,8 @@ def run(
     ] = False,
     trust_workspace: TrustWorkspaceOption = False,
     truncate_prompt: TruncatePromptOption = False,
+    allow_tools: AllowToolsOption = None,
+    approve: ApproveOption = None,
 ) -> None:
     """Chat with a local model; every message is recorded as it happens.
 
@@ -101,6 +112,7 @@ def run(
     In the chat: Ctrl-C cancels the answer in flight, Ctrl-D or /exit ends the session,
     /help lists the slash commands.
     """
+    prompt = prompt_text(prompt, sys.stdin)  # refused here, before any service starts
     settle_workspace_trust(flag=trust_workspace, may_ask=prompt is None)
     settings = apply_overrides(
         loaded_settings().settings,
@@ -121,6 +133,8 @@ def run(
         json_output,
         truncate_prompt=truncate_prompt,
         anywhere=any_folder,
+        grant=tool_grant(allow_tools, approve, settings, Path.cwd()),
+        approve=approve,
     )
 
 
@@ -139,10 +153,13 @@ def _run(
     *,
     truncate_prompt: bool = False,
     anywhere: bool = False,
+    grant: ToolGrant | None = None,
+    approve: ApproveMode | None = None,
 ) -> None:
     """The chat or the ``-p`` turn, on any runtime, through the conversation contract:
     in the local service by default (this command is then its thin client), in
-    this process with ``--runtime inprocess`` or ``ray``."""
+    this process with ``--runtime inprocess`` or ``ray``. ``grant``: the tools its
+    turns run without asking; ``--approve deny`` asks nobody, even in the chat."""
     if session is not None and not resume:  # before any service starts for nothing
         raise UsageError(
             f"unexpected argument {session!r}",
@@ -157,7 +174,11 @@ def _run(
         settings,
         workspace,
         events=events,
-        ask=repl.ask_approval if interactive and sys.stdin.isatty() else None,
+        ask=repl.ask_approval
+        if interactive and sys.stdin.isatty() and approve is not ApproveMode.deny
+        else None,
+        grant=grant,
+        discard_failed=True,  # a first request that fails leaves no empty session
     )
     repl.coordinator = conversations
     repl.truncate_prompt = truncate_prompt
@@ -177,9 +198,16 @@ def _run(
             repl.chat(session_id)
         else:
             assert prompt is not None
-            events.subscribe(_warn_on_loop, {"loop:detected"})
-            events.subscribe(_warn_on_notice, {"context:notice"})
-            _one_turn(loop, conversations, session_id, prompt, json_output, truncate_prompt)
+            one_turn(
+                loop,
+                conversations,
+                events,
+                session_id,
+                prompt,
+                json_output=json_output,
+                truncate_prompt=truncate_prompt,
+                approve=approve,
+            )
     except BaseException:
         failed = True
         raise
@@ -305,38 +333,6 @@ def _not_saved_error(report: CloseReport, data_dir: Path) -> StorageError:
         hint="free some disk space (or fix the folder's permissions), then run "
         "`ollm sessions doctor --fix` or any chat to bring them in",
     )
-
-
-def _warn_on_loop(event: PipelineEvent) -> None:
-    if isinstance(event, LoopDetectedEvent):
-        err_console.print(
-            f"[yellow]loop detected ({escape(event.pattern)}, {event.count}×): "
-            f"{escape(event.details)} → {event.action}[/]"
-        )
-
-
-def _warn_on_notice(event: PipelineEvent) -> None:
-    if isinstance(event, ContextNotice):
-        err_console.print(f"[yellow]{escape(event.message)}[/]")
-
-
-def _one_turn(
-    loop: LoopThread,
-    coordinator: ConversationContract,
-    session_id: str,
-    prompt: str,
-    json_output: bool,
-    truncate_prompt: bool = False,
-) -> None:
-    result = run_turn_within_window(loop, coordinator, session_id, prompt, truncate=truncate_prompt)
-    for notice in result.notices:  # what was cut or left out: said, never silent
-        err_console.print(f"[yellow]⚠ {escape(notice)}[/]")
-    if json_output:
-        print_json(result)
-    else:
-        write_stdout(result.answer.rstrip("\n") + "\n")
-        err_console.print(f"[dim]session {session_id[:8]}[/]")
-    raise_if_stopped(result)
 
 
 def register(app: Any) -> None:

@@ -68,6 +68,9 @@ class ToolCallEvent(PipelineEvent):
     duration_ms: float | None = None
     display: str | None = None
     error: str | None = None
+    denied: Literal["ask", "deny"] | None = None
+    """The call was not run: nobody allowed it (``ask``: declined, or nobody to ask)
+    or the config denies the tool (``deny``)."""
 
 
 class LoopDetectedEvent(PipelineEvent):

@@ -27,6 +27,7 @@ from ollm_cli.pipeline.errors import LoopDetectedError
 from ollm_cli.pipeline.loop_detection import LoopEvent
 from ollm_cli.pipeline.providers import ModelInfo, StreamChunk
 from ollm_cli.pipeline.records import SessionMessage, ToolCallPart
+from ollm_cli.pipeline.tools import ToolGrant
 
 AskCallback = Callable[[ToolCallPart], Awaitable[bool]]
 StopReason = Literal["loop", "limit", "cancelled", "error"]
@@ -93,6 +94,26 @@ class Conversation:
     """Resumed: the first request waits for a compression rather than being cut."""
     above_snapshot_threshold: bool = False
     """Usage was at ``snapshots.autoThreshold`` or more at the last turn end."""
+    grant: ToolGrant | None = None
+    """The tools this conversation's command allows without asking (``--allow-tools``,
+    ``--approve auto``)."""
+    created: bool = False
+    """The session was created for this conversation (not resumed)."""
+    kept: bool = False
+    """A turn ended (or was cancelled, or failed other than at the provider), or the
+    model's words were recorded: the session stays."""
+    provider_failed: bool = False
+    """A turn failed at the provider (an unknown model, a server down or refusing)."""
+    discard_failed: bool = False
+    """Its command leaves nothing of a new session whose every request failed
+    (``ollm run``; a batch keeps it, to run the conversation again in it)."""
+
+    @property
+    def discardable(self) -> bool:
+        """Created for this conversation, every request of it failed at the provider,
+        and its command asked so: when it ends, the session (the user's messages
+        only) is not kept."""
+        return self.discard_failed and self.created and self.provider_failed and not self.kept
 
     def run_in_background(self, work: Awaitable[Any]) -> None:
         """Run ``work`` beside the turns; the session waits for it when it ends."""

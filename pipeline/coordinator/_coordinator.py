@@ -74,7 +74,7 @@ from ollm_cli.pipeline.coordinator._conversation import (
 )
 from ollm_cli.pipeline.coordinator._provider_stream import ProviderStream
 from ollm_cli.pipeline.coordinator._titles import generate_title
-from ollm_cli.pipeline.errors import ActorFailedError, OllmError
+from ollm_cli.pipeline.errors import ActorFailedError, OllmError, ProviderError
 from ollm_cli.pipeline.events import (
     ContextNotice,
     EventBus,
@@ -117,7 +117,7 @@ from ollm_cli.pipeline.telemetry import (
     traced_tool,
     traced_turn,
 )
-from ollm_cli.pipeline.tools import ApprovalPolicy
+from ollm_cli.pipeline.tools import ApprovalPolicy, ToolGrant
 
 __all__ = [
     "AskCallback",
@@ -152,6 +152,8 @@ class Coordinator:
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
         environment: dict[str, str] | None = None,
         tags: list[str] | None = None,
+        grant: ToolGrant | None = None,
+        discard_failed: bool = False,
     ) -> None:
         self.runtime = runtime
         self.settings = settings
@@ -161,6 +163,8 @@ class Coordinator:
         self.telemetry.watch(self.events)
         self.approval = ApprovalPolicy(settings.tools, interactive=ask is not None)
         self.ask = ask
+        self.grant = grant
+        self.discard_failed = discard_failed
         self.system_prompt = system_prompt
         self.environment = dict(os.environ if environment is None else environment)
         self.tags = tags or []
@@ -194,8 +198,13 @@ class Coordinator:
         title: str | None = None,
         tags: list[str] | None = None,
         system_prompt: str | None = None,
+        grant: ToolGrant | None = None,
+        discard_failed: bool | None = None,
     ) -> str:
-        """Create a session (or resume ``resume``) and return its id."""
+        """Create a session (or resume ``resume``) and return its id; ``grant`` (else
+        the coordinator's) says which tools its turns run without asking,
+        ``discard_failed`` (else the coordinator's) whether a new session whose every
+        request failed at the provider is left behind when it ends (no)."""
         await self._prepare()
         provider_name = await self.runtime.provider.call(ProviderShell.provider_name)
         point: ResumePoint | None = None
@@ -246,6 +255,9 @@ class Coordinator:
             info=info,
             context=context,
             title_pending=session.metadata.title_source is None and resume is None,
+            grant=grant or self.grant,
+            created=resume is None,
+            discard_failed=self.discard_failed if discard_failed is None else discard_failed,
         )
         self.conversations[sid] = conversation
         if resume is not None:
@@ -300,19 +312,25 @@ class Coordinator:
         """A start that failed leaves no lock behind, nor the empty session it created."""
         with contextlib.suppress(OllmError):
             if created:
-                await self.runtime.recording.call(RecordingShell.discard_if_empty, session_id)
+                await self.runtime.recording.call(RecordingShell.discard_if_unanswered, session_id)
             else:
                 await self.runtime.recording.call(RecordingShell.close_session, session_id)
 
     async def end_session(self, session_id: str) -> None:
-        """Finish background work, save and close the session."""
+        """Finish background work, save and close the session. A new session whose
+        every request failed at the provider (an unknown model, a provider down) is
+        not kept when its command asked so (``discard_failed``): no empty session is
+        left behind, nor its lock."""
         conversation = self.conversations.pop(session_id, None)
         if conversation is not None:
             await self._drain(conversation)
             self.events.publish(SessionEnded(session_id=session_id, turns=conversation.turns))
         await self.hooks.settle(session_id)
         self.counter.save()
-        await self.runtime.recording.call(RecordingShell.close_session, session_id)
+        if conversation is not None and conversation.discardable:
+            await self.runtime.recording.call(RecordingShell.discard_if_unanswered, session_id)
+        else:
+            await self.runtime.recording.call(RecordingShell.close_session, session_id)
         await self.context.drop(session_id)
         await self.runtime.loop_detection.call(LoopDetectionShell.drop_session, session_id)
         if conversation is not None:
@@ -448,11 +466,19 @@ class Coordinator:
                     break
         except asyncio.CancelledError:
             result.stopped = "cancelled"
+            conversation.kept = True  # the part shown is recorded, marked interrupted
             raise
         except ActorFailedError as error:
             result.stopped = "error"
             result.error = str(error)
             self._recovering = True
+            conversation.kept = True
+            raise
+        except ProviderError:
+            conversation.provider_failed = True  # see Conversation.kept
+            raise
+        except BaseException:
+            conversation.kept = True
             raise
         finally:
             if gate is not None and not gate.done():  # the model failed first
@@ -460,6 +486,7 @@ class Coordinator:
             if gate is not None and not gate.cancelled():
                 self._recovering |= isinstance(gate.exception(), ActorFailedError)
             self._turn_end(conversation, result)
+        conversation.kept = True
         return result
 
     @staticmethod
@@ -521,6 +548,7 @@ class Coordinator:
     def _recorded(self, conversation: Conversation, message: SessionMessage) -> None:
         """A message is durable: it joins the active context and subscribers hear of it."""
         conversation.context.messages.append(message)
+        conversation.kept = conversation.kept or message.role != "user"
         self._announce(conversation, message)
 
     def _announce(self, conversation: Conversation, message: SessionMessage) -> None:
@@ -707,7 +735,7 @@ class Coordinator:
         )
         if self._stopped_by(conversation, event, result):
             return
-        decision = self.approval.decide(call.name)
+        decision = self.approval.decide(call.name, conversation.grant)
         approved = decision == "allow"
         if decision == "ask" and self.ask is not None:
             approved = await self.ask(call)
@@ -730,6 +758,7 @@ class Coordinator:
                 duration_ms=record.duration_ms,
                 display=record.result.return_display,
                 error=record.error,
+                denied=None if approved else ("deny" if decision == "deny" else "ask"),
             )
         )
         part = ToolResultPart(

@@ -83,6 +83,7 @@ from ollm_cli.pipeline.service._protocol import (
     TurnEvent,
     TurnFailed,
 )
+from ollm_cli.pipeline.tools import ToolGrant
 
 if TYPE_CHECKING:
     from ollm_cli.pipeline.contract import ConversationContract, HarnessCoordinator, Lifecycle
@@ -144,11 +145,15 @@ class RemoteCoordinator:
         *,
         events: EventBus | None = None,
         ask: AskCallback | None = None,
+        grant: ToolGrant | None = None,
+        discard_failed: bool = False,
     ) -> None:
         self.connection = connection
         self.settings: OllmSettings = connection.settings
         self.events = events or EventBus()
         self.ask_user = ask
+        self.grant = grant
+        self.discard_failed = discard_failed
         self.conversations: dict[str, RemoteConversation] = {}
         self.context = RemoteContext(self)
 
@@ -182,6 +187,8 @@ class RemoteCoordinator:
                 tags=tags,
                 system_prompt=system_prompt,
                 interactive=self.ask_user is not None,
+                grant=self.grant,
+                discard_failed=self.discard_failed,
             ),
             SessionOpened,
         )
@@ -340,19 +347,35 @@ def open_conversations(
     *,
     events: EventBus | None = None,
     ask: AskCallback | None = None,
+    grant: ToolGrant | None = None,
+    discard_failed: bool = False,
 ) -> tuple[Lifecycle, ConversationContract]:
     """The conversations of ``ollm run`` and what to start and shut down around them,
     on ``settings.runtime.kind``: on the service (the default) a connection to its
     socket and the thin client over it, which imports no Ray; else a runtime of
-    this command's own and a coordinator on it."""
+    this command's own and a coordinator on it. ``grant``: the tools their turns run
+    without asking (``--allow-tools``, ``--approve auto``); ``discard_failed``: a new
+    session whose every request failed at the provider is not kept."""
     if settings.runtime.kind == "service":
         connection = ServiceConnection(settings, workspace)
-        return connection, RemoteCoordinator(connection, events=events, ask=ask)
+        remote = RemoteCoordinator(
+            connection, events=events, ask=ask, grant=grant, discard_failed=discard_failed
+        )
+        return connection, remote
     from ollm_cli.pipeline.coordinator import Coordinator
     from ollm_cli.pipeline.runtime import create_runtime
 
     runtime = create_runtime(settings, workspace)
-    return runtime, Coordinator(runtime, settings, workspace=workspace, events=events, ask=ask)
+    coordinator = Coordinator(
+        runtime,
+        settings,
+        workspace=workspace,
+        events=events,
+        ask=ask,
+        grant=grant,
+        discard_failed=discard_failed,
+    )
+    return runtime, coordinator
 
 
 __all__ = [

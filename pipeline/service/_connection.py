@@ -42,7 +42,7 @@ from ollm_cli.pipeline.service._protocol import (
     SessionRequest,
     Welcome,
     decode_service,
-    encode,
+    encode_request,
 )
 from ollm_cli.pipeline.service._socket import (
     FrameError,
@@ -140,8 +140,8 @@ class ServiceConnection:
             raise self._lost
         assert self._writer is not None and self._send_lock is not None
         request_id = next(self._ids)
+        data = encode_request(ClientFrame(id=request_id, body=body))
         self._queues[request_id] = asyncio.Queue()
-        data = encode(ClientFrame(id=request_id, body=body))
         async with self._send_lock:
             try:
                 self._writer.write(data)

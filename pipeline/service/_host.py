@@ -95,6 +95,7 @@ from ollm_cli.pipeline.service._protocol import (
     TurnItems,
 )
 from ollm_cli.pipeline.service._state import process_alive
+from ollm_cli.pipeline.tools import ToolGrant
 
 logger = logging.getLogger(__name__)
 
@@ -213,6 +214,8 @@ class PipelineHost:
         continue_latest: bool = False,
         environment: dict[str, str] | None = None,
         interactive: bool = False,
+        grant: ToolGrant | None = None,
+        discard_failed: bool = False,
         model: str | None = None,
         title: str | None = None,
         tags: list[str] | None = None,
@@ -220,8 +223,11 @@ class PipelineHost:
     ) -> tuple[str, str]:
         """Attach the client ``pid`` to a new or resumed conversation: (session id, model).
 
-        ``title``, ``tags`` and ``system_prompt`` are those of
-        :meth:`~ollm_cli.pipeline.coordinator.Coordinator.start_session` (a batch's)."""
+        ``title``, ``tags``, ``system_prompt`` and ``grant`` are those of
+        :meth:`~ollm_cli.pipeline.coordinator.Coordinator.start_session` (a batch's;
+        ``grant``: the tools ``ollm run --allow-tools`` lets run without asking;
+        ``discard_failed``: ``ollm run``'s, a new session where every request failed
+        is not kept)."""
         await self.ready()
         self._touch()
         if continue_latest:
@@ -235,10 +241,18 @@ class PipelineHost:
             resume = await self._resolve(resume)
             held = self.hosted.get(resume)
             if held is not None:
-                return await self._reattach(held, Client(pid, started), interactive, model)
+                return await self._reattach(
+                    held, Client(pid, started), interactive, model, grant
+                )
         coordinator = self._coordinator(environment, interactive)
         sid = await coordinator.start_session(
-            resume=resume, model=model, title=title, tags=tags, system_prompt=system_prompt
+            resume=resume,
+            model=model,
+            title=title,
+            tags=tags,
+            system_prompt=system_prompt,
+            grant=grant,
+            discard_failed=discard_failed,
         )
         hosted = Hosted(sid, coordinator, Client(pid, started))
         self._wire(hosted)
@@ -257,7 +271,12 @@ class PipelineHost:
         return str(found.session_id)
 
     async def _reattach(
-        self, held: Hosted, client: Client, interactive: bool, model: str | None
+        self,
+        held: Hosted,
+        client: Client,
+        interactive: bool,
+        model: str | None,
+        grant: ToolGrant | None = None,
     ) -> tuple[str, str]:
         if held.client is not None and held.client.alive():
             raise SessionLockedError(
@@ -270,6 +289,7 @@ class PipelineHost:
             # a shared coordinator's conversations ask nothing, whoever reattaches
             held.coordinator.approval.interactive = interactive
             held.coordinator.ask = self._asker(held) if interactive else None
+        held.coordinator.conversations[held.session_id].grant = grant  # this command's
         if model:  # recorded in modeHistory, as a resume in a new conversation records it
             await held.coordinator.switch_model(held.session_id, model, trigger="--model")
         return held.session_id, held.coordinator.conversations[held.session_id].model

@@ -52,6 +52,7 @@ from ollm_cli.pipeline.errors import (
 from ollm_cli.pipeline.events import AnyEvent
 from ollm_cli.pipeline.recording import SearchHit, StoreHealth
 from ollm_cli.pipeline.records import Session, SessionSummary, ToolCallPart
+from ollm_cli.pipeline.tools import ToolGrant
 
 HEADER = struct.Struct(">I")
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
@@ -89,6 +90,10 @@ class OpenSession(Message):
     tags: list[str] | None = None
     system_prompt: str | None = None
     interactive: bool = False
+    grant: ToolGrant | None = None
+    """The tools the conversation runs without asking (``--allow-tools``, ``--approve``)."""
+    discard_failed: bool = False
+    """A new session whose every request failed at the provider is not kept (``ollm run``)."""
 
 
 class RunTurn(Message):
@@ -441,6 +446,21 @@ def encode(frame: ClientFrame | ServiceFrame) -> bytes:
     """The frame as sent: its length, then its JSON (field aliases, as records are stored)."""
     data = frame.model_dump_json(by_alias=True).encode()
     return HEADER.pack(len(data)) + data
+
+
+def encode_request(frame: ClientFrame) -> bytes:
+    """A client's frame as sent; one the service would refuse for its size (a message
+    of more than :data:`MAX_REQUEST_BYTES`, ``ollm run -p - < huge``) is a
+    :class:`UsageError` here, rather than a connection the service drops."""
+    data = encode(frame)
+    if len(data) - HEADER.size > MAX_REQUEST_BYTES:
+        raise UsageError(
+            f"the request is {len(data) / 2**20:.1f} MiB, more than the "
+            f"{MAX_REQUEST_BYTES // 2**20} MiB the OLLM service takes in one request",
+            hint="send a smaller message, or run this command in its own process "
+            "with `--runtime inprocess`",
+        )
+    return data
 
 
 def decode_client(data: bytes) -> ClientFrame:

@@ -284,6 +284,8 @@ class _Relay:
             continue_latest=body.continue_latest,
             environment=self.hello.environment,
             interactive=body.interactive,
+            grant=body.grant,
+            discard_failed=body.discard_failed,
             model=body.model,
             title=body.title,
             tags=body.tags,

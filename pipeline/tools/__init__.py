@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ollm_cli.pipeline.tools._approval import ApprovalOutcome, ApprovalPolicy
+    from ollm_cli.pipeline.tools._approval import ApprovalOutcome, ApprovalPolicy, ToolGrant
     from ollm_cli.pipeline.tools._base import Tool, ToolContext, ToolOutput
     from ollm_cli.pipeline.tools._executor import ToolExecutor
     from ollm_cli.pipeline.tools._registry import ToolRegistry
@@ -31,6 +31,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolExecutor",
+    "ToolGrant",
     "ToolOutput",
     "ToolRegistry",
 ]
@@ -41,6 +42,7 @@ __getattr__ = lazy_exports(
         "_approval": (
             "ApprovalOutcome",
             "ApprovalPolicy",
+            "ToolGrant",
         ),
         "_base": (
             "Tool",

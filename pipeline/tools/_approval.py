@@ -3,7 +3,10 @@
 Each tool is ``allow``, ``ask`` or ``deny`` (``tools.defaultApproval`` for a
 tool the config does not name). ``ask`` asks the user through a callback the
 CLI gives (``ollm run``); where nobody can answer (batch, or no callback),
-ask means deny.
+ask means deny. A :class:`ToolGrant` (``ollm run --allow-tools NAME,...`` or
+``--approve auto``) turns a conversation's ``ask`` into ``allow`` for the tools it
+names, or for every tool; it never overrides a ``deny`` of the config, which keeps
+the tool out of the model's reach altogether.
 
 Example::
 
@@ -17,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ollm_cli.config.settings import Approval, ToolSettings
 from ollm_cli.pipeline.records import ToolCallPart
@@ -38,6 +41,20 @@ class ApprovalOutcome(BaseModel):
         return cls(approved=True, decision="allow", reason=reason)
 
 
+class ToolGrant(BaseModel):
+    """What a command allows one conversation beyond the config's ``ask``: the tools
+    it names (``--allow-tools``), or every tool (``--approve auto``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tools: frozenset[str] = frozenset()
+    every_tool: bool = False
+
+    def allows(self, tool_name: str) -> bool:
+        """Whether ``tool_name`` runs without asking (where the config says ``ask``)."""
+        return self.every_tool or tool_name in self.tools
+
+
 class ApprovalPolicy:
     """The approval of each tool from config, and asking the user where it says ``ask``."""
 
@@ -52,9 +69,13 @@ class ApprovalPolicy:
         self.interactive = interactive
         self.ask = ask
 
-    def decide(self, tool_name: str) -> Approval:
-        """The configured decision for ``tool_name``."""
-        return self.settings.approval.get(tool_name, self.settings.default_approval)
+    def decide(self, tool_name: str, grant: ToolGrant | None = None) -> Approval:
+        """The configured decision for ``tool_name``; ``ask`` becomes ``allow`` for a
+        tool ``grant`` allows (a config's ``deny`` stays)."""
+        decision = self.settings.approval.get(tool_name, self.settings.default_approval)
+        if decision == "ask" and grant is not None and grant.allows(tool_name):
+            return "allow"
+        return decision
 
     def resolve(self, call: ToolCallPart) -> ApprovalOutcome:
         """Whether ``call`` may run: the policy, and the user's answer where it asks."""

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.errors import ServiceError, SessionNotFoundError
+from ollm_cli.pipeline.errors import ServiceError, SessionNotFoundError, UsageError
 from ollm_cli.pipeline.events import EventBus, TextDelta
 from ollm_cli.pipeline.service import _daemon
 from ollm_cli.pipeline.service._client import RemoteCoordinator
@@ -42,9 +42,11 @@ from ollm_cli.pipeline.service._protocol import (
     Failed,
     Hello,
     RecentSessions,
+    RunTurn,
     ServiceFrame,
     decode_service,
     encode,
+    encode_request,
 )
 from ollm_cli.pipeline.service._socket import ServiceServer, bind_socket, peer
 from ollm_cli.pipeline.service._state import ServicePaths, ServiceState, code_version
@@ -376,3 +378,15 @@ def test_the_thin_client_imports_no_ray(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["[]", "False"]
+
+
+def test_a_message_too_large_for_the_service_is_refused_before_it_is_sent() -> None:
+    """``ollm run -p - < huge`` sent a frame the service drops, and the command then
+    said the service was lost (exit code 8)."""
+    fits = RunTurn(session_id="s", text="x" * (MAX_REQUEST_BYTES - 4096))
+    assert encode_request(ClientFrame(id=1, body=fits)) == encode(ClientFrame(id=1, body=fits))
+    huge = RunTurn(session_id="s", text="x" * (MAX_REQUEST_BYTES + 1))
+    with pytest.raises(UsageError) as refused:
+        encode_request(ClientFrame(id=2, body=huge))
+    assert "16 MiB" in refused.value.message and "--runtime inprocess" in (refused.value.hint or "")
+    assert refused.value.exit_code == 2
