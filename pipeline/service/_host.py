@@ -241,9 +241,7 @@ class PipelineHost:
             resume = await self._resolve(resume)
             held = self.hosted.get(resume)
             if held is not None:
-                return await self._reattach(
-                    held, Client(pid, started), interactive, model, grant
-                )
+                return await self._reattach(held, Client(pid, started), interactive, model, grant)
         coordinator = self._coordinator(environment, interactive)
         sid = await coordinator.start_session(
             resume=resume,
