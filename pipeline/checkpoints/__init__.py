@@ -27,6 +27,7 @@ from ollm_cli.pipeline._lazy import lazy_exports
 if TYPE_CHECKING:
     from ollm_cli.pipeline.checkpoints._blobs import BlobStore
     from ollm_cli.pipeline.checkpoints._changes import FileChange, FileState
+    from ollm_cli.pipeline.checkpoints._layer import remove_layer
     from ollm_cli.pipeline.checkpoints._recorder import PendingCheckpoint, WorkspaceCheckpoints
     from ollm_cli.pipeline.checkpoints._rewind import (
         OnConflict,
@@ -53,6 +54,7 @@ __all__ = [
     "WorkspaceCheckpoints",
     "apply_rewind",
     "plan_rewind",
+    "remove_layer",
 ]
 
 __getattr__ = lazy_exports(
@@ -60,6 +62,7 @@ __getattr__ = lazy_exports(
     {
         "_blobs": ("BlobStore",),
         "_changes": ("FileChange", "FileState"),
+        "_layer": ("remove_layer",),
         "_recorder": ("PendingCheckpoint", "WorkspaceCheckpoints"),
         "_rewind": (
             "OnConflict",
