@@ -6,27 +6,34 @@ deleted with the session and kept while the session is in the trash)::
     changes.jsonl      the FileChange log (see _changes)
     blobs/ab/cdef...   the contents, by digest (see _blobs)
     baseline.json      {path: [inode, mtimeNs, size, digest]} of the workspace's files
+    layers/            a running command's overlay (upper, work), removed once applied
 
-Two ways to know what a tool changes, chosen by the tool:
+Three ways to know what a tool changes, chosen by the tool and the machine:
 
 - **Named paths** (``write_file``, ``edit_file``): the tool says which path it will
   write; its content is kept before the call, its new content after. A few
   milliseconds for one file.
-- **Anything** (``shell``, extension tools): before the call every file of the
-  workspace must be recoverable, because a command may change a file in place
-  and its old content would be gone. The baseline keeps each file's content once,
-  keyed by (inode, mtime, size): the first such call copies the workspace's files
-  (compressed, deduplicated), later ones only stat them and copy what changed
-  since. After the call a second stat manifest tells which paths were created,
-  deleted, renamed (a delete plus a create) or changed, and only those are
-  recorded. Files over ``maxFileMb`` are not copied; a rewind names them.
+- **An overlay** (``shell``, where overlayfs can be mounted in a user namespace:
+  see the sandbox's ``_overlay``): the command sees the workspace through an
+  overlay whose upper folder, ``layers/layer-*/upper``, receives every write; the
+  real workspace is untouched while it runs. When it is gone, :meth:`settle`
+  reads the upper folder (see ``_layer``), keeps the previous state of exactly
+  those paths from the real workspace, applies the upper folder to it (file by
+  file, atomically) and removes the overlay folder. Nothing is read or copied
+  before the call; the cost grows with what the command changed, not with the
+  workspace. A path that cannot be applied is logged with the overlay folder
+  that still holds it.
+- **A stat scan** (extension tools, and the shell where no overlay can be
+  mounted): before the call every file of the workspace must be recoverable,
+  because a command may change a file in place and its old content would be
+  gone. The baseline keeps each file's content once, keyed by (inode, mtime,
+  size): the first such call copies the workspace's files (compressed,
+  deduplicated), later ones only stat them and copy what changed since. After
+  the call a second stat manifest tells which paths were created, deleted,
+  renamed (a delete plus a create) or changed, and only those are recorded. Its
+  cost grows with the number of files (``python -m bench.checkpoints``).
 
-(The other design, bubblewrap's ``--overlay`` with the workspace as the lower
-layer, was considered, not built or measured: its cost would not grow with the
-workspace, but it needs overlayfs in the sandbox's user namespace, which many
-kernels refuse, and applying the upper dir back means handling whiteouts and
-opaque dirs ourselves. The stat manifest works everywhere; its cost grows with
-the number of files, see ``python -m bench.checkpoints``.)
+Files over ``maxFileMb`` are not copied; a rewind names them.
 
 Example::
 
