@@ -74,7 +74,7 @@ def touched(upper: Path, workspace: Path) -> list[str]:
         with os.scandir(folder) as entries:
             for entry in entries:
                 rel = prefix + entry.name
-                if not prefix and entry.name in SKIPPED_DIRS:
+                if entry.name in SKIPPED_DIRS:  # never kept (the scan skips them too)
                     continue
                 st = entry.stat(follow_symlinks=False)
                 found.add(rel)
@@ -131,8 +131,6 @@ def apply_upper(upper: Path, workspace: Path) -> list[tuple[str, str]]:
             listed = sorted(entries, key=lambda e: e.name)
         for entry in listed:
             rel = prefix + entry.name
-            if not prefix and entry.name in SKIPPED_DIRS:
-                continue
             target = workspace / rel
             try:
                 st = entry.stat(follow_symlinks=False)

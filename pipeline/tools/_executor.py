@@ -34,7 +34,7 @@ from ollm_cli.pipeline.records import SessionToolCall, ToolCallPart, ToolResult
 from ollm_cli.pipeline.tools._approval import ApprovalOutcome
 from ollm_cli.pipeline.tools._base import Tool, ToolContext, ToolOutput
 from ollm_cli.pipeline.tools._control_paths import ControlWatch
-from ollm_cli.pipeline.tools._overlay import WorkspaceOverlay, overlay_usable
+from ollm_cli.pipeline.tools._overlay import WorkspaceOverlay, has_submounts, overlay_usable
 from ollm_cli.pipeline.tools._registry import ToolRegistry
 from ollm_cli.pipeline.tools._sandbox import Sandbox
 
@@ -229,6 +229,7 @@ class ToolExecutor:
             tool.runs_in_overlay
             and ctx.sandbox.available
             and overlay_usable(ctx.workspace, checkpoints.layers)
+            and not has_submounts(ctx.workspace)
         )
 
     @classmethod

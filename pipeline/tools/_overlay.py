@@ -83,6 +83,25 @@ def _namespace_prefix() -> list[str]:
             "/bin/sh", "-c"]  # fmt: skip
 
 
+def has_submounts(workspace: Path) -> bool:
+    """Whether a file system is mounted somewhere under ``workspace``: an overlay does
+    not reach into it (the command would see an empty folder there), so such a
+    workspace gets no overlay."""
+    prefix = str(workspace).rstrip("/") + "/"
+    try:
+        with open("/proc/self/mountinfo", "rb") as handle:
+            lines = handle.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return True  # cannot tell: no overlay
+    for line in lines:
+        fields = line.split(" ")
+        if len(fields) > 4:
+            point = fields[4].replace("\\040", " ").replace("\\011", "\t")
+            if point.startswith(prefix):
+                return True
+    return False
+
+
 def _safe(path: Path) -> bool:
     return not _UNSAFE.intersection(str(path))
 

@@ -7,17 +7,20 @@ back to the stat scan."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ollm_cli.config.settings import CheckpointSettings, SandboxSettings, ToolSettings
 from ollm_cli.pipeline.checkpoints import apply_rewind, plan_rewind
 from ollm_cli.pipeline.checkpoints._recorder import BASELINE_FILE
 from ollm_cli.pipeline.records import ToolCallPart
 from ollm_cli.pipeline.tools import ToolExecutor
-from ollm_cli.pipeline.tools._overlay import overlay_usable
+from ollm_cli.pipeline.tools._overlay import has_submounts, overlay_usable
 from tests.checkpoints.conftest import SID, Tools, tree
 
 
@@ -111,9 +114,9 @@ def test_files_the_command_did_not_touch_keep_their_inode_and_time(overlaid: Too
     (ws / "dir" / "stay.txt").write_text("stay\n")
     before = {p: os.lstat(ws / p) for p in ("stay.txt", "dir/stay.txt")}
     overlaid.run("shell", command="cat stay.txt dir/stay.txt > /dev/null && touch dir/other")
-    for path, st in before.items():
+    for path, old in before.items():
         now = os.lstat(ws / path)
-        assert (now.st_ino, now.st_mtime_ns) == (st.st_ino, st.st_mtime_ns)
+        assert (now.st_ino, now.st_mtime_ns) == (old.st_ino, old.st_mtime_ns)
     assert [c.path for c in overlaid.checkpoints.changes()] == ["dir/other"]
 
 
@@ -167,3 +170,74 @@ def test_where_no_overlay_can_be_mounted_the_stat_scan_is_used(tmp_path: Path) -
     assert sorted(c.path for c in tools.checkpoints.changes()) == ["a.txt", "b.txt"]
     rewind(tools, 0)
     assert tree(ws) == start
+
+
+_names = st.sampled_from(["a", "b", "d/c"])
+_shell_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("write"), _names, st.sampled_from(["one", "two\n", ""])),
+        st.tuples(st.just("append"), _names, st.sampled_from(["+", "more\n"])),
+        st.tuples(st.just("rm"), _names, st.just("")),
+        st.tuples(st.just("mv"), _names, _names),
+        st.tuples(st.just("tree"), _names, st.just("")),
+        st.tuples(st.just("chmod"), _names, st.just("")),
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+def shell_command(kind: str, name: str, arg: str) -> str:
+    """One operation as a shell command that always succeeds (a path of the wrong kind
+    is replaced, a missing one skipped)."""
+    parent = f"mkdir -p $(dirname {name})"
+    if kind == "write":
+        return f"{parent}; rm -rf {name}; printf '{arg}' > {name}"
+    if kind == "append":
+        return f"{parent}; [ -d {name} ] || printf '{arg}' >> {name}"
+    if kind == "rm":
+        return f"rm -rf {name}"
+    if kind == "mv":
+        return (
+            f"if [ -e {name} ] && [ {name} != {arg} ]; then rm -rf {arg}; {parent}; "
+            f"mkdir -p $(dirname {arg}); mv {name} {arg}; fi; true"
+        )
+    if kind == "tree":
+        return f"rm -rf {name}; mkdir -p {name}/sub && echo x > {name}/sub/f"
+    return f"[ -f {name} ] && chmod +x {name}; true"
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(ops=_shell_ops, cut=st.integers(0, 4))
+def test_property_shell_calls_rewound_then_rerun_reproduce_the_same_files(
+    overlaid: Tools, ops: list[tuple[str, str, str]], cut: int
+) -> None:
+    """Real shell calls (on the overlay) that create, overwrite, append, delete, rename,
+    replace files by folders and chmod: a rewind to any point gives the files (and
+    modes) as they were there, and running the same calls again gives the same end."""
+    ws = overlaid.workspace
+    for path in sorted(ws.iterdir()):
+        shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    first = len(overlaid.ids)
+    states = [(tree(ws), modes(ws))]
+    for op in ops:
+        overlaid.run("shell", command=shell_command(*op))
+        states.append((tree(ws), modes(ws)))
+    at = min(cut, len(ops))
+    plan = plan_rewind(overlaid.checkpoints.changes(), set(overlaid.ids[first + at :]))
+    apply_rewind(plan, overlaid.checkpoints.blobs, on_conflict="refuse")
+    assert (tree(ws), modes(ws)) == states[at]
+    for op in ops[at:]:
+        overlaid.run("shell", command=shell_command(*op))
+    assert (tree(ws), modes(ws)) == states[-1]
+
+
+def test_a_workspace_holding_a_mount_gets_no_overlay(tmp_path: Path) -> None:
+    """An overlay does not reach into a file system mounted under the workspace (the
+    command would see an empty folder): / holds /proc, a fresh folder holds nothing."""
+    assert has_submounts(Path("/"))
+    assert not has_submounts(tmp_path)
