@@ -144,8 +144,11 @@ def apply_upper(upper: Path, workspace: Path) -> list[tuple[str, str]]:
                     pending.append((rel + "/", Path(entry.path)))
                 elif stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
                     _place(Path(entry.path), target, st)
+                elif stat.S_ISFIFO(st.st_mode):
+                    _remove(target)
+                    os.mkfifo(target, stat.S_IMODE(st.st_mode))
                 else:
-                    failed.append((rel, "not a file, folder or symlink"))
+                    failed.append((rel, "a socket or device, which cannot be moved"))
             except OSError as error:
                 failed.append((rel, error.strerror or type(error).__name__))
     return failed
