@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -241,3 +242,31 @@ def test_a_workspace_holding_a_mount_gets_no_overlay(tmp_path: Path) -> None:
     command would see an empty folder): / holds /proc, a fresh folder holds nothing."""
     assert has_submounts(Path("/"))
     assert not has_submounts(tmp_path)
+
+
+def test_an_overlay_on_another_file_system_is_copied_in(tmp_path: Path) -> None:
+    """The checkpoints on /dev/shm, the workspace on disk: the upper folder's files
+    cannot be renamed into the workspace, they are copied (content, mode, time)."""
+    shm = Path("/dev/shm")
+    if not os.access(shm, os.W_OK) or os.stat(shm).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("no writable /dev/shm on another file system")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("one\n")
+    with tempfile.TemporaryDirectory(dir=shm) as snapshots:
+        executor = ToolExecutor(
+            ToolSettings(sandbox=SandboxSettings(wall_time_s=20, memory_mb=512)),
+            workspace=ws,
+            checkpoints=CheckpointSettings(),
+            checkpoints_root=Path(snapshots),
+        )
+        tools = Tools(executor, ws.resolve(), {"PATH": os.environ.get("PATH", os.defpath)})
+        if not overlay_usable(tools.workspace, tools.checkpoints.layers):
+            pytest.skip("overlayfs cannot be mounted with its upper folder on /dev/shm")
+        start = tree(ws)
+        tools.run("shell", command="echo two >> a.txt && printf new > b.txt && chmod +x b.txt")
+        assert tree(ws) == {"a.txt": b"one\ntwo\n", "b.txt": b"new"}
+        assert os.stat(ws / "b.txt").st_mode & 0o111
+        assert list(tools.checkpoints.layers.iterdir()) == []
+        rewind(tools, 0)
+        assert tree(ws) == start
