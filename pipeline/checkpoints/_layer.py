@@ -104,7 +104,7 @@ def _remove(path: Path) -> None:
 
 def _place(source: Path, target: Path, st: os.stat_result) -> None:
     """Put the upper folder's file or symlink ``source`` at ``target`` atomically."""
-    temporary = target.with_name(f".{target.name}.ollm-{os.getpid()}.tmp")
+    temporary = target.with_name(f".{target.name[:200]}.ollm-{os.getpid()}.tmp")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(temporary)
     if stat.S_ISLNK(st.st_mode):
