@@ -22,8 +22,14 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from ollm_cli.cli.state import loaded_settings
+from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.branching import Branching, RewindResult
-from ollm_cli.pipeline.checkpoints import RewindConflict
+from ollm_cli.pipeline.checkpoints import (
+    ChangeLog,
+    RewindConflict,
+    WorkspaceCheckpoints,
+    changed_note,
+)
 from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.terminal_text import strip_control
@@ -153,6 +159,44 @@ def _offer(repl: ChatRepl, prompt: str) -> str | None:
         if readline is not None:
             readline.set_startup_hook(None)
     return text or None
+
+
+class TurnFiles:
+    """Which files one turn changed, for the dim ``changed: ...`` line after it: the
+    session's checkpoint log is read from where it ended when the turn began (the
+    tool calls append to it before the turn's answer comes back, in this process or
+    in the service alike).
+
+    Example::
+
+        files = TurnFiles(settings, session_id)
+        ...                                # the turn runs
+        files.note()                       # "changed: a.py (+1 more)" or None
+    """
+
+    def __init__(self, settings: OllmSettings, session_id: str) -> None:
+        self.log: ChangeLog | None = None
+        self.since = 0
+        if not settings.checkpoints.enabled:
+            return
+        try:
+            checkpoints = WorkspaceCheckpoints.of_session(
+                settings.snapshots.data_dir, session_id, settings.checkpoints
+            )
+        except ValueError:  # not a session id: nothing can have been kept for it
+            return
+        self.log = checkpoints.log
+        self.since = self.log.size()
+
+    def note(self) -> str | None:
+        """``changed: ...`` for the paths changed since, or None when there are none."""
+        if self.log is None:
+            return None
+        try:
+            changes = self.log.read(self.since)
+        except OSError:
+            return None
+        return changed_note([c.path for c in changes]) if changes else None
 
 
 def branch_command(repl: ChatRepl, name: str, args: list[str]) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -31,6 +32,10 @@ from ollm_cli.pipeline.events import (
     ToolCallEvent,
 )
 from ollm_cli.pipeline.records import ToolCallPart
+from ollm_cli.pipeline.terminal_text import strip_control
+
+if TYPE_CHECKING:
+    from ollm_cli.cli.chat_branches import TurnFiles
 
 HELP = """\
 /help                          this list
@@ -231,6 +236,9 @@ class ChatRepl:
         return conversation.model if conversation else "?"
 
     def _turn(self, text: str) -> None:
+        from ollm_cli.cli.chat_branches import TurnFiles  # as /fork and /rewind: when used
+
+        files = TurnFiles(self.coordinator.settings, self.session_id)
         try:
             result = run_turn_within_window(
                 self.loop, self.coordinator, self.session_id, text, truncate=self.truncate_prompt
@@ -241,6 +249,7 @@ class ChatRepl:
                 "\n[yellow]interrupted: the part of the answer shown is recorded, "
                 "marked as interrupted[/]"
             )
+            self._show_changed(files)
             return
         except OllmError as error:
             self.err.print(f"[red]error:[/] {escape(str(error))}")
@@ -248,12 +257,19 @@ class ChatRepl:
         if self._streaming:
             self.console.print()
             self._streaming = False
+        self._show_changed(files)
         for notice in result.notices:  # what was left out of, or cut in, this turn
             self.err.print(f"[yellow]⚠ {escape(notice)}[/]")
         if result.stopped in {"loop", "limit"} and result.loop is not None:
             self.console.print(
                 f"[yellow]stopped: {escape(result.loop.kind)} — {escape(result.loop.details)}[/]"
             )
+
+    def _show_changed(self, files: TurnFiles) -> None:
+        """The dim line saying which files the turn's tools changed (kept for /rewind)."""
+        note = files.note()
+        if note:
+            self.console.print(f"[dim]{escape(strip_control(note))}[/]")
 
     def _command(self, line: str) -> bool:
         """Run a slash command; False means leave."""

@@ -43,7 +43,7 @@ from ollm_cli.pipeline.recording import (
     check_index,
     tool_call_ids,
 )
-from ollm_cli.pipeline.records import Record, Session, parse_iso
+from ollm_cli.pipeline.records import Record, parse_iso
 
 logger = logging.getLogger(__name__)
 
@@ -71,18 +71,6 @@ class Branching:
     def checkpoints(self, session_id: str) -> WorkspaceCheckpoints:
         """The workspace checkpoints of a session."""
         return WorkspaceCheckpoints.of_session(self.root, session_id, self.settings.checkpoints)
-
-    def changed_files(self, session: Session) -> list[tuple[int, str, list[str]]]:
-        """``(message number, tool, paths)`` for each tool call of ``session`` that changed
-        files (the number counts from 1, as views show it)."""
-        by_call = self.checkpoints(session.session_id).changed_paths()
-        found = []
-        for n, message in enumerate(session.messages, 1):
-            for call in message.tool_calls:
-                paths = by_call.get(call.id)
-                if paths:
-                    found.append((n, call.name, paths))
-        return found
 
     def fork(
         self, session_id: str, *, at: int | None = None, title: str | None = None

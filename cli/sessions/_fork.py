@@ -10,10 +10,9 @@ from ollm_cli.cli.output import print_json
 from ollm_cli.cli.sessions._common import ID_PREFIX_LENGTH, JsonOption, SessionArg, open_store, say
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.pipeline.branching import Branching
+from ollm_cli.pipeline.checkpoints import WorkspaceCheckpoints
 from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import Session
-
-_PATHS_SHOWN = 5
 
 AtOption = Annotated[
     int | None,
@@ -59,19 +58,25 @@ def fork(
 
 
 def family_facts(store: ChatRecordingService, session: Session) -> list[tuple[str, str]]:
-    """What ``view`` shows of a session's branches: its forks, and which of its
-    messages' tool calls changed which files (their previous state is kept)."""
-    facts: list[tuple[str, str]] = []
+    """What ``view`` shows of a session's branches in its facts: its forks (which
+    files each tool call changed is shown under the call, see :func:`changed_by_call`)."""
     forks = store.forks_of(session.session_id)
-    if forks:
-        facts.append(("Forks", ", ".join(f[:ID_PREFIX_LENGTH] for f in forks)))
-    branches = Branching(store, loaded_settings().settings)
-    for number, tool, paths in branches.changed_files(session):
-        shown = ", ".join(paths[:_PATHS_SHOWN]) + (
-            f" and {len(paths) - _PATHS_SHOWN} more" if len(paths) > _PATHS_SHOWN else ""
+    return [("Forks", ", ".join(f[:ID_PREFIX_LENGTH] for f in forks))] if forks else []
+
+
+def changed_by_call(session_id: str) -> dict[str, list[str]]:
+    """The workspace paths each tool call of a session changed, by tool-call id (their
+    previous state is kept for a rewind); empty when checkpoints are off or unreadable."""
+    settings = loaded_settings().settings
+    if not settings.checkpoints.enabled:
+        return {}
+    try:
+        checkpoints = WorkspaceCheckpoints.of_session(
+            settings.snapshots.data_dir, session_id, settings.checkpoints
         )
-        facts.append((f"Files changed at message {number}", f"{tool}: {shown}"))
-    return facts
+        return checkpoints.changed_paths()
+    except (OSError, ValueError):
+        return {}
 
 
 def register(app: typer.Typer) -> None:

@@ -10,7 +10,7 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Annotated
@@ -38,6 +38,7 @@ from ollm_cli.cli.sessions._common import (
     short_time,
 )
 from ollm_cli.pipeline.atomic_file import create_new, sibling_temp
+from ollm_cli.pipeline.checkpoints import changed_note
 from ollm_cli.pipeline.errors import SessionError
 from ollm_cli.pipeline.recording import (
     INTERRUPTED_NOTE,
@@ -149,9 +150,12 @@ def view_items(
     *,
     full: bool = False,
     summaries: bool = False,
+    changed: Mapping[str, list[str]] | None = None,
 ) -> Iterator[RenderableType]:
     """The renderables of a view, one by one (a streamed session is never held whole),
-    with a line where each compression of ``header``'s history happened (by time)."""
+    with a line where each compression of ``header``'s history happened (by time),
+    and a dim ``changed: ...`` line under each tool call that changed files
+    (``changed``: paths by tool-call id, from the session's workspace checkpoints)."""
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="dim")
     facts.add_column()
@@ -180,6 +184,9 @@ def view_items(
                 yield Padding(Text(f"({block.text})", style="dim italic"), (0, 0, 0, 2))
             else:
                 yield Padding(_call_panel(block.call, full=full), (0, 0, 0, 2))
+                paths = (changed or {}).get(block.call.id)
+                if paths:
+                    yield _Indented(changed_note(paths), prefix="  ", style=Style(dim=True))
         if entry.interrupted:
             yield Padding(Text(f"⚠ {INTERRUPTED_NOTE}", style="bold yellow"), (0, 0, 0, 2))
 
@@ -366,9 +373,12 @@ def view(
     Example: `ollm sessions view 3f1c2a9e --full | less -R`,
     `ollm sessions view 3f1c2a9e --summaries`
     """
+    from ollm_cli.cli.sessions._fork import changed_by_call, family_facts  # branches, files
+
     with open_store(read_only=True) as store:
         streamed = None if raw or json_output else store.streamed(session_id)
         if streamed is not None:
+            changed = changed_by_call(streamed.header.session_id)
             with gc_relaxed(), paged_console() as out:
                 for item in view_items(
                     streamed.header,
@@ -376,12 +386,11 @@ def view(
                     _streamed_facts(streamed),
                     full=full,
                     summaries=summaries,
+                    changed=changed,
                 ):
                     out.print(item)
             return
         session = store.get_session(session_id)
-        from ollm_cli.cli.sessions._fork import family_facts  # forks, files changed
-
         family = family_facts(store, session)
         if raw:
             path = store.data_dir / f"{session.session_id}.json"
@@ -407,6 +416,7 @@ def view(
             session_facts(session) + family,
             full=full,
             summaries=summaries,
+            changed=changed_by_call(session.session_id),
         ):
             out.print(item)
 

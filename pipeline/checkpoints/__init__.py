@@ -26,7 +26,13 @@ from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ollm_cli.pipeline.checkpoints._blobs import BlobStore
-    from ollm_cli.pipeline.checkpoints._changes import FileChange, FileState
+    from ollm_cli.pipeline.checkpoints._changes import (
+        ChangeLog,
+        FileChange,
+        FileState,
+        changed_note,
+    )
+    from ollm_cli.pipeline.checkpoints._layer import remove_layer
     from ollm_cli.pipeline.checkpoints._recorder import PendingCheckpoint, WorkspaceCheckpoints
     from ollm_cli.pipeline.checkpoints._rewind import (
         OnConflict,
@@ -41,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BlobStore",
+    "ChangeLog",
     "FileChange",
     "FileState",
     "OnConflict",
@@ -52,14 +59,17 @@ __all__ = [
     "RewindReport",
     "WorkspaceCheckpoints",
     "apply_rewind",
+    "changed_note",
     "plan_rewind",
+    "remove_layer",
 ]
 
 __getattr__ = lazy_exports(
     __name__,
     {
         "_blobs": ("BlobStore",),
-        "_changes": ("FileChange", "FileState"),
+        "_changes": ("ChangeLog", "FileChange", "FileState", "changed_note"),
+        "_layer": ("remove_layer",),
         "_recorder": ("PendingCheckpoint", "WorkspaceCheckpoints"),
         "_rewind": (
             "OnConflict",

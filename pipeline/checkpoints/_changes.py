@@ -94,10 +94,20 @@ class ChangeLog:
         finally:
             os.close(fd)
 
-    def read(self) -> list[FileChange]:
-        """Every change, oldest first (a damaged line is skipped with a warning)."""
+    def size(self) -> int:
+        """The log's length in bytes (0: none yet), to read what is added after it."""
         try:
-            raw = self.path.read_bytes()
+            return self.path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def read(self, since: int = 0) -> list[FileChange]:
+        """Every change, oldest first (a damaged line is skipped with a warning);
+        ``since``: only those appended after the log had that :meth:`size`."""
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(since)
+                raw = handle.read()
         except FileNotFoundError:
             return []
         changes: list[FileChange] = []
@@ -114,3 +124,12 @@ class ChangeLog:
         """Forget every change (the folder's owner deletes the blobs)."""
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
+
+
+def changed_note(paths: list[str], *, shown: int = 3) -> str:
+    """The line views and the chat show beside a turn: ``changed: a.py, b/c.txt (+2
+    more)``; a folder is left out when a path inside it is listed."""
+    unique = list(dict.fromkeys(paths))
+    listed = [p for p in unique if not any(q.startswith(p + "/") for q in unique)]
+    more = len(listed) - shown
+    return "changed: " + ", ".join(listed[:shown]) + (f" (+{more} more)" if more > 0 else "")

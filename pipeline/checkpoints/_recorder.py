@@ -6,27 +6,34 @@ deleted with the session and kept while the session is in the trash)::
     changes.jsonl      the FileChange log (see _changes)
     blobs/ab/cdef...   the contents, by digest (see _blobs)
     baseline.json      {path: [inode, mtimeNs, size, digest]} of the workspace's files
+    layers/            a running command's overlay (upper, work), removed once applied
 
-Two ways to know what a tool changes, chosen by the tool:
+Three ways to know what a tool changes, chosen by the tool and the machine:
 
 - **Named paths** (``write_file``, ``edit_file``): the tool says which path it will
   write; its content is kept before the call, its new content after. A few
   milliseconds for one file.
-- **Anything** (``shell``, extension tools): before the call every file of the
-  workspace must be recoverable, because a command may change a file in place
-  and its old content would be gone. The baseline keeps each file's content once,
-  keyed by (inode, mtime, size): the first such call copies the workspace's files
-  (compressed, deduplicated), later ones only stat them and copy what changed
-  since. After the call a second stat manifest tells which paths were created,
-  deleted, renamed (a delete plus a create) or changed, and only those are
-  recorded. Files over ``maxFileMb`` are not copied; a rewind names them.
+- **An overlay** (``shell``, where overlayfs can be mounted in a user namespace:
+  see the sandbox's ``_overlay``): the command sees the workspace through an
+  overlay whose upper folder, ``layers/layer-*/upper``, receives every write; the
+  real workspace is untouched while it runs. When it is gone, :meth:`settle`
+  reads the upper folder (see ``_layer``), keeps the previous state of exactly
+  those paths from the real workspace, applies the upper folder to it (file by
+  file, atomically) and removes the overlay folder. Nothing is read or copied
+  before the call; the cost grows with what the command changed, not with the
+  workspace. A path that cannot be applied is logged with the overlay folder
+  that still holds it.
+- **A stat scan** (extension tools, and the shell where no overlay can be
+  mounted): before the call every file of the workspace must be recoverable,
+  because a command may change a file in place and its old content would be
+  gone. The baseline keeps each file's content once, keyed by (inode, mtime,
+  size): the first such call copies the workspace's files (compressed,
+  deduplicated), later ones only stat them and copy what changed since. After
+  the call a second stat manifest tells which paths were created, deleted,
+  renamed (a delete plus a create) or changed, and only those are recorded. Its
+  cost grows with the number of files (``python -m bench.checkpoints``).
 
-(The other design, bubblewrap's ``--overlay`` with the workspace as the lower
-layer, was considered, not built or measured: its cost would not grow with the
-workspace, but it needs overlayfs in the sandbox's user namespace, which many
-kernels refuse, and applying the upper dir back means handling whiteouts and
-opaque dirs ourselves. The stat manifest works everywhere; its cost grows with
-the number of files, see ``python -m bench.checkpoints``.)
+Files over ``maxFileMb`` are not copied; a rewind names them.
 
 Example::
 
@@ -42,6 +49,7 @@ import contextlib
 import logging
 import os
 import stat
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +59,7 @@ from ollm_cli.config.settings import CheckpointSettings
 from ollm_cli.pipeline.atomic_file import write_atomic
 from ollm_cli.pipeline.checkpoints._blobs import BlobStore, BudgetExceeded
 from ollm_cli.pipeline.checkpoints._changes import ABSENT, ChangeLog, FileChange, FileState
+from ollm_cli.pipeline.checkpoints._layer import apply_upper, remove_layer, touched
 from ollm_cli.pipeline.checkpoints._manifest import SKIPPED_DIRS, Entry, Manifest, diff, scan
 from ollm_cli.pipeline.errors import CheckpointError
 from ollm_cli.pipeline.records import SessionId
@@ -59,6 +68,7 @@ logger = logging.getLogger(__name__)
 
 FOLDER = "workspace"
 BASELINE_FILE = "baseline.json"
+LAYERS = "layers"
 _MB = 1024 * 1024
 
 
@@ -71,6 +81,22 @@ class PendingCheckpoint:
     """The named paths (relative, resolved), or None: the whole workspace was scanned."""
     before: dict[str, FileState] = field(default_factory=dict)
     manifest: Manifest | None = None
+    layer: Path | None = None
+    """The overlay folder (``upper``, ``work``) the command wrote to, or None."""
+    settled: list[tuple[str, FileState, FileState]] | None = None
+    """What :meth:`WorkspaceCheckpoints.settle` applied: (path, before, after)."""
+
+    @property
+    def upper(self) -> Path:
+        """The overlay's upper folder (only for a pending checkpoint with a layer)."""
+        assert self.layer is not None
+        return self.layer / "upper"
+
+    @property
+    def work(self) -> Path:
+        """The overlay's work folder (only for a pending checkpoint with a layer)."""
+        assert self.layer is not None
+        return self.layer / "work"
 
 
 def relative_in(workspace: Path, path: str) -> str | None:
@@ -82,6 +108,13 @@ def relative_in(workspace: Path, path: str) -> str | None:
         return None
     rel = os.path.relpath(real, root)
     return None if rel.split(os.sep)[0] in SKIPPED_DIRS else rel
+
+
+def _differs(before: FileState, after: FileState) -> bool:
+    """Whether a path's state changed (a content that was not kept always counts)."""
+    if "unkept" in (before.kind, after.kind):
+        return True
+    return not before.same_as(after) or before.mode != after.mode
 
 
 class WorkspaceCheckpoints:
@@ -123,7 +156,7 @@ class WorkspaceCheckpoints:
         path = workspace / rel
         try:
             st = os.lstat(path)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # a file holds its folder's place
             return ABSENT
         except OSError as exc:
             return FileState(kind="unkept", reason=f"cannot be read ({exc.strerror})")
@@ -238,12 +271,70 @@ class WorkspaceCheckpoints:
             self._save_baseline()
         return pending
 
+    # -- a command that ran on an overlay of the workspace -----------------------------
+
+    @property
+    def layers(self) -> Path:
+        """Where the overlays' upper and work folders are made."""
+        return self.folder / LAYERS
+
+    def before_layer(self, workspace: Path) -> PendingCheckpoint:
+        """A fresh overlay folder for one command: nothing is read or copied now, the
+        command's writes go to ``pending.upper`` (see the sandbox's ``_overlay``)."""
+        self.layers.mkdir(parents=True, exist_ok=True, mode=0o700)
+        layer = Path(tempfile.mkdtemp(prefix="layer-", dir=self.layers))
+        pending = PendingCheckpoint(workspace, None, layer=layer)
+        pending.upper.mkdir()
+        pending.work.mkdir()
+        return pending
+
+    def settle(self, pending: PendingCheckpoint) -> None:
+        """Keep the previous state of every path the overlay changed, then apply it to
+        the workspace (once; never raises: a path that cannot be applied is logged and
+        its new content left in the overlay folder, named in the log)."""
+        if pending.layer is None or pending.settled is not None:
+            return
+        workspace, upper = pending.workspace, pending.upper
+        pending.settled = []
+        try:
+            paths = touched(upper, workspace)
+        except OSError as error:
+            logger.warning("checkpoints: the overlay %s cannot be read: %s", upper, error.strerror)
+            paths = []
+        before = {rel: self._state(workspace, rel) for rel in paths}
+        try:
+            failed = apply_upper(upper, workspace)
+        except OSError as error:
+            failed = [("", error.strerror or type(error).__name__)]
+        for rel in paths:
+            after = self._state(workspace, rel)
+            if _differs(before[rel], after):
+                pending.settled.append((rel, before[rel], after))
+        if failed:
+            logger.warning(
+                "checkpoints: %d path(s) the command changed could not be applied to the "
+                "workspace (first: %s: %s); their new contents are in %s",
+                len(failed),
+                failed[0][0] or ".",
+                failed[0][1],
+                upper,
+            )
+        else:
+            remove_layer(pending.layer)
+
     def after(self, pending: PendingCheckpoint, tool_call_id: str) -> list[FileChange]:
         """Record what the call changed (nothing recorded when nothing changed)."""
         workspace = pending.workspace
         changes: list[FileChange] = []
         where = str(workspace)
-        if pending.paths is not None:
+        if pending.layer is not None:
+            self.settle(pending)  # the command never started: the overlay is empty
+            assert pending.settled is not None
+            changes = [
+                FileChange(tool_call_id=tool_call_id, workspace=where, path=rel, before=b, after=a)
+                for rel, b, a in pending.settled
+            ]
+        elif pending.paths is not None:
             for rel in pending.paths:
                 before = pending.before[rel]
                 after = self._state(workspace, rel)

@@ -123,7 +123,14 @@ def plan_rewind(changes: list[FileChange], undo: set[str]) -> list[PathRewind]:
                 restore=change.before,
                 left=change.after,
             )
-    return [p for p in plan.values() if not p.restore.same_as(p.left) or p.restore.kind == "unkept"]
+    return [p for p in plan.values() if not _same(p.restore, p.left) or p.restore.kind == "unkept"]
+
+
+def _same(one: FileState, other: FileState) -> bool:
+    """The same content, and for files the same mode (``chmod +x`` is a change)."""
+    if not one.same_as(other):
+        return False
+    return one.kind != "file" or one.mode is None or other.mode is None or one.mode == other.mode
 
 
 def current_state(workspace: Path, rel: str) -> FileState:
@@ -131,7 +138,7 @@ def current_state(workspace: Path, rel: str) -> FileState:
     path = workspace / rel
     try:
         st = os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # gone, or a file holds its folder's place
         return FileState(kind="absent")
     if stat.S_ISLNK(st.st_mode):
         return FileState(kind="symlink", target=os.readlink(path))
@@ -229,7 +236,7 @@ def apply_rewind(
                 f"cannot read {entry.path} in {root} ({exc.strerror}); nothing was restored",
                 hint="check the workspace's permissions",
             ) from None
-        if now.same_as(entry.restore):
+        if _same(now, entry.restore):
             continue  # already as it was
         if entry.left.kind != "unkept" and not now.same_as(entry.left) and entry.left.kind != "dir":
             if on_conflict == "keep":
@@ -259,20 +266,28 @@ def apply_rewind(
                 f"the workspace {root} is read-only here ({folder}); nothing was restored",
                 hint="make it writable and rewind again, or rewind with --no-files",
             )
-    files = [e for e in todo if not (e.restore.kind == "absent" and e.left.kind == "dir")]
-    created_dirs = sorted(
-        (e for e in todo if e.restore.kind == "absent" and e.left.kind == "dir"),
+    # What the tools created goes first, deepest first (a folder once emptied, a file
+    # once the folder in its place is gone); then what they changed or removed comes
+    # back, shallowest first (a folder before its files).
+    removals = sorted(
+        (e for e in todo if e.restore.kind == "absent"),
         key=lambda e: e.path.count("/"),
         reverse=True,
     )
-    for entry in [*files, *created_dirs]:
+    puts = sorted((e for e in todo if e.restore.kind != "absent"), key=lambda e: e.path.count("/"))
+    for entry in [*removals, *puts]:
         path = root / entry.path
         try:
             action = _restore_one(path, entry, contents)
         except OSError as exc:
-            if entry in created_dirs and exc.errno in (
-                errno.ENOTEMPTY,
-                errno.EEXIST,
+            if (
+                entry.restore.kind == "absent"
+                and entry.left.kind == "dir"
+                and exc.errno
+                in (
+                    errno.ENOTEMPTY,
+                    errno.EEXIST,
+                )
             ):  # the user's files
                 items.append(
                     RewindItem(path=entry.path, action="skipped", reason="folder not empty")

@@ -31,6 +31,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from ollm_cli.pipeline.discovery import FileDiscoveryService
+from ollm_cli.pipeline.tools._overlay import WorkspaceOverlay
 from ollm_cli.pipeline.tools._sandbox import Sandbox
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
@@ -79,6 +80,9 @@ class ToolContext:
     env: Mapping[str, str]
     sandbox: Sandbox
     discovery: FileDiscoveryService = field(default_factory=FileDiscoveryService)
+    overlay: WorkspaceOverlay | None = None
+    """Set by the executor for a checkpointed call of a tool that ``runs_in_overlay``:
+    its sandboxed command sees the workspace through this overlay."""
 
 
 class Tool(ABC, Generic[ArgsT]):
@@ -91,6 +95,10 @@ class Tool(ABC, Generic[ArgsT]):
     """Whether the tool keeps off the workspace's control paths itself (the built-in
     ones do: the sandbox, the file tools' checks); for any other the executor looks at
     them before the call and undoes what it did to them after."""
+    runs_in_overlay = False
+    """Whether the tool runs its commands with ``ctx.overlay`` (the shell does): then a
+    checkpoint keeps only what the command changed, read from the overlay's upper
+    folder, instead of scanning the whole workspace before and after."""
 
     def json_schema(self) -> dict[str, Any]:
         """The function-calling schema: ``{"type": "function", "function": {...}}``."""

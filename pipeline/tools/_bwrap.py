@@ -61,8 +61,12 @@ def hide_args(paths: list[tuple[Path, bool]], workspace: Path | None = None) -> 
     return args
 
 
-def namespace_args(bwrap_path: str, tmp_mb: int, *, network: bool) -> list[str]:
-    """The namespaces and the system view every run gets (the probe's too)."""
+def namespace_args(
+    bwrap_path: str, tmp_mb: int, *, network: bool, as_root: bool | None = None
+) -> list[str]:
+    """The namespaces and the system view every run gets (the probe's too);
+    ``as_root``: whether bubblewrap is started as root (default: whether ollm runs as
+    root; true in an overlay's namespace, see ``_overlay``)."""
     args = [
         "--ro-bind", "/", "/",
         "--dev", "/dev",
@@ -75,7 +79,7 @@ def namespace_args(bwrap_path: str, tmp_mb: int, *, network: bool) -> list[str]:
     ]  # fmt: skip
     if bwrap_has(bwrap_path, "--disable-userns"):
         args.append("--disable-userns")  # no nested namespace to regain capabilities in
-    if os.geteuid() == 0:
+    if os.geteuid() == 0 if as_root is None else as_root:
         # Root keeps every capability in its user namespace (and could unmount the
         # read-only binds): run as an ordinary user there, with none at all.
         uid = str(ROOT_SANDBOX_ID)
@@ -93,9 +97,12 @@ def args_memfd(
     workdir: Path,
     guard: ControlGuard,
     seccomp_fd: int | None,
+    *,
+    as_root: bool | None = None,
 ) -> int:
-    """A memfd holding bubblewrap's whole command line but the command itself."""
-    options = namespace_args(bwrap_path, settings.tmp_mb, network=settings.network)
+    """A memfd holding bubblewrap's whole command line but the command itself
+    (``as_root``: see :func:`namespace_args`)."""
+    options = namespace_args(bwrap_path, settings.tmp_mb, network=settings.network, as_root=as_root)
     if seccomp_fd is not None:
         options += ["--seccomp", str(seccomp_fd)]
     homes = [Path.home()]

@@ -19,6 +19,8 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ from ollm_cli.pipeline.records import SessionToolCall, ToolCallPart, ToolResult
 from ollm_cli.pipeline.tools._approval import ApprovalOutcome
 from ollm_cli.pipeline.tools._base import Tool, ToolContext, ToolOutput
 from ollm_cli.pipeline.tools._control_paths import ControlWatch
+from ollm_cli.pipeline.tools._overlay import WorkspaceOverlay, has_submounts, overlay_usable
 from ollm_cli.pipeline.tools._registry import ToolRegistry
 from ollm_cli.pipeline.tools._sandbox import Sandbox
 
@@ -194,7 +197,19 @@ class ToolExecutor:
         A checkpoint that cannot be kept never stops the tool: it is logged, and a
         rewind past this call says its files cannot be restored."""
         try:
-            pending = checkpoints.before(ctx.workspace, paths)
+            if paths is None and self._overlay_fits(checkpoints, tool, ctx):
+                pending = checkpoints.before_layer(ctx.workspace)
+                ctx = replace(
+                    ctx,
+                    overlay=WorkspaceOverlay(
+                        ctx.workspace,
+                        pending.upper,
+                        pending.work,
+                        settle=partial(checkpoints.settle, pending),
+                    ),
+                )
+            else:
+                pending = checkpoints.before(ctx.workspace, paths)
         except (OSError, OllmError) as error:
             logger.warning("tools: no checkpoint before %s: %s", tool.name, error)
             return self._run(tool, args, ctx)
@@ -205,6 +220,17 @@ class ToolExecutor:
                 checkpoints.after(pending, call_id)
             except (OSError, OllmError) as error:
                 logger.warning("tools: the checkpoint of %s is not recorded: %s", tool.name, error)
+
+    @staticmethod
+    def _overlay_fits(checkpoints: WorkspaceCheckpoints, tool: Tool[Any], ctx: ToolContext) -> bool:
+        """Whether the call's command can run on an overlay of the workspace, so that
+        its checkpoint costs what it changed, not what the workspace holds."""
+        return (
+            tool.runs_in_overlay
+            and ctx.sandbox.available
+            and overlay_usable(ctx.workspace, checkpoints.layers)
+            and not has_submounts(ctx.workspace)
+        )
 
     @classmethod
     def _run(cls, tool: Tool[Any], args: Any, ctx: ToolContext) -> ToolOutput:

@@ -69,6 +69,7 @@ from ollm_cli.pipeline.tools._bwrap import (
 )
 from ollm_cli.pipeline.tools._cgroups import MemoryCgroup, PidsCgroup
 from ollm_cli.pipeline.tools._control_paths import ControlGuard, Survey
+from ollm_cli.pipeline.tools._overlay import WorkspaceOverlay
 from ollm_cli.pipeline.tools._seccomp import filter_program
 from ollm_cli.pipeline.tools._supervisor import SandboxResult, supervise
 
@@ -234,8 +235,13 @@ class Sandbox:
         env: Mapping[str, str],
         cwd: Path | None = None,
         stdin: bytes | None = None,
+        overlay: WorkspaceOverlay | None = None,
     ) -> SandboxResult:
         """Run ``argv`` inside the sandbox with ``env`` (hardened) and the limits.
+
+        With ``overlay`` (only where bubblewrap runs: see :attr:`available`), the
+        command sees the workspace as that overlay, and the overlay is settled once
+        the command is gone, before the control paths are looked at.
 
         Raises :class:`SandboxUnavailableError` where bubblewrap cannot run and
         ``tools.sandbox.allowUnsandboxed`` is false, and :class:`ToolError` for
@@ -244,6 +250,8 @@ class Sandbox:
         workdir = self._checked_workdir(argv, cwd)
         self.check()
         sandboxed = self.probe().ok
+        if not sandboxed:
+            overlay = None
         full_env = harden_environment(env)
         cgroup = self._make_cgroup()
         memory = self._make_memory_cgroup()
@@ -255,7 +263,11 @@ class Sandbox:
             pass_fds: tuple[int, ...] = ()
             if sandboxed:
                 guard = stack.enter_context(ControlGuard(self.workspace, self._survey))
-                command, pass_fds = self._sandboxed_command(argv, full_env, workdir, guard, stack)
+                command, pass_fds = self._sandboxed_command(
+                    argv, full_env, workdir, guard, stack, overlay=overlay is not None
+                )
+                if overlay is not None:
+                    command = overlay.wrap(command)
                 launch_env = {"PATH": full_env.get("PATH", os.defpath)}
                 launch_cwd = self.workspace
             else:
@@ -271,9 +283,11 @@ class Sandbox:
                     cgroup=cgroup,
                     sandboxed=sandboxed,
                     settings=self.settings,
-                    workspace=self.workspace,
+                    workspace=self.workspace if overlay is None else overlay.upper,
                 )
             finally:  # the command is gone, whatever happened: undo what it planted
+                if overlay is not None:
+                    overlay.settle()
                 undone = guard.finish() if guard is not None else []
             return self._completed(result, guard, undone, memory)
 
@@ -302,15 +316,25 @@ class Sandbox:
         workdir: Path,
         guard: ControlGuard,
         stack: contextlib.ExitStack,
+        *,
+        overlay: bool = False,
     ) -> tuple[list[str], tuple[int, ...]]:
-        """bubblewrap's command line, and the memfds it reads (closed by ``stack``)."""
+        """bubblewrap's command line, and the memfds it reads (closed by ``stack``);
+        ``overlay``: bubblewrap is started as root in the overlay's namespace."""
         seccomp_fd: int | None = None
         program = filter_program()
         if program is not None:
             seccomp_fd = memfd("ollm-seccomp", program)
             stack.callback(os.close, seccomp_fd)
         args_fd = args_memfd(
-            self.bwrap_path, self.settings, self.workspace, env, workdir, guard, seccomp_fd
+            self.bwrap_path,
+            self.settings,
+            self.workspace,
+            env,
+            workdir,
+            guard,
+            seccomp_fd,
+            as_root=True if overlay else None,
         )
         stack.callback(os.close, args_fd)
         command = [self.bwrap_path, "--args", str(args_fd), *self._limits(nproc=None), *argv]

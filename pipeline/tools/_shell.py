@@ -84,11 +84,14 @@ class ShellTool(Tool[ShellArgs]):
     )
     args_model = ShellArgs
     guards_control_paths = True
+    runs_in_overlay = True
 
     def run(self, args: ShellArgs, ctx: ToolContext) -> ToolOutput:
         cwd = resolve_in_workspace(ctx.workspace, args.cwd) if args.cwd else None
         bash = shutil.which("bash") or "/bin/bash"
-        result = ctx.sandbox.run([bash, "-c", args.command], env=ctx.env, cwd=cwd)
+        result = ctx.sandbox.run(
+            [bash, "-c", args.command], env=ctx.env, cwd=cwd, overlay=ctx.overlay
+        )
         stopped = _stopped_because(result, ctx)
         note = _control_note(result)
         parts = [f"Exit code: {result.exit_code}"]

@@ -3,9 +3,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pexpect
 import pytest
 
 from ollm_cli.cli.chat_repl import ChatRepl
@@ -13,6 +18,7 @@ from ollm_cli.cli.loop_thread import LoopThread
 from ollm_cli.cli.output import console, err_console
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.coordinator import Coordinator
+from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import Session
 from ollm_cli.pipeline.runtime import create_runtime
 from tests.fake_ollama import FakeOllama, Reply
@@ -106,3 +112,95 @@ def test_rewind_restores_files_continues_in_a_fork_and_resends_the_edited_prompt
         "messageIndex": 4,
     }
     assert [m.text for m in last.messages if m.role == "user"] == ["write v2", "still there?"]
+
+
+OLLM = [sys.executable, "-c", "from ollm_cli.cli.app import main; main()"]
+
+
+@pytest.fixture(params=["service", "inprocess"])
+def pty_env(
+    request: pytest.FixtureRequest, server: FakeOllama, ollm_home: Path, tmp_path: Path
+) -> Iterator[dict[str, str]]:
+    values = dict(os.environ)
+    values.update(
+        {
+            "OLLM_HOME": str(ollm_home),
+            "OLLM_PROVIDER": "ollama",
+            "OLLM_OLLAMA_HOST": server.url,
+            "OLLM_MODEL": "llama3.2:latest",
+            "OLLM_RUNTIME__KIND": str(request.param),
+            "OLLM_SERVICES__CONTEXT__LOAD_PROJECT_FILES": "false",
+            "NO_COLOR": "1",
+            "COLUMNS": "120",
+        }
+    )
+    yield values
+    if request.param == "service":
+        stopped = subprocess.run(
+            [*OLLM, "service", "stop"], env=values, cwd=tmp_path, capture_output=True, timeout=180
+        )
+        assert stopped.returncode == 0, stopped.stderr
+
+
+def test_the_chat_and_the_view_mark_the_turns_that_changed_files(
+    server: FakeOllama, pty_env: dict[str, str], ollm_home: Path, tmp_path: Path
+) -> None:
+    """After a turn whose shell call changed files the chat shows a dim ``changed:``
+    line, a turn that changed nothing shows none, and ``ollm sessions view`` shows the
+    same line under the tool call, on each runtime."""
+    project = tmp_path / "project"
+    project.mkdir()
+    command = "echo a > a.txt && mkdir -p d && echo b > d/b.txt && echo c > c.txt && echo e > e.txt"
+
+    def reply(body: dict[str, Any]) -> Reply:
+        last = body["messages"][-1]
+        if str(last.get("content", "")).startswith("Write a title"):
+            return Reply.text("Files")
+        if last["role"] == "tool":
+            return Reply.text("made them")
+        if last["content"] == "make files":
+            return Reply.tool_call("shell", {"command": command})
+        return Reply.text("nothing to do")
+
+    server.default_reply = reply
+    note = "changed: a.txt, c.txt, d/b.txt (+1 more)"
+    child = pexpect.spawn(
+        OLLM[0], [*OLLM[1:], "run"], env=pty_env, cwd=str(project), encoding="utf-8", timeout=60
+    )
+    try:
+        child.expect("› ")
+        child.sendline("make files")
+        child.expect_exact("allow shell(")
+        child.sendline("y")
+        child.expect_exact("made them")
+        child.expect_exact(note)
+        child.expect("› ")
+        child.sendline("just talk")
+        child.expect_exact("nothing to do")
+        child.expect("› ")
+        quiet = child.before or ""
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0, child.before
+    assert "changed:" not in quiet
+    assert (project / "d" / "b.txt").read_text() == "b\n"
+    settings = OllmSettings()
+    store = ChatRecordingService(
+        settings.services.session, snapshots_dir=settings.snapshots.data_dir
+    )
+    [summary] = store.list_sessions()
+    store.close()
+    shown = subprocess.run(
+        [*OLLM, "sessions", "view", summary.session_id],
+        env=pty_env,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shown.returncode == 0, shown.stderr
+    after_call = shown.stdout[shown.stdout.index("tool shell") :]
+    assert note in after_call
+    assert shown.stdout.count("changed:") == 1
