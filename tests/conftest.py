@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.example_count import counting_examples, is_property, too_few_examples
+from tests.ports import refusing_port
 
 settings.register_profile(
     "ollm",
@@ -59,6 +60,13 @@ def ollm_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     state.reset()
     yield home
     state.reset()
+
+
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that refuses connections, held bound by the test (``tests/ports.py``)."""
+    with refusing_port() as port:
+        yield port
 
 
 @pytest.fixture(scope="session")
