@@ -3,18 +3,22 @@
 - Each test gets its own ``OLLM_HOME`` in ``tmp_path``, so nothing touches the
   real ``~/.ollm`` and tests do not see each other's sessions.
 - Hypothesis runs at least 100 examples per property, without deadlines (the
-  machine is shared; we never assert on wall-clock time).
+  machine is shared; we never assert on wall-clock time): a property whose
+  strategies run out before 100 passing examples fails (``tests/example_count.py``).
 - ``ray_instance`` starts one local Ray for the whole test session.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.example_count import counting_examples, is_property, too_few_examples
+from tests.ports import refusing_port
 
 settings.register_profile(
     "ollm",
@@ -23,6 +27,20 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 settings.load_profile("ollm")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """Fail a property that passed with fewer than 100 examples."""
+    test = getattr(item, "obj", None)
+    if not is_property(test):
+        return (yield)
+    with counting_examples(test) as count:
+        result = yield
+    problem = too_few_examples(item.nodeid, count)
+    if problem is not None:
+        pytest.fail(problem, pytrace=False)
+    return result
 
 
 _OTHER_TOOLS_VARIABLES = {"OLLAMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY"}
@@ -42,6 +60,13 @@ def ollm_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     state.reset()
     yield home
     state.reset()
+
+
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that refuses connections, held bound by the test (``tests/ports.py``)."""
+    with refusing_port() as port:
+        yield port
 
 
 @pytest.fixture(scope="session")

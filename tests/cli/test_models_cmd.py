@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,12 +21,6 @@ def ollama() -> Iterator[FakeOllama]:
     with FakeOllama(models) as server:
         yield server
     assert not server.errors
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_lists_what_ollama_has_and_marks_the_configured_model(
@@ -60,9 +53,9 @@ def test_json_listing_and_a_configured_model_that_is_missing(
 
 
 def test_a_provider_that_does_not_answer_is_exit_6_saying_where(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], refused_port: int
 ) -> None:
-    host = f"http://127.0.0.1:{_closed_port()}"
+    host = f"http://127.0.0.1:{refused_port}"
     monkeypatch.setenv("OLLM_OLLAMA_HOST", host)
     assert run_main(monkeypatch, "models", "--provider", "ollama") == 6
     err = capsys.readouterr().err

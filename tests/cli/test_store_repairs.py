@@ -126,11 +126,9 @@ def test_doctor_finds_and_fixes_orphaned_journals_stale_locks_and_index_drift(
 def test_importing_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
     fifo = tmp_path / "session.json"
     os.mkfifo(fifo)
-    started = time.monotonic()
     done = run_ollm("import", str(fifo))  # a real process: a hang would time out
     assert done.returncode == 4, done.stderr
     assert "FIFO" in done.stderr and "not a regular file" in done.stderr
-    assert time.monotonic() - started < 30
 
 
 def test_importing_a_device_is_refused(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import Session, SessionMessage
 from tests.fake_ollama import FakeOllama, Reply
 from tests.recording.conftest import mounted_tmpfs
+from tests.waiting import wait_until
 
 MODEL = "llama3.2:latest"
 OLLM = [sys.executable, "-c", "from ollm_cli.cli.app import main; main()"]
@@ -163,7 +163,15 @@ def test_kill_9_while_an_answer_streams_leaves_the_shown_words_on_disk(
     child = spawn_chat(env, tmp_path)
     child.sendline("tell me a long story")
     child.expect("word29")  # 30 words shown; the server holds the rest
-    time.sleep(0.6)  # more than streamRecordMs: the part shown has been recorded by now
+    shown = "".join(words[:30])
+
+    def shown_part_recorded() -> bool:  # within streamRecordMs of being shown
+        if not any(name.endswith(".json") for name in os.listdir(sessions)):
+            return False
+        recorded = read_session(sessions, session_id_of(sessions)).messages[1:]
+        return bool(recorded) and recorded[0].text == shown
+
+    wait_until(shown_part_recorded, what="the shown part of the answer on disk")
     os.kill(child.pid, signal.SIGKILL)
     child.expect(pexpect.EOF)
     release.set()

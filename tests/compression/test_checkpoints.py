@@ -611,12 +611,11 @@ def test_the_chat_says_when_a_compression_fell_back_with_tokens_before_and_after
 
 
 def test_ctrl_c_while_waiting_at_exit_skips_the_compression(
-    pipeline: Callable[..., Pipeline], home: Path
+    pipeline: Callable[..., Pipeline], home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import io
     import os
     import signal
-    import time
 
     from rich.console import Console
 
@@ -643,9 +642,17 @@ def test_ctrl_c_while_waiting_at_exit_skips_the_compression(
             assert turn < 60
         pending = coordinator.compression_pending(sid)
         assert pending is not None
+        waiting = threading.Event()
+        finish = coordinator.finish_compression
+
+        async def finish_noted(session_id: str) -> bool:
+            waiting.set()  # the command waits behind its spinner from here
+            return await finish(session_id)
+
+        monkeypatch.setattr(coordinator, "finish_compression", finish_noted)
 
         def press_ctrl_c() -> None:
-            time.sleep(0.5)  # the command is waiting behind its spinner by then
+            assert waiting.wait(60), "the command never waited for the compression"
             os.kill(os.getpid(), signal.SIGINT)
 
         output = io.StringIO()

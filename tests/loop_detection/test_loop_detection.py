@@ -123,7 +123,7 @@ def _trigger(loop: LoopDetectionService, kind: str, threshold: int) -> list[Loop
 
 @given(
     st.sampled_from(["repeated-tool", "tool-cycle", "repeated-output", "stream-repetition"]),
-    THRESHOLD,
+    st.integers(min_value=2, max_value=40),
     st.sampled_from(["nudge", "stop"]),
 )
 def test_property_17_loop_detection_stops_execution(

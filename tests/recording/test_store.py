@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import stat
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from ollm_cli.pipeline.errors import (
     SessionNotFoundError,
 )
 from ollm_cli.pipeline.recording import MARK_END, MARK_START, ChatRecordingService
+from ollm_cli.pipeline.recording._delayed_saves import DelayedSaves
 from ollm_cli.pipeline.records import (
     CompressionEvent,
     Session,
@@ -111,20 +111,24 @@ def test_turn_ends_in_quick_succession_share_one_rewrite(
         return original(state)  # type: ignore[arg-type]
 
     monkeypatch.setattr(store, "_save", counted)
+    now = [100.0]  # the delayed saves run on this clock, when the test says (run_due)
+    saves = DelayedSaves(store._save_if_open, clock=lambda: now[0], background=False)
+    monkeypatch.setattr(store, "_delayed", saves)
     for n in range(5):
         store.record_message(sid, SessionMessage.user(f"turn {n}"))
         store.save_session_soon(sid, 0.3)
+    now[0] = 100.25
+    assert saves.run_due() == []
     assert _file(store, sid)["messages"] == []  # not yet: more turns may follow
+    assert store.save_pending(sid)
     assert len(store.get_session(sid).messages) == 5  # readers see the journal
-    deadline = time.monotonic() + 10
-    while not _file(store, sid)["messages"] and time.monotonic() < deadline:
-        time.sleep(0.05)
+    now[0] = 100.5
+    assert saves.run_due() == [sid]
     assert [m["parts"][0]["text"] for m in _file(store, sid)["messages"]][-1] == "turn 4"
     assert writes == [sid]  # five turn ends, one rewrite
     store.record_message(sid, SessionMessage.user("one more"))
-    store.save_session_soon(sid, 0)  # no delay: at once, in the background
-    while len(writes) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    store.save_session_soon(sid, 0)  # no delay: due at once
+    assert saves.run_due() == [sid]
     assert writes == [sid, sid]
     assert [m["parts"][0]["text"] for m in _file(store, sid)["messages"]][-1] == "one more"
 
@@ -483,8 +487,10 @@ def test_fields_we_do_not_know_are_kept_through_load_and_save(
     data = orjson.loads(path.read_bytes())
     data["futureField"] = {"x": 1}
     data["metadata"]["futureMeta"] = [1, 2]
+    written = path.stat().st_mtime_ns
     path.write_bytes(orjson.dumps(data))
-    time.sleep(0.01)
+    # changed on disk, whatever the filesystem's timestamp tick: a second later than it was
+    os.utime(path, ns=(written + 1_000_000_000, written + 1_000_000_000))
     store.open_session(sid)
     store.record_message(sid, SessionMessage.user("hi"))
     store.close_session(sid)

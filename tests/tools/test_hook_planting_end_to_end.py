@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from ollm_cli.config.trust import trust_folder
 from tests.fake_ollama import FakeModel, FakeOllama, Reply
 
 REPO = Path(__file__).resolve().parents[2]
@@ -142,6 +143,7 @@ def test_a_tool_call_cannot_plant_what_the_next_run_executes(
     server: FakeOllama,
     homes: Path,
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     name, _ = ATTACKS[attack]
     workspace = tmp_path / "project"
@@ -151,8 +153,9 @@ def test_a_tool_call_cannot_plant_what_the_next_run_executes(
         (workspace / ".ollm").mkdir()
         (workspace / ".ollm" / "config.yaml").write_text("# settings\n")
     home = homes / kind
-    trusted = run_ollm(home, server, workspace, "trust", kind=kind)
-    assert trusted.returncode == 0, trusted.stderr
+    # the user trusted the workspace before (`ollm trust` itself runs in the test below)
+    monkeypatch.setenv("OLLM_HOME", str(home))
+    trust_folder(workspace)
     attacker.call = (name, arguments(attack, marker))
     attacker.results.clear()
 

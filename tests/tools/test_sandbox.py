@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -31,6 +30,7 @@ from ollm_cli.pipeline.tools._sandbox import (
 )
 from ollm_cli.pipeline.tools._shell import ShellArgs, ShellTool
 from ollm_cli.pipeline.tools._supervisor import Output, signal_cause
+from tests.ports import silent_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -53,13 +53,8 @@ def processes_with(marker: str) -> list[psutil.Process]:
 @pytest.fixture
 def listener() -> Iterator[int]:
     """A TCP socket listening on 127.0.0.1 (its port)."""
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    try:
-        yield server.getsockname()[1]
-    finally:
-        server.close()
+    with silent_port() as port:
+        yield port
 
 
 # -- it runs, with what it was given ---------------------------------------------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -172,10 +171,8 @@ def test_a_pattern_that_backtracks_without_end_is_stopped(
     ctx = ToolContext(
         workspace=workspace.resolve(), env=plain_env, sandbox=Sandbox(limits, workspace)
     )
-    started = time.monotonic()
     with pytest.raises(ToolError, match=r"took longer than 0.5 s \(tools.sandbox.wallTimeS\)"):
         GrepTool().run(GrepArgs(pattern="(a|aa)+$"), ctx)
-    assert time.monotonic() - started < 30
     assert GrepTool().run(GrepArgs(pattern="a+b$"), ctx).llm_content.startswith("evil.txt:1:")
 
 
