@@ -6,12 +6,13 @@ reader can follow it to the shell (``await service.call(Shell.method, ...)``):
 
 - :class:`RayRuntime`: each actor its own Ray process (local, or on the
   cluster at ``ray_address``), restarted by Ray when it dies
-  (``max_restarts``); the default of ``ollm run`` and ``ollm batch``.
+  (``max_restarts``); ``--runtime ray``.
 - :class:`InProcessRuntime`: the same shell classes as plain objects, their
   blocking methods run on a thread pool; for fast tests and tiny runs.
-- :class:`ServiceRuntime`: the shells of the long-lived local service's
-  pipeline host (a named detached actor, see :mod:`ollm_cli.pipeline.service._daemon`), shared
-  with every other command of this home; the default.
+
+The default, the long-lived local service, is no runtime of the command: its
+pipeline hosts run an :class:`InProcessRuntime` each, and the command is a thin
+client of its socket (:mod:`ollm_cli.pipeline.service`).
 
 Back-pressure: each service admits at most ``max_inflight`` calls at once;
 further callers wait (``inflight`` and ``waiting`` are the inbox depths the
@@ -91,12 +92,6 @@ class Service(ABC, Generic[ShellT]):
         """Call ``method`` on the actor and wait for its result."""
         result: R = await self._enter(method.__name__, args, kwargs)
         return result
-
-    async def call_by_name(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """Call the shell method named ``method``: for a relay that passes on calls it
-        received by name (the local service's pipeline host); code that knows the
-        shell uses :meth:`call`, which mypy checks."""
-        return await self._enter(method, args, kwargs)
 
     async def _enter(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         self.waiting += 1
@@ -438,14 +433,14 @@ def create_runtime(
 ) -> Runtime:
     """The runtime named by ``kind`` (default: ``settings.runtime.kind``): Ray actors
     of this command (or of the cluster at ``ray_address``), or plain objects.
-    The long-lived local service's runtime lives above the coordinator, in
-    :func:`ollm_cli.pipeline.service.open_runtime`."""
+    The long-lived local service is reached through its socket, not a runtime
+    (:func:`ollm_cli.pipeline.service.open_conversations`)."""
     chosen = kind or settings.runtime.kind
     if chosen == "inprocess":
         return InProcessRuntime(settings, workspace)
     if chosen == "service" and not (ray_address or settings.runtime.ray_address):
         raise UsageError(
-            "the service runtime is opened by ollm_cli.pipeline.service.open_runtime",
-            hint="call open_runtime, which knows the local service",
+            "the service runtime is the local service's socket, not a runtime of this process",
+            hint="use ollm_cli.pipeline.service.open_conversations (or RemoteLoad)",
         )
     return RayRuntime(settings, workspace, ray_address=ray_address)

@@ -12,32 +12,24 @@ from typing import TYPE_CHECKING
 from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ollm_cli.pipeline.service._client import (
-        RemoteCoordinator,
-        coordinator_for,
-        open_conversations,
-    )
+    from ollm_cli.pipeline.service._client import RemoteCoordinator, open_conversations
     from ollm_cli.pipeline.service._daemon import (
-        connect,
         disconnect,
         find_service,
         service_status,
         start_service,
         stop_service,
     )
-    from ollm_cli.pipeline.service._runtime import ServiceRuntime, open_runtime
+    from ollm_cli.pipeline.service._load_client import RemoteLoad
     from ollm_cli.pipeline.service._state import ServicePaths
 
 __all__ = [
     "RemoteCoordinator",
+    "RemoteLoad",
     "ServicePaths",
-    "ServiceRuntime",
-    "connect",
-    "coordinator_for",
     "disconnect",
     "find_service",
     "open_conversations",
-    "open_runtime",
     "service_status",
     "start_service",
     "stop_service",
@@ -46,19 +38,15 @@ __all__ = [
 __getattr__ = lazy_exports(
     __name__,
     {
-        "_client": ("RemoteCoordinator", "coordinator_for", "open_conversations"),
+        "_client": ("RemoteCoordinator", "open_conversations"),
         "_daemon": (
-            "connect",
             "disconnect",
             "find_service",
             "service_status",
             "start_service",
             "stop_service",
         ),
-        "_runtime": (
-            "ServiceRuntime",
-            "open_runtime",
-        ),
+        "_load_client": ("RemoteLoad",),
         "_state": ("ServicePaths",),
     },
 )

@@ -11,8 +11,9 @@ finishes its background work within ``runtime.service.stopTimeout``, closes
 its sessions (their locks are released), and Ray is shut down; whatever is
 left of the daemon's process group is killed.
 
-Commands connect to it (:func:`connect`, about 0.3 s): the first one that
-needs it starts it when ``runtime.service.autoStart`` is on. A service whose
+Commands reach it through its socket (:func:`ensure_service`, then
+:mod:`~ollm_cli.pipeline.service._connection`): the first one that needs it
+starts it when ``runtime.service.autoStart`` is on. A service whose
 daemon died, or whose Ray does not answer, is *stale*: its processes are
 killed and its files replaced. A service of another OLLM version is restarted
 when idle; when busy the command says what to do.
@@ -23,8 +24,7 @@ workspace) in the home's own namespace.
 
 Example::
 
-    connection = connect(settings)            # starts the service if needed
-    host = pipeline_host(settings, Path.cwd())
+    state = ensure_service(settings)          # starts the service if needed
     print(service_status().model_dump())
     stop_service()
 """
@@ -44,7 +44,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -115,23 +114,8 @@ def _quiet_ray_loggers(paths: ServicePaths) -> None:
 # --------------------------------------------------------------- connection
 
 
-@dataclass
-class Connection:
-    """This process's connection to its home's service."""
-
-    paths: ServicePaths
-    state: ServiceState
-    cluster: bool = False
-    """A Ray cluster's (``runtime.rayAddress``), not this home's local service."""
-
-
-_connection: Connection | None = None
-_connection_lock = threading.Lock()
-
-
-def connected() -> Connection | None:
-    """The connection this process made, if any."""
-    return _connection
+_attached: ServicePaths | None = None
+"""The service whose Ray this process is a driver of (``ollm service status``)."""
 
 
 def _reachable(address: str, timeout: float = 1.0) -> bool:
@@ -314,33 +298,6 @@ def _spawn(
     )
 
 
-def connect(settings: OllmSettings, *, start: bool | None = None) -> Connection:
-    """Connect this process to its home's service, starting it when needed (and
-    ``runtime.service.autoStart`` allows)."""
-    global _connection
-    with _connection_lock:
-        if _connection is not None:
-            return _connection
-        paths = ServicePaths.for_home()
-        if settings.runtime.ray_address:
-            return _cluster_connect(paths, settings.runtime.ray_address)
-        auto = settings.runtime.service.auto_start if start is None else start
-        state = find_service(paths)
-        if state is not None and state.version != code_version():
-            state = _replace_other_version(settings, paths, state)
-        if state is None:
-            if not auto:
-                raise ServiceError(
-                    "the OLLM service is not running",
-                    hint="start it with `ollm service start` (or set runtime.service.autoStart "
-                    "to true), or run with --runtime inprocess",
-                )
-            state = start_service(settings, paths, while_starting=_client_imports)
-        _ray_connect(paths, state)
-        _connection = Connection(paths, state)
-        return _connection
-
-
 def ensure_service(settings: OllmSettings, paths: ServicePaths | None = None) -> ServiceState:
     """The running service of this home, started when needed (and
     ``runtime.service.autoStart`` allows): what a thin client needs before it
@@ -363,60 +320,19 @@ def ensure_service(settings: OllmSettings, paths: ServicePaths | None = None) ->
     return state
 
 
-def _cluster_connect(paths: ServicePaths, address: str) -> Connection:
-    """Connect to the Ray cluster at ``address``, whose detached pipeline hosts (in
-    this home's namespace) serve this command as the local service's would.
-
-    The cluster has its own authentication (``RAY_AUTH_MODE``, its token in
-    ``~/.ray/auth_token`` or ``RAY_AUTH_TOKEN_PATH``): this home's token is not
-    used. No daemon of ours runs there: the connection's state names this
-    process, so a client never takes the cluster for gone; a host lost with its
-    node shows as a failed call (exit code 8), and a host retires itself when idle.
-    """
-    import psutil
-
-    paths.ensure()  # Ray's own logging goes to this home's service log
-    error = _attach_driver(paths, address, paths.namespace)
-    if error is not None:
-        raise ServiceError(
-            f"could not connect to the Ray cluster at {address} ({type(error).__name__})",
-            hint="check runtime.rayAddress (--ray-address HOST:PORT), that the head "
-            "runs, and the cluster's token (RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)",
-        )
-    state = ServiceState(
-        address=address,
-        namespace=paths.namespace,
-        pid=os.getpid(),
-        pgid=os.getpgid(0),
-        pid_started=psutil.Process().create_time(),
-        version=code_version(),
-        started_at=time.time(),
-        home=str(paths.home),
-    )
-    return Connection(paths, state, cluster=True)
-
-
-def _client_imports() -> None:
-    """What a client imports after it connects (Ray, the pipeline host's class it
-    names), done while the service's head starts: about a second off a cold start
-    on a small machine."""
-    with contextlib.suppress(Exception):
-        import ray  # noqa: F401
-
-        import ollm_cli.pipeline.service._host  # noqa: F401
-
-
 def _ray_connect(paths: ServicePaths, state: ServiceState) -> None:
     already_imported = "ray" in sys.modules
     os.environ.update(ray_environment(paths))
     if already_imported:
         _reread_ray_environment()
+    global _attached
     error = _attach_driver(paths, state.address, state.namespace)
     if error is not None:
         raise ServiceError(
             f"could not connect to the OLLM service at {state.address} ({type(error).__name__})",
             hint="`ollm service stop` and try again; see `ollm service logs`",
         )
+    _attached = paths
 
 
 def _attach_driver(paths: ServicePaths, address: str, namespace: str) -> Exception | None:
@@ -457,17 +373,15 @@ def _reread_ray_environment() -> None:
 
 
 def disconnect() -> None:
-    """Leave the service (it keeps running)."""
-    global _connection
-    with _connection_lock:
-        if _connection is None:
-            return
-        paths = _connection.paths
-        _connection = None
-        import ray
+    """Leave the service's Ray (it keeps running), if this process attached to it."""
+    global _attached
+    if _attached is None:
+        return
+    paths, _attached = _attached, None
+    import ray
 
-        with output_to_log(paths):
-            ray.shutdown()
+    with output_to_log(paths):
+        ray.shutdown()
 
 
 def _replace_other_version(
@@ -565,31 +479,6 @@ def cluster_host(settings: OllmSettings, workspace: Path) -> Any:
         ) from None
 
 
-def pipeline_host(settings: OllmSettings, workspace: Path) -> Any:
-    """The pipeline host for this configuration and workspace, for a client that is
-    a Ray driver itself (a batch or load run's shells, a cluster's conversations)."""
-    for attempt in (1, 2):
-        connection = connect(settings)
-        variables = None
-        if connection.cluster:  # the cluster's workers do not have this command's variables
-            variables = {k: v for k, v in os.environ.items() if k.startswith("OLLM_")}
-            variables["OLLM_HOME"] = str(connection.paths.home)
-        try:
-            return host_actor(settings, workspace, connection.state.namespace, variables=variables)
-        except Exception as error:
-            # the service may have been stopping (idle) as this command reached it:
-            # the next connect finds it gone and starts a new one, once
-            if attempt == 2 or connection.cluster or find_service() is not None:
-                raise ServiceError(
-                    f"the OLLM service could not start a pipeline "
-                    f"({type(error).__name__}: {error})",
-                    hint="see `ollm service logs`; or run with --runtime inprocess",
-                ) from None
-            logger.info("the OLLM service went away while connecting; starting it again")
-            disconnect()
-    raise AssertionError("unreachable")
-
-
 def _hosts(namespace: str) -> list[Any]:
     import ray
 
@@ -663,8 +552,7 @@ def service_status(paths: ServicePaths | None = None) -> ServiceStatus:
     status.pid = state.pid
     status.uptime_s = round(time.time() - state.started_at, 1)
     status.version = state.version
-    if _connection is None or _connection.state.pid != state.pid:
-        _ray_connect(paths, state)
+    _ray_connect(paths, state)
     for activity in _activities(state.namespace):
         status.hosts.append(HostStatus.model_validate(activity))
         status.sessions += int(activity["sessions"])
@@ -687,8 +575,7 @@ def stop_service(paths: ServicePaths | None = None, *, timeout_s: float = 30.0) 
     """Stop the service: SIGTERM to the daemon, which drains and stops Ray; whatever
     is still alive after ``timeout_s`` (plus a margin) is killed."""
     paths = paths or ServicePaths.for_home()
-    if _connection is not None:
-        disconnect()
+    disconnect()
     state = read_state(paths)
     if state is None:
         return StopReport(was_running=False)
@@ -849,7 +736,7 @@ def _serve_socket(
     listener = bind_socket(paths)
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
-    server = ServiceServer(cluster_host if cluster else daemon_host)
+    server = ServiceServer(cluster_host if cluster else daemon_host, _retire)
 
     def run() -> None:
         asyncio.set_event_loop(loop)
