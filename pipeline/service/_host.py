@@ -49,7 +49,7 @@ from ollm_cli.pipeline.coordinator import Coordinator, TurnResult
 from ollm_cli.pipeline.errors import OllmError, SessionLockedError, SessionNotFoundError
 from ollm_cli.pipeline.events import AnyEvent, EventBus, PipelineEvent
 from ollm_cli.pipeline.records import ToolCallPart
-from ollm_cli.pipeline.runtime import InProcessRuntime
+from ollm_cli.pipeline.runtime import create_runtime
 from ollm_cli.pipeline.service._host_load import HostedLoad
 from ollm_cli.pipeline.service._protocol import (
     SETTLING,
@@ -149,7 +149,7 @@ class PipelineHost:
         self.settings = settings
         self.workspace = Path(workspace)
         self.version = version
-        self.runtime = InProcessRuntime(settings, self.workspace)
+        self.runtime = create_runtime(settings, self.workspace, kind="inprocess")
         self.hosted: dict[str, Hosted] = {}
         self.shared: dict[str, Coordinator] = {}
         """The coordinators shared by conversations that ask nothing, by environment."""
