@@ -56,6 +56,7 @@ from ollm_cli.pipeline.harness._soak_faults import (
     kill_client,
 )
 from ollm_cli.pipeline.records import Session
+from ollm_cli.pipeline.retry_policy import retrying
 
 if TYPE_CHECKING:  # the runtime is the caller's: the thin client imports none
     from ollm_cli.pipeline.runtime import Service
@@ -277,21 +278,21 @@ class LoadHarness:
             except Exception as error:
                 logger.warning("ending load session %s failed: %s", session_id, _describe(error))
 
-    async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
-        """Run ``attempt``, again after a pause while an actor restarts (within the budget)."""
-        deadline = time.monotonic() + self.options.actor_retry_s
-        pause = 0.1
-        while True:
-            try:
-                return await attempt()
-            except (ActorFailedError, StorageError) as error:
-                if isinstance(error, StorageError) and self.options.fill_disk_every_s is None:
-                    raise  # refused on a full disk only counts as a fault the soak injected
-                if time.monotonic() + pause > deadline:
-                    raise
-                self._retried += 1
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, 2.0)
+    async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
+        """Run ``call``, again while an actor restarts (the one retry policy, within
+        ``actor_retry_s``); a full disk counts only when the soak fills it."""
+
+        def worth_retrying(error: Exception) -> bool:
+            if isinstance(error, StorageError):
+                return self.options.fill_disk_every_s is not None
+            return isinstance(error, ActorFailedError)
+
+        async for attempt in retrying(on=worth_retrying, timeout=self.options.actor_retry_s):
+            with attempt:
+                if attempt.num > 1:
+                    self._retried += 1
+                return await call()
+        raise AssertionError("unreachable: the policy raises the last failure")
 
     # ---------------------------------------------------------- background
 

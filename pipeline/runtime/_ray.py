@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import os
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from ollm_cli.actors.tool_worker import ToolWorkerShell
 from ollm_cli.config.paths import ollm_home, ray_temp_dir
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import ActorFailedError
+from ollm_cli.pipeline.retry_policy import retrying
 from ollm_cli.pipeline.runtime._runtime import Runtime, RuntimeKind, shells_of
 from ollm_cli.pipeline.runtime._service import Service, ShellT
 
@@ -56,17 +56,12 @@ class RayService(Service[ShellT]):
         """Ping until the actor answers: a restarting actor is unavailable for a while."""
         from ray.exceptions import RayActorError
 
-        deadline = time.monotonic() + timeout
-        delay = 0.05
-        while True:
-            try:
-                await self.handle.ping.remote()
-                return
-            except RayActorError:
-                if time.monotonic() >= deadline:
-                    raise self._failed(TimeoutError("no answer after a restart")) from None
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 1.0)
+        try:
+            async for attempt in retrying(on=RayActorError, timeout=timeout):
+                with attempt:
+                    await self.handle.ping.remote()
+        except RayActorError:
+            raise self._failed(TimeoutError("no answer after a restart")) from None
 
     async def kill(self) -> None:
         import ray
