@@ -7,8 +7,8 @@ the batch runner all wait for the restart the same way: exponential backoff
 from :data:`WAIT_INITIAL_S` up to :data:`WAIT_MAX_S` with a little jitter (so
 many conversations hit by one restart do not retry in step), within a budget
 of attempts or of time that each caller states. The policy is
-`stamina <https://stamina.hynek.me>`_'s, imported only when a call is retried
-(the thin client of the local service never pays for it).
+`stamina <https://stamina.hynek.me>`_'s, imported at its first use (``ollm run``,
+which retries nothing of this kind, never imports it).
 
 Example::
 

@@ -13,15 +13,12 @@ from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ollm_cli.pipeline.service._client import RemoteCoordinator, open_conversations
-    from ollm_cli.pipeline.service._daemon import (
-        disconnect,
-        find_service,
-        service_status,
-        start_service,
-        stop_service,
-    )
+    from ollm_cli.pipeline.service._launch import start_service
     from ollm_cli.pipeline.service._load_client import RemoteLoad
+    from ollm_cli.pipeline.service._processes import find_service, stop_service
+    from ollm_cli.pipeline.service._ray_driver import disconnect
     from ollm_cli.pipeline.service._state import ServicePaths
+    from ollm_cli.pipeline.service._status import service_status
 
 __all__ = [
     "RemoteCoordinator",
@@ -39,13 +36,10 @@ __getattr__ = lazy_exports(
     __name__,
     {
         "_client": ("RemoteCoordinator", "open_conversations"),
-        "_daemon": (
-            "disconnect",
-            "find_service",
-            "service_status",
-            "start_service",
-            "stop_service",
-        ),
+        "_launch": ("start_service",),
+        "_processes": ("find_service", "stop_service"),
+        "_ray_driver": ("disconnect",),
+        "_status": ("service_status",),
         "_load_client": ("RemoteLoad",),
         "_state": ("ServicePaths",),
     },

@@ -89,7 +89,7 @@ class ServiceConnection:
         await asyncio.shield(self._starting)
 
     async def _start(self) -> None:
-        from ollm_cli.pipeline.service._daemon import ensure_service
+        from ollm_cli.pipeline.service._launch import ensure_service
 
         loop = asyncio.get_running_loop()
         paths = ServicePaths.for_home(cluster=self.settings.runtime.ray_address)

@@ -32,7 +32,7 @@ from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import OllmError, ServiceError, SessionNotFoundError
 from ollm_cli.pipeline.events import EventBus, TextDelta
 from ollm_cli.pipeline.harness import HarnessOptions, LoadReport
-from ollm_cli.pipeline.service import _daemon
+from ollm_cli.pipeline.service import _launch
 from ollm_cli.pipeline.service._client import RemoteCoordinator
 from ollm_cli.pipeline.service._connection import ServiceConnection, _open
 from ollm_cli.pipeline.service._host import PipelineHost
@@ -140,7 +140,7 @@ def served(
             hosts.append(host)
         return LocalHandle(hosts[0])
 
-    monkeypatch.setattr(_daemon, "ensure_service", lambda settings, paths=None: _this_process())
+    monkeypatch.setattr(_launch, "ensure_service", lambda settings, paths=None: _this_process())
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     service = Served(ServicePaths.for_home(), host_for)
