@@ -31,7 +31,6 @@ from ollm_cli.pipeline.service._state import (
     read_state,
     start_lock,
 )
-from ollm_cli.pipeline.service._status import service_status
 
 logger = logging.getLogger(__name__)
 
@@ -168,6 +167,9 @@ def ensure_service(settings: OllmSettings, paths: ServicePaths | None = None) ->
 def _replace_other_version(
     settings: OllmSettings, paths: ServicePaths, state: ServiceState
 ) -> ServiceState | None:
+    # asks the hosts through Ray: only when a service of another version runs
+    from ollm_cli.pipeline.service._status import service_status
+
     status = service_status(paths)
     busy = status.sessions + status.background + status.clients
     if busy:
