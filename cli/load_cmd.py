@@ -22,6 +22,7 @@ import contextlib
 import re
 import shutil
 import signal
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -50,17 +51,13 @@ from ollm_cli.pipeline.harness import (
     LATENCY_GROWTH_THRESHOLD,
     MEMORY_GROWTH_THRESHOLD,
     HarnessOptions,
-    LoadHarness,
     LoadReport,
-    build_report,
     chart_available,
     draw_chart,
-    latency_of_model,
     raise_if_failed,
-    verify,
     write_samples_csv,
 )
-from ollm_cli.pipeline.service import ServiceRuntime, coordinator_for, open_runtime
+from ollm_cli.pipeline.service._protocol import RunLoad
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -156,9 +153,8 @@ async def run_harness(
     memory_threshold: float = MEMORY_GROWTH_THRESHOLD,
     latency_threshold: float = LATENCY_GROWTH_THRESHOLD,
 ) -> LoadReport:
-    """Start the pipeline, run the harness, verify the sessions, stop the pipeline."""
-    workspace = Path.cwd()
-    runtime = open_runtime(settings, workspace)
+    """Run the harness and verify the sessions: in the local service (the default; this
+    process is its thin client) or on a pipeline of this command's own."""
     soak = options.duration_s is not None
     progress = Progress(
         TextColumn("{task.description}"),
@@ -170,48 +166,84 @@ async def run_harness(
     )
     total = None if soak else (options.conversations or 0) * options.turns
     task = progress.add_task("soak" if soak else "turns", total=total, turns=0)
-    harnesses: list[LoadHarness] = []
 
-    def interrupted() -> None:
-        if not harnesses:
-            raise KeyboardInterrupt
-        err_console.print("[yellow]stopping after the turns in flight…[/]")
-        harnesses[0].request_stop()
+    def on_turn(done: int) -> None:
+        progress.update(task, completed=done, turns=done)
 
-    loop = asyncio.get_running_loop()
-    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-        loop.add_signal_handler(signal.SIGINT, interrupted)
+    request = RunLoad(
+        options=options, memory_threshold=memory_threshold, latency_threshold=latency_threshold
+    )
+    if settings.runtime.kind == "service":
+        return await _in_service(settings, request, progress, on_turn)
+    return await _in_this_process(settings, request, progress, on_turn)
+
+
+async def _in_service(
+    settings: OllmSettings, request: RunLoad, progress: Progress, on_turn: Callable[[int], None]
+) -> LoadReport:
+    from ollm_cli.pipeline.service._connection import ServiceConnection
+    from ollm_cli.pipeline.service._load_client import RemoteLoad
+
+    connection = ServiceConnection(settings, Path.cwd())
+    load = RemoteLoad(connection, request, on_turn=on_turn)
+    started = False
+    try:
+        await connection.start()
+        started = True
+        progress.reset(progress.task_ids[0])  # the clock starts with the load
+        with progress, _stopping_on_interrupt(load.request_stop):
+            return await load.run()
+    finally:
+        await stop_runtime(connection, started=started)
+
+
+async def _in_this_process(
+    settings: OllmSettings, request: RunLoad, progress: Progress, on_turn: Callable[[int], None]
+) -> LoadReport:
+    from ollm_cli.pipeline.coordinator import Coordinator
+    from ollm_cli.pipeline.harness import LoadHarness, build_report, latency_of_model, verify
+    from ollm_cli.pipeline.runtime import create_runtime
+
+    workspace = Path.cwd()
+    runtime = create_runtime(settings, workspace)
     started = False
     try:
         await runtime.start()
         started = True
-        progress.reset(task)  # the clock starts with the load, not with the pipeline
-        coordinator = coordinator_for(runtime, settings, workspace)
-        harnesses.append(
-            LoadHarness(
-                coordinator,
-                options,
-                on_turn=lambda done: progress.update(task, completed=done, turns=done),
-            )
-        )
-        with progress:
-            run = await harnesses[0].run()
+        progress.reset(progress.task_ids[0])  # the clock starts with the load, not the pipeline
+        coordinator = Coordinator(runtime, settings, workspace=workspace)
+        harness = LoadHarness(coordinator, request.options, on_turn=on_turn)
+        with progress, _stopping_on_interrupt(harness.request_stop):
+            run = await harness.run()
         verification = await verify(runtime, run.transcripts)
     finally:
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.remove_signal_handler(signal.SIGINT)
-        if started and isinstance(runtime, ServiceRuntime):
-            # the run's own pipeline (its own sessions folder): no other command needs it
-            await runtime.retire(settings.runtime.service.stop_timeout)
         await stop_runtime(runtime, started=started)
     return build_report(
         run,
         verification,
         provider=settings.provider.name,
         model_latency_ms=latency_of_model(settings),
-        memory_threshold=memory_threshold,
-        latency_threshold=latency_threshold,
+        memory_threshold=request.memory_threshold,
+        latency_threshold=request.latency_threshold,
     )
+
+
+@contextlib.contextmanager
+def _stopping_on_interrupt(request_stop: Callable[[], None]) -> Iterator[None]:
+    """Ctrl-C finishes the turns in flight, then verifies and reports."""
+
+    def interrupted() -> None:
+        err_console.print("[yellow]stopping after the turns in flight…[/]")
+        request_stop()
+
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.remove_signal_handler(signal.SIGINT)
 
 
 def write_client_settings(settings: OllmSettings, run_dir: Path) -> Path:

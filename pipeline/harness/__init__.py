@@ -22,9 +22,9 @@ if TYPE_CHECKING:
         BatchScriptError,
         load_batch_script,
     )
+    from ollm_cli.pipeline.harness._load_models import HarnessOptions, LoadReport
     from ollm_cli.pipeline.harness._load_report import (
         CHART_EXTRA_HINT,
-        LoadReport,
         build_report,
         chart_available,
         draw_chart,
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         raise_if_failed,
         write_samples_csv,
     )
-    from ollm_cli.pipeline.harness._load_runner import HarnessOptions, LoadHarness
+    from ollm_cli.pipeline.harness._load_runner import LoadHarness
     from ollm_cli.pipeline.harness._load_stats import (
         LATENCY_GROWTH_THRESHOLD,
         MEMORY_GROWTH_THRESHOLD,
@@ -76,9 +76,9 @@ __getattr__ = lazy_exports(
             "BatchScriptError",
             "load_batch_script",
         ),
+        "_load_models": ("HarnessOptions", "LoadReport"),
         "_load_report": (
             "CHART_EXTRA_HINT",
-            "LoadReport",
             "build_report",
             "chart_available",
             "draw_chart",
@@ -86,10 +86,7 @@ __getattr__ = lazy_exports(
             "raise_if_failed",
             "write_samples_csv",
         ),
-        "_load_runner": (
-            "HarnessOptions",
-            "LoadHarness",
-        ),
+        "_load_runner": ("LoadHarness",),
         "_load_stats": (
             "LATENCY_GROWTH_THRESHOLD",
             "MEMORY_GROWTH_THRESHOLD",

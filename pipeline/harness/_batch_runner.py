@@ -52,13 +52,13 @@ from ollm_cli.pipeline.errors import ActorFailedError, OllmError, SessionError
 from ollm_cli.pipeline.events import LoopDetectedEvent, PipelineEvent
 from ollm_cli.pipeline.harness._batch_script import BatchConversation, BatchScript
 from ollm_cli.pipeline.records import Session, SessionMessage, ToolCallPart, now_iso
+from ollm_cli.pipeline.retry_policy import retrying
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 STATE_SUFFIX = ".state"
-ACTOR_RETRY_DELAY_S = 0.5
 
 
 class BatchStateError(SessionError):
@@ -601,25 +601,22 @@ class BatchRunner:
         self._report_progress()
 
     async def _retrying(
-        self, conversation: BatchConversation, what: str, attempt: Callable[[], Awaitable[T]]
+        self, conversation: BatchConversation, what: str, call: Callable[[], Awaitable[T]]
     ) -> T:
-        """Run ``attempt``; when a service died under it, wait for Ray's restart and retry."""
-        retries = 0
-        while True:
-            try:
-                return await attempt()
-            except ActorFailedError:
-                if retries >= self.actor_retries:
-                    raise
-                retries += 1
-                self._retries[conversation.id] = self._retries.get(conversation.id, 0) + 1
-                logger.info(
-                    "batch %s: a service died during %s of %s; retrying",
-                    self.script.name,
-                    what,
-                    conversation.id,
-                )
-                await asyncio.sleep(ACTOR_RETRY_DELAY_S)
+        """Run ``call``; when a service died under it, wait for Ray's restart and try
+        again (the one retry policy, at most ``actor_retries`` times)."""
+        async for attempt in retrying(on=ActorFailedError, attempts=self.actor_retries + 1):
+            with attempt:
+                if attempt.num > 1:
+                    self._retries[conversation.id] = self._retries.get(conversation.id, 0) + 1
+                    logger.info(
+                        "batch %s: a service died during %s of %s; retrying",
+                        self.script.name,
+                        what,
+                        conversation.id,
+                    )
+                return await call()
+        raise AssertionError("unreachable: the policy raises the last failure")
 
     def _end(
         self, conversation: BatchConversation, state: ConversationState, entry: EndEntry

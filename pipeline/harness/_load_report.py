@@ -15,70 +15,22 @@ from __future__ import annotations
 import csv
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
-
-from pydantic import Field
 
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.harness._load_runner import (
-    HarnessRun,
-    InboxDepth,
+from ollm_cli.pipeline.harness._load_models import (
     KillEvent,
-    LoadFailedError,
+    LoadReport,
     Sample,
+    Verification,
 )
+from ollm_cli.pipeline.harness._load_runner import HarnessRun, LoadFailedError
 from ollm_cli.pipeline.harness._load_stats import (
     LATENCY_GROWTH_THRESHOLD,
     MEMORY_GROWTH_THRESHOLD,
-    HarnessModel,
     LatencyStats,
     Trend,
     detect_climb,
 )
-from ollm_cli.pipeline.harness._load_verify import Verification
-from ollm_cli.pipeline.harness._soak_faults import ClientKill, DiskFill
-
-
-class LoadReport(HarnessModel):
-    """What ``ollm load`` and ``ollm soak`` print (and return as JSON)."""
-
-    mode: Literal["load", "soak"]
-    tag: str
-    runtime: str
-    provider: str = ""
-    model_latency_ms: float | None = None
-    conversations: int
-    turns_per_conversation: int
-    concurrency: int
-    warmup_turns: int = 0
-    turns: int
-    failed_turns: int
-    retried_turns: int
-    elapsed_s: float
-    turns_per_s: float
-    latency: LatencyStats
-    inbox: dict[str, InboxDepth]
-    memory_mb: dict[str, float] = Field(default_factory=dict)
-    open_files: dict[str, int] = Field(default_factory=dict)
-    verification: Verification
-    verified: bool
-    kills: list[KillEvent] = Field(default_factory=list)
-    client_kills: list[ClientKill] = Field(default_factory=list)
-    disk_fills: list[DiskFill] = Field(default_factory=list)
-    pending_records: int = 0
-    trends: list[Trend] = Field(default_factory=list)
-    samples: list[Sample] = Field(default_factory=list)
-    errors: list[str] = Field(default_factory=list)
-    stopped: bool = False
-    problems: list[str] = Field(default_factory=list)
-    sessions_dir: str | None = None
-    csv_path: str | None = None
-    chart_path: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """Whether the run found nothing wrong."""
-        return not self.problems
 
 
 def soak_trends(

@@ -28,14 +28,10 @@ import contextlib
 import logging
 import random
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
-from typing import Annotated, Any, TypeVar
-
-from pydantic import Field, model_validator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.actors.shell import ShellBase
@@ -43,7 +39,14 @@ from ollm_cli.pipeline.contract import HarnessCoordinator
 from ollm_cli.pipeline.coordinator import TurnResult
 from ollm_cli.pipeline.environment import redact
 from ollm_cli.pipeline.errors import ActorFailedError, OllmError, StorageError
-from ollm_cli.pipeline.harness._load_stats import HarnessModel, LatencyStats
+from ollm_cli.pipeline.harness._load_models import (
+    HarnessOptions,
+    InboxDepth,
+    KillEvent,
+    Sample,
+    ServiceSample,
+)
+from ollm_cli.pipeline.harness._load_stats import LatencyStats
 from ollm_cli.pipeline.harness._load_verify import MISSING_SHOWN, Exchange, Transcript
 from ollm_cli.pipeline.harness._soak_faults import (
     ClientKill,
@@ -53,7 +56,10 @@ from ollm_cli.pipeline.harness._soak_faults import (
     kill_client,
 )
 from ollm_cli.pipeline.records import Session
-from ollm_cli.pipeline.runtime import Service
+from ollm_cli.pipeline.retry_policy import retrying
+
+if TYPE_CHECKING:  # the runtime is the caller's: the thin client imports none
+    from ollm_cli.pipeline.runtime import Service
 
 logger = logging.getLogger(__name__)
 
@@ -74,85 +80,6 @@ class LoadFailedError(OllmError):
     """A load or soak run lost messages, failed turns, or saw memory or latency climb."""
 
     exit_code = 1
-
-
-class ServiceSample(HarnessModel):
-    """One actor at one sample time (None where the actor did not answer in time)."""
-
-    name: str
-    pid: int | None = None
-    rss_bytes: int | None = None
-    open_files: int | None = None
-    inbox: int = 0
-
-
-class Sample(HarnessModel):
-    """The state of the run at one moment of a soak."""
-
-    elapsed_s: float
-    turns: int
-    failed_turns: int
-    turns_per_s: float
-    latency: LatencyStats
-    services: list[ServiceSample]
-    kills: int = 0
-
-    @property
-    def inbox_total(self) -> int:
-        """Calls in flight or waiting, over every actor."""
-        return sum(s.inbox for s in self.services)
-
-    @property
-    def open_files_total(self) -> int:
-        """Open files over every distinct actor process."""
-        seen: dict[int | None, int] = {}
-        for service in self.services:
-            if service.open_files is not None:
-                seen[service.pid if service.pid is not None else id(service)] = service.open_files
-        return sum(seen.values())
-
-
-class KillEvent(HarnessModel):
-    """An actor the soak killed on purpose."""
-
-    elapsed_s: float
-    service: str
-
-
-class InboxDepth(HarnessModel):
-    """How deep one actor's inbox (calls in flight plus waiting) got."""
-
-    max: int = 0
-    mean: float = 0.0
-
-
-class HarnessOptions(HarnessModel):
-    """What to run: ``conversations`` for a load, ``duration_s`` for a soak."""
-
-    conversations: Annotated[int, Field(ge=1)] | None = None
-    duration_s: Annotated[float, Field(gt=0)] | None = None
-    turns: Annotated[int, Field(ge=1)] = 3
-    warmup_turns: Annotated[int, Field(ge=0)] = 0
-    concurrency: Annotated[int, Field(ge=1)] = 8
-    sample_interval_s: Annotated[float, Field(gt=0)] = 1.0
-    kill_every_s: Annotated[float, Field(gt=0)] | None = None
-    kill_targets: list[str] | None = None
-    kill_client_every_s: Annotated[float, Field(gt=0)] | None = None
-    """Start a client process every S seconds and SIGKILL it in the middle of its answer."""
-    fill_disk_every_s: Annotated[float, Field(gt=0)] | None = None
-    """Fill the sessions filesystem every S seconds, hold it full, free it."""
-    fill_disk_hold_s: Annotated[float, Field(gt=0)] = 2.0
-    client_settings_file: Path | None = None
-    """The settings a killed client runs with (written by whoever starts the harness)."""
-    actor_retry_s: Annotated[float, Field(ge=0)] = 60.0
-    message_words: Annotated[int, Field(ge=1, le=200)] = 8
-    tag: str = Field(default_factory=lambda: f"load-{uuid.uuid4().hex[:8]}")
-
-    @model_validator(mode="after")
-    def _one_mode(self) -> HarnessOptions:
-        if (self.conversations is None) == (self.duration_s is None):
-            raise ValueError("give either a number of conversations (load) or a duration (soak)")
-        return self
 
 
 @dataclass
@@ -351,21 +278,21 @@ class LoadHarness:
             except Exception as error:
                 logger.warning("ending load session %s failed: %s", session_id, _describe(error))
 
-    async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
-        """Run ``attempt``, again after a pause while an actor restarts (within the budget)."""
-        deadline = time.monotonic() + self.options.actor_retry_s
-        pause = 0.1
-        while True:
-            try:
-                return await attempt()
-            except (ActorFailedError, StorageError) as error:
-                if isinstance(error, StorageError) and self.options.fill_disk_every_s is None:
-                    raise  # refused on a full disk only counts as a fault the soak injected
-                if time.monotonic() + pause > deadline:
-                    raise
-                self._retried += 1
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, 2.0)
+    async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
+        """Run ``call``, again while an actor restarts (the one retry policy, within
+        ``actor_retry_s``); a full disk counts only when the soak fills it."""
+
+        def worth_retrying(error: Exception) -> bool:
+            if isinstance(error, StorageError):
+                return self.options.fill_disk_every_s is not None
+            return isinstance(error, ActorFailedError)
+
+        async for attempt in retrying(on=worth_retrying, timeout=self.options.actor_retry_s):
+            with attempt:
+                if attempt.num > 1:
+                    self._retried += 1
+                return await call()
+        raise AssertionError("unreachable: the policy raises the last failure")
 
     # ---------------------------------------------------------- background
 

@@ -32,7 +32,8 @@ LATENCY_GROWTH_THRESHOLD = 0.5
 class HarnessModel(BaseModel):
     """camelCase in JSON, like every other OLLM output."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    # built when first used: the thin client of the service imports them with the protocol
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, defer_build=True)
 
 
 def percentile(values: Sequence[float], q: float) -> float:

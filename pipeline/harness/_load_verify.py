@@ -16,14 +16,15 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-
-from pydantic import Field
+from typing import TYPE_CHECKING
 
 from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.pipeline.errors import OllmError
-from ollm_cli.pipeline.harness._load_stats import HarnessModel
+from ollm_cli.pipeline.harness._load_models import MissingMessage, Verification
 from ollm_cli.pipeline.records import Session
-from ollm_cli.pipeline.runtime import Runtime
+
+if TYPE_CHECKING:  # the runtime is the caller's: the thin client imports none
+    from ollm_cli.pipeline.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
@@ -68,30 +69,6 @@ def missing_in_order(
         else:
             position = found + 1
     return missing
-
-
-class MissingMessage(HarnessModel):
-    """A message the harness sent or received that the session does not hold in order."""
-
-    session_id: str
-    position: int
-    role: str
-    text: str
-
-
-class Verification(HarnessModel):
-    """The result of comparing what the harness saw with the recorded sessions."""
-
-    conversations: int
-    expected_messages: int
-    found_messages: int
-    unreadable_sessions: int = 0
-    missing: list[MissingMessage] = Field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """Whether every message is where it should be."""
-        return self.found_messages == self.expected_messages and not self.unreadable_sessions
 
 
 async def verify(

@@ -79,7 +79,7 @@ asyncio.run(main())
 class FaultModel(BaseModel):
     """camelCase in JSON, like the rest of the report."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, defer_build=True)
 
 
 class ClientKill(FaultModel):

@@ -12,32 +12,21 @@ from typing import TYPE_CHECKING
 from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ollm_cli.pipeline.service._client import (
-        RemoteCoordinator,
-        coordinator_for,
-        open_conversations,
-    )
-    from ollm_cli.pipeline.service._daemon import (
-        connect,
-        disconnect,
-        find_service,
-        service_status,
-        start_service,
-        stop_service,
-    )
-    from ollm_cli.pipeline.service._runtime import ServiceRuntime, open_runtime
+    from ollm_cli.pipeline.service._client import RemoteCoordinator, open_conversations
+    from ollm_cli.pipeline.service._launch import start_service
+    from ollm_cli.pipeline.service._load_client import RemoteLoad
+    from ollm_cli.pipeline.service._processes import find_service, stop_service
+    from ollm_cli.pipeline.service._ray_driver import disconnect
     from ollm_cli.pipeline.service._state import ServicePaths
+    from ollm_cli.pipeline.service._status import service_status
 
 __all__ = [
     "RemoteCoordinator",
+    "RemoteLoad",
     "ServicePaths",
-    "ServiceRuntime",
-    "connect",
-    "coordinator_for",
     "disconnect",
     "find_service",
     "open_conversations",
-    "open_runtime",
     "service_status",
     "start_service",
     "stop_service",
@@ -46,19 +35,12 @@ __all__ = [
 __getattr__ = lazy_exports(
     __name__,
     {
-        "_client": ("RemoteCoordinator", "coordinator_for", "open_conversations"),
-        "_daemon": (
-            "connect",
-            "disconnect",
-            "find_service",
-            "service_status",
-            "start_service",
-            "stop_service",
-        ),
-        "_runtime": (
-            "ServiceRuntime",
-            "open_runtime",
-        ),
+        "_client": ("RemoteCoordinator", "open_conversations"),
+        "_launch": ("start_service",),
+        "_processes": ("find_service", "stop_service"),
+        "_ray_driver": ("disconnect",),
+        "_status": ("service_status",),
+        "_load_client": ("RemoteLoad",),
         "_state": ("ServicePaths",),
     },
 )

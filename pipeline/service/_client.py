@@ -86,8 +86,7 @@ from ollm_cli.pipeline.service._protocol import (
 from ollm_cli.pipeline.tools import ToolGrant
 
 if TYPE_CHECKING:
-    from ollm_cli.pipeline.contract import ConversationContract, HarnessCoordinator, Lifecycle
-    from ollm_cli.pipeline.runtime import Runtime
+    from ollm_cli.pipeline.contract import ConversationContract, Lifecycle
 
 ReplyT = TypeVar("ReplyT")
 
@@ -304,43 +303,6 @@ class RemoteCoordinator:
         """The service's compression goes on; it costs this command nothing."""
 
 
-class RemoteHarness(RemoteCoordinator):
-    """The conversations of a batch or load run in the service, and the shells they
-    run on (the store, memory and inbox depths the harness samples)."""
-
-    def __init__(
-        self,
-        connection: ServiceConnection,
-        runtime: Runtime,
-        *,
-        events: EventBus | None = None,
-        ask: AskCallback | None = None,
-    ) -> None:
-        super().__init__(connection, events=events, ask=ask)
-        self.runtime = runtime
-
-
-def coordinator_for(
-    runtime: Runtime,
-    settings: OllmSettings,
-    workspace: Path,
-    *,
-    events: EventBus | None = None,
-    ask: AskCallback | None = None,
-) -> HarnessCoordinator:
-    """The conversations of a batch or load run on ``runtime``: on the local
-    service's runtime they live in the service (their background work and a turn in
-    flight outlive the command); on any other runtime they run in this process."""
-    from ollm_cli.pipeline.coordinator import Coordinator
-    from ollm_cli.pipeline.service._runtime import ServiceRuntime
-
-    if isinstance(runtime, ServiceRuntime):
-        return RemoteHarness(
-            ServiceConnection(settings, workspace), runtime, events=events, ask=ask
-        )
-    return Coordinator(runtime, settings, workspace=workspace, events=events, ask=ask)
-
-
 def open_conversations(
     settings: OllmSettings,
     workspace: Path,
@@ -382,7 +344,5 @@ __all__ = [
     "RemoteContext",
     "RemoteConversation",
     "RemoteCoordinator",
-    "RemoteHarness",
-    "coordinator_for",
     "open_conversations",
 ]

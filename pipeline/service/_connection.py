@@ -36,8 +36,10 @@ from ollm_cli.pipeline.service._protocol import (
     ClientFrame,
     Failed,
     Hello,
+    LoadEnded,
     Reply,
     Request,
+    RunLoad,
     RunTurn,
     SessionRequest,
     Welcome,
@@ -87,7 +89,7 @@ class ServiceConnection:
         await asyncio.shield(self._starting)
 
     async def _start(self) -> None:
-        from ollm_cli.pipeline.service._daemon import ensure_service
+        from ollm_cli.pipeline.service._launch import ensure_service
 
         loop = asyncio.get_running_loop()
         paths = ServicePaths.for_home(cluster=self.settings.runtime.ray_address)
@@ -172,15 +174,15 @@ class ServiceConnection:
             raise reply.exception()
         return reply
 
-    async def stream(self, body: RunTurn) -> AsyncIterator[Reply]:
-        """Send ``body``; its replies as they come, up to the turn's end."""
+    async def stream(self, body: RunTurn | RunLoad) -> AsyncIterator[Reply]:
+        """Send ``body``; its replies as they come, up to the turn's (or run's) end."""
         await self.start()
         request_id = await self._send(body)
         try:
             while True:
                 reply = await self._next(request_id)
                 yield reply
-                if isinstance(reply, (*ENDING, Failed)):
+                if isinstance(reply, (*ENDING, LoadEnded, Failed)):
                     return
         finally:
             self._queues.pop(request_id, None)

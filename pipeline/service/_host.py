@@ -21,8 +21,9 @@ per attached conversation. The command line is a thin client:
   ``runtime.service.backgroundTimeout`` and then closes the session, releasing
   its lock. A client that reattaches before that finds the conversation as
   the host holds it.
-- :meth:`~PipelineHost.call` serves a shell method to a client that reads the
-  store (a session, its health) or samples the shells (``ollm soak``).
+- :meth:`~PipelineHost.start_load` runs ``ollm load`` or ``ollm soak`` on the
+  host's shells (:class:`~ollm_cli.pipeline.service._host_load.HostedLoad`);
+  the client reads its progress and report with :meth:`~PipelineHost.load_progress`.
 - :meth:`~PipelineHost.activity` reports what the idle check and
   ``ollm service status`` need.
 """
@@ -49,7 +50,8 @@ from ollm_cli.pipeline.coordinator import Coordinator, TurnResult
 from ollm_cli.pipeline.errors import OllmError, SessionLockedError, SessionNotFoundError
 from ollm_cli.pipeline.events import AnyEvent, EventBus, PipelineEvent
 from ollm_cli.pipeline.records import ToolCallPart
-from ollm_cli.pipeline.runtime import InProcessRuntime, Service
+from ollm_cli.pipeline.runtime import create_runtime
+from ollm_cli.pipeline.service._host_load import HostedLoad
 from ollm_cli.pipeline.service._protocol import (
     SETTLING,
     AddContext,
@@ -68,6 +70,7 @@ from ollm_cli.pipeline.service._protocol import (
     ListContext,
     ListModels,
     Models,
+    LoadItem,
     Notices,
     OpenSession,
     Pending,
@@ -76,6 +79,7 @@ from ollm_cli.pipeline.service._protocol import (
     RemoveContext,
     Removed,
     Reply,
+    RunLoad,
     RunTurn,
     SearchHits,
     SearchSessions,
@@ -86,6 +90,7 @@ from ollm_cli.pipeline.service._protocol import (
     SnapshotNow,
     SnapshotSaved,
     SwitchModel,
+    StopLoad,
     TakeNotices,
     TurnCancelled,
     TurnEnded,
@@ -151,18 +156,19 @@ class PipelineHost:
         self.settings = settings
         self.workspace = Path(workspace)
         self.version = version
-        self.runtime = InProcessRuntime(settings, self.workspace)
+        self.runtime = create_runtime(settings, self.workspace, kind="inprocess")
         self.hosted: dict[str, Hosted] = {}
         self.shared: dict[str, Coordinator] = {}
         """The coordinators shared by conversations that ask nothing, by environment."""
         self.clients: dict[str, Client] = {}
-        """Clients that run their own coordinator on this host's shells (batch, load)."""
+        """The clients connected to this host (each keeps it from idling out)."""
+        self.loads: dict[str, HostedLoad] = {}
+        """The load and soak runs on this host, by tag."""
         self.started_at = time.time()
         self.last_active = time.time()
         _log_to_service_log()
         self._start: asyncio.Task[None] | None = None
         self._watch: asyncio.Task[None] | None = None
-        self._calls = 0
 
     # ----------------------------------------------------------------- basics
 
@@ -177,24 +183,8 @@ class PipelineHost:
     def _touch(self) -> None:
         self.last_active = time.time()
 
-    def _service(self, name: str) -> Service:
-        for service in self.runtime.services:
-            if service.name == name:
-                return service
-        raise OllmError(f"the service has no {name!r} actor")
-
-    async def call(self, service: str, method: str, args: tuple[Any, ...], kwargs: Any) -> Any:
-        """Call ``method`` on one of this host's shells (for client-side coordinators)."""
-        await self.ready()
-        self._touch()
-        self._calls += 1
-        try:
-            return await self._service(service).call_by_name(method, *args, **kwargs)
-        finally:
-            self._touch()
-
     async def hello(self, client_id: str, pid: int, started: float | None) -> None:
-        """A client-side coordinator starts using this host."""
+        """A client connected to this host (the service's socket says so)."""
         await self.ready()
         self.clients[client_id] = Client(pid, started)
         self._touch()
@@ -457,6 +447,39 @@ class PipelineHost:
             hosted.turn.cancel()
             await asyncio.gather(hosted.turn, return_exceptions=True)
 
+    # ------------------------------------------------------------ load runs
+
+    async def start_load(
+        self, pid: int, started: float | None, request: RunLoad, environment: dict[str, str]
+    ) -> None:
+        """Start ``ollm load`` or ``ollm soak`` of the client ``pid`` on this host's shells."""
+        await self.ready()
+        self._touch()
+        tag = request.options.tag
+        if tag in self.loads and not self.loads[tag].done():
+            raise OllmError(f"a load run tagged {tag} is already running", hint="use a new tag")
+        client = Client(pid, started)
+        self.loads[tag] = HostedLoad.start(
+            self.runtime,
+            self.settings,
+            self.workspace,
+            request,
+            environment=environment,
+            alive=client.alive,
+        )
+
+    async def load_progress(self, tag: str, seen: int, wait_s: float = 5.0) -> LoadItem:
+        """How many turns of the run ``tag`` finished (once more than ``seen``, or after
+        ``wait_s``), or its end: the report, or why it failed."""
+        load = self.loads.get(tag)
+        if load is None:
+            raise OllmError(f"no load run tagged {tag} on this pipeline")
+        item = await load.progress(seen, wait_s)
+        self._touch()
+        if load.done():
+            self.loads.pop(tag, None)
+        return item
+
     async def handle(self, pid: int, request: SessionRequest) -> Reply:
         """A request of the client ``pid`` on its conversations (a slash command, the
         store's health, ...), answered by a reply of its own type; an
@@ -532,7 +555,11 @@ class PipelineHost:
                 return Notices(lines=await recording.call(RecordingShell.take_notices))
             case PendingEvents(session_id=sid):
                 return Pending(events=await self.pending(sid, pid))
-            case OpenSession() | RunTurn():
+            case StopLoad(tag=tag):
+                if tag in self.loads:
+                    self.loads[tag].request_stop()
+                return Done()
+            case OpenSession() | RunTurn() | RunLoad():
                 raise OllmError(
                     f"{request.type} has its own call on the pipeline host",
                     hint="this is a bug of OLLM's client: report it",
@@ -594,6 +621,9 @@ class PipelineHost:
             for key, client in list(self.clients.items()):
                 if not client.alive():
                     del self.clients[key]
+            for load in self.loads.values():
+                if not load.alive():
+                    load.request_stop()  # its sessions are closed, its report unread
             if self.settings.runtime.ray_address and await self._retire_when_idle():
                 return
 
@@ -620,6 +650,7 @@ class PipelineHost:
     async def activity(self) -> dict[str, Any]:
         """What ``ollm service status`` and the idle check need."""
         turns = sum(1 for h in self.hosted.values() if h.turn is not None and not h.turn.done())
+        turns += sum(1 for load in self.loads.values() if not load.done())
         background = 0
         for hosted in self.hosted.values():
             if hosted.closing is not None and not hosted.closing.done():
@@ -644,12 +675,16 @@ class PipelineHost:
             "background": background + turns,
             "last_active": self.last_active,
             "memory_rss": rss,
-            "calls": self._calls,
         }
 
     async def shutdown(self, timeout_s: float) -> dict[str, int]:
         """Stop: finish turns and background work within ``timeout_s``, close every
         session (releasing its lock) and the shells."""
+        for load in self.loads.values():
+            load.request_stop()
+        running = [load.task for load in self.loads.values() if load.task is not None]
+        if running:
+            await asyncio.wait(running, timeout=timeout_s)
         for hosted in list(self.hosted.values()):
             self._release(hosted)
         closing = [h.closing for h in self.hosted.values() if h.closing is not None]
@@ -671,17 +706,6 @@ class PipelineHost:
             with contextlib.suppress(Exception):
                 await self.runtime.shutdown()
         return {"unfinished": unfinished}
-
-    async def inbox_depths(self) -> dict[str, int]:
-        """Calls in flight or waiting at each of this host's shells (``ollm load``'s
-        inbox depths: the calls its conversations make are this host's)."""
-        await self.ready()
-        return await self.runtime.inbox_depths()
-
-    def memory_rss(self) -> int:
-        import psutil
-
-        return int(psutil.Process(os.getpid()).memory_info().rss)
 
 
 def _log_to_service_log() -> None:

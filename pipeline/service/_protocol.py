@@ -50,6 +50,7 @@ from ollm_cli.pipeline.errors import (
     UsageError,
 )
 from ollm_cli.pipeline.events import AnyEvent
+from ollm_cli.pipeline.harness._load_models import HarnessOptions, LoadReport
 from ollm_cli.pipeline.recording import SearchHit, StoreHealth
 from ollm_cli.pipeline.records import Session, SessionSummary, ToolCallPart
 from ollm_cli.pipeline.tools import ToolGrant
@@ -209,6 +210,24 @@ class PendingEvents(Message):
     session_id: str
 
 
+class RunLoad(Message):
+    """``ollm load`` and ``ollm soak``: run the harness on the pipeline of this
+    connection's configuration (the run's own sessions folder), in the service;
+    answered by :class:`LoadProgress` as turns finish, then :class:`LoadEnded`."""
+
+    type: Literal["run_load"] = "run_load"
+    options: HarnessOptions
+    memory_threshold: float
+    latency_threshold: float
+
+
+class StopLoad(Message):
+    """Ctrl-C: the run of ``tag`` finishes the turns in flight and reports."""
+
+    type: Literal["stop_load"] = "stop_load"
+    tag: str
+
+
 SessionRequest = Annotated[
     OpenSession
     | RunTurn
@@ -228,7 +247,9 @@ SessionRequest = Annotated[
     | SetTitle
     | GetStoreHealth
     | TakeNotices
-    | PendingEvents,
+    | PendingEvents
+    | RunLoad
+    | StopLoad,
     Field(discriminator="type"),
 ]
 """What a client asks of its conversations once it said :class:`Hello`."""
@@ -355,6 +376,24 @@ class Pending(Message):
     events: list[AnyEvent]
 
 
+class LoadProgress(Message):
+    """How many measured turns of a load run have finished."""
+
+    type: Literal["load_progress"] = "load_progress"
+    turns: int
+
+
+class LoadEnded(Message):
+    """The load run ended, verified: its report."""
+
+    type: Literal["load_ended"] = "load_ended"
+    report: LoadReport
+
+
+LoadItem = Annotated[LoadProgress | LoadEnded | Failed, Field(discriminator="type")]
+"""What a load run produces for its client, in order."""
+
+
 # ---------------------------------------------------------------- turn items
 
 
@@ -424,7 +463,9 @@ Reply = Annotated[
     | ApprovalAsked
     | TurnEnded
     | TurnCancelled
-    | TurnFailed,
+    | TurnFailed
+    | LoadProgress
+    | LoadEnded,
     Field(discriminator="type"),
 ]
 
@@ -510,10 +551,15 @@ __all__ = [
     "ClientFrame",
     "Failed",
     "Hello",
+    "LoadEnded",
+    "LoadItem",
+    "LoadProgress",
     "Reply",
     "Request",
+    "RunLoad",
     "ServiceFrame",
     "SessionRequest",
+    "StopLoad",
     "TurnItem",
     "TurnItems",
     "decode_client",

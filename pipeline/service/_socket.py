@@ -48,9 +48,12 @@ from ollm_cli.pipeline.service._protocol import (
     MAX_REQUEST_BYTES,
     Failed,
     Hello,
+    LoadItem,
+    LoadProgress,
     OpenSession,
     Reply,
     Request,
+    RunLoad,
     RunTurn,
     ServiceFrame,
     SessionOpened,
@@ -150,17 +153,30 @@ class ServiceServer:
     """Relays clients' requests to the pipeline hosts (see the module).
 
     ``host_for`` gives the Ray handle of the host of a configuration and workspace
-    (blocking: it runs on a thread).
+    (blocking: it runs on a thread); ``retire_host`` stops one (a load run's own).
     """
 
-    def __init__(self, host_for: Callable[[OllmSettings, Path], Any]) -> None:
+    def __init__(
+        self,
+        host_for: Callable[[OllmSettings, Path], Any],
+        retire_host: Callable[[Any, float], Any] | None = None,
+    ) -> None:
         self.host_for = host_for
+        self.retire_host = retire_host
         self.clients = 0
         self.last_active = time.time()
 
     def activity(self) -> dict[str, Any]:
         """The socket's part of the idle check: a connected client keeps the service."""
         return {"clients": self.clients, "background": 0, "last_active": self.last_active}
+
+    async def retire(self, host: Any, settings: OllmSettings) -> None:
+        """Stop ``host`` once its sessions are closed (blocking: it runs on a thread)."""
+        if self.retire_host is None:
+            return
+        timeout = settings.runtime.service.stop_timeout
+        with contextlib.suppress(Exception):
+            await asyncio.get_running_loop().run_in_executor(None, self.retire_host, host, timeout)
 
     async def serve(self, listener: socket.socket, stop: asyncio.Event) -> None:
         server = await asyncio.start_unix_server(self._client, sock=listener, limit=2**20)
@@ -263,6 +279,8 @@ class _Relay:
         try:
             if isinstance(body, RunTurn):
                 await self._turn(request_id, body)
+            elif isinstance(body, RunLoad):
+                await self._load(request_id, body)
             elif isinstance(body, OpenSession):
                 await self.send(request_id, await self._open(body))
             elif isinstance(body, Hello):
@@ -312,6 +330,27 @@ class _Relay:
             batch = await self._call(
                 self.host.next_events, body.session_id, self.pid, batch.cursor, POLL_S
             )
+
+    async def _load(self, request_id: int, body: RunLoad) -> None:
+        """A load run in the host: its progress as turns finish, then its report.
+        The run's pipeline (its own sessions folder, which no other command uses)
+        is retired before the report is sent, instead of staying loaded until idle."""
+        assert self.hello is not None
+        await self._call(self.host.start_load, self.pid, self.started, body, self.hello.environment)
+        seen = 0
+        try:
+            while True:
+                item: LoadItem = await self._call(
+                    self.host.load_progress, body.options.tag, seen, POLL_S
+                )
+                if not isinstance(item, LoadProgress):
+                    break
+                if item.turns != seen:
+                    seen = item.turns
+                    await self.send(request_id, item)
+        finally:
+            await asyncio.shield(self.server.retire(self.host, self.hello.settings))
+        await self.send(request_id, item)
 
     @staticmethod
     async def _call(method: Any, *args: Any, **kwargs: Any) -> Any:

@@ -217,13 +217,17 @@ def test_batch_stopped_by_ctrl_c_and_resumed_end_to_end(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ load, soak
 
 
-def test_load_command_json(here: Path) -> None:
+@pytest.mark.parametrize("kind", ["inprocess", "ray"])
+def test_load_command_json(here: Path, kind: str, request: pytest.FixtureRequest) -> None:
+    if kind == "ray":
+        request.getfixturevalue("ray_instance")
     code, out, _, error = invoke(
-        "load", "-n", "3", "-t", "2", "-c", "2", "--runtime", "inprocess", "--json"
+        "load", "-n", "3", "-t", "2", "-c", "2", "--runtime", kind, "--json"
     )
     assert code == 0, error
     report = orjson.loads(out)
     assert report["mode"] == "load" and report["verified"] is True
+    assert report["runtime"] == kind
     assert report["turns"] == 6 and report["provider"] == "simulated"
     assert report["warmupTurns"] == 2  # the default
     assert report["verification"]["expectedMessages"] == 12 + 4

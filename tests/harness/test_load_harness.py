@@ -18,22 +18,20 @@ from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.errors import OllmError
-from ollm_cli.pipeline.harness._load_report import (
+from ollm_cli.pipeline.harness._load_models import (
+    HarnessOptions,
     LoadReport,
+    Sample,
+    ServiceSample,
+)
+from ollm_cli.pipeline.harness._load_report import (
     build_report,
     draw_chart,
     raise_if_failed,
     soak_trends,
     write_samples_csv,
 )
-from ollm_cli.pipeline.harness._load_runner import (
-    HarnessOptions,
-    HarnessRun,
-    LoadFailedError,
-    LoadHarness,
-    Sample,
-    ServiceSample,
-)
+from ollm_cli.pipeline.harness._load_runner import HarnessRun, LoadFailedError, LoadHarness
 from ollm_cli.pipeline.harness._load_stats import (
     MIN_TREND_SAMPLES,
     LatencyStats,

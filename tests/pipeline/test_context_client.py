@@ -14,7 +14,7 @@ from ollm_cli.actors.context import ContextShell
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.context import ContextAdditions
 from ollm_cli.pipeline.context_client import ContextClient
-from ollm_cli.pipeline.runtime import InProcessRuntime, LocalService
+from ollm_cli.pipeline.runtime import LocalService, create_runtime
 
 SID = "0b4a6f64-6f6c-4d6d-8000-000000000001"
 
@@ -43,7 +43,7 @@ def make_client(
     settings.services.context.load_project_files = False
     clock = clock or Clock()
     service = LocalService("context", ContextShell(settings, tmp_path, clock), pool, 8)
-    runtime = InProcessRuntime(settings, tmp_path)
+    runtime = create_runtime(settings, tmp_path, kind="inprocess")
     runtime.context = service
     return ContextClient(runtime, clock), service
 

@@ -136,7 +136,7 @@ def test_the_pipeline_decides_extension_trust_by_its_workspace_not_the_current_f
     from ollm_cli.config.settings import OllmSettings
     from ollm_cli.config.trust import trust_folder
     from ollm_cli.pipeline.coordinator import Coordinator
-    from ollm_cli.pipeline.runtime import InProcessRuntime
+    from ollm_cli.pipeline.runtime import create_runtime
 
     repo = tmp_path / "cloned"
     repo.mkdir()
@@ -156,7 +156,9 @@ def test_the_pipeline_decides_extension_trust_by_its_workspace_not_the_current_f
     try:
         context = ContextShell(settings, repo)
         worker = ToolWorkerShell(settings, repo)
-        coordinator = Coordinator(InProcessRuntime(settings, repo), settings, workspace=repo)
+        coordinator = Coordinator(
+            create_runtime(settings, repo, kind="inprocess"), settings, workspace=repo
+        )
         assert not marker.exists()
         assert "evil_tool" not in str(worker.schemas())
         assert not [h for h in coordinator.hooks.hooks if "203.0.113.5" in h.command]

@@ -9,12 +9,12 @@ import pytest
 
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import OllmError
-from ollm_cli.pipeline.runtime import InProcessRuntime
+from ollm_cli.pipeline.runtime import create_runtime
 
 
 def test_shutdown_of_a_runtime_that_never_started(tmp_path: Path) -> None:
     """A failed start is followed by shutdown(): it must not hide the start's error."""
-    runtime = InProcessRuntime(OllmSettings(), tmp_path)
+    runtime = create_runtime(OllmSettings(), tmp_path, kind="inprocess")
     asyncio.run(runtime.shutdown())  # no AttributeError for services never made
 
 
@@ -23,7 +23,7 @@ def test_in_process_services_cannot_be_killed_and_report_memory(tmp_path: Path) 
     settings.provider.name = "simulated"
 
     async def scenario() -> None:
-        runtime = InProcessRuntime(settings, tmp_path)
+        runtime = create_runtime(settings, tmp_path, kind="inprocess")
         await runtime.start()
         try:
             assert await runtime.recording.memory_rss() > 0

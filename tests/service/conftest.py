@@ -143,9 +143,9 @@ def store_of(home: Path, monkeypatch: pytest.MonkeyPatch) -> ChatRecordingServic
 
 
 def service_processes(state: ServiceState) -> list[Any]:
-    from ollm_cli.pipeline.service._daemon import _members
+    from ollm_cli.pipeline.service._processes import service_members
 
-    return _members(state)
+    return service_members(state)
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.recording._journal import JournalEntry, log_files, read_log
 from ollm_cli.pipeline.recording._rescue import write_rescue
 from ollm_cli.pipeline.records import SessionMessage
-from ollm_cli.pipeline.service._daemon import find_service
+from ollm_cli.pipeline.service._processes import find_service
 from ollm_cli.pipeline.service._state import ServicePaths, ServiceState, write_state
 from tests.fake_ollama import FakeOllama
 from tests.second_user import ENV, intruder

@@ -29,12 +29,14 @@ from typing import Any
 import pytest
 
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.errors import ServiceError, SessionNotFoundError, UsageError
+from ollm_cli.pipeline.errors import OllmError, ServiceError, SessionNotFoundError, UsageError
 from ollm_cli.pipeline.events import EventBus, TextDelta
-from ollm_cli.pipeline.service import _daemon
+from ollm_cli.pipeline.harness import HarnessOptions, LoadReport
+from ollm_cli.pipeline.service import _launch
 from ollm_cli.pipeline.service._client import RemoteCoordinator
 from ollm_cli.pipeline.service._connection import ServiceConnection, _open
 from ollm_cli.pipeline.service._host import PipelineHost
+from ollm_cli.pipeline.service._load_client import RemoteLoad
 from ollm_cli.pipeline.service._protocol import (
     HEADER,
     MAX_REQUEST_BYTES,
@@ -43,6 +45,7 @@ from ollm_cli.pipeline.service._protocol import (
     Hello,
     RecentSessions,
     RunTurn,
+    RunLoad,
     ServiceFrame,
     decode_service,
     encode,
@@ -51,6 +54,7 @@ from ollm_cli.pipeline.service._protocol import (
 from ollm_cli.pipeline.service._socket import ServiceServer, bind_socket, peer
 from ollm_cli.pipeline.service._state import ServicePaths, ServiceState, code_version
 from tests.fake_ollama import FakeOllama, Reply
+from tests.service.conftest import wait_for
 
 MODEL = "llama3.2:latest"
 
@@ -138,7 +142,7 @@ def served(
             hosts.append(host)
         return LocalHandle(hosts[0])
 
-    monkeypatch.setattr(_daemon, "ensure_service", lambda settings, paths=None: _this_process())
+    monkeypatch.setattr(_launch, "ensure_service", lambda settings, paths=None: _this_process())
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     service = Served(ServicePaths.for_home(), host_for)
@@ -390,3 +394,97 @@ def test_a_message_too_large_for_the_service_is_refused_before_it_is_sent() -> N
         encode_request(ClientFrame(id=2, body=huge))
     assert "16 MiB" in refused.value.message and "--runtime inprocess" in (refused.value.hint or "")
     assert refused.value.exit_code == 2
+
+
+# ------------------------------------------------------------------ load runs
+
+
+def _load_request(**options: Any) -> RunLoad:
+    return RunLoad(
+        options=HarnessOptions(**options), memory_threshold=100.0, latency_threshold=100.0
+    )
+
+
+def test_a_load_runs_in_the_host_and_reports_through_the_socket(
+    served: tuple[Served, OllmSettings, list[PipelineHost]], tmp_path: Path
+) -> None:
+    """``ollm load`` on the service: one request, the turns as they finish, the verified
+    report; the run's own pipeline is retired after it reported."""
+    service, settings, hosts = served
+    retired: list[float] = []
+    service.server.retire_host = lambda host, timeout: retired.append(timeout)
+    shown: list[int] = []
+
+    async def scenario() -> LoadReport:
+        connection = ServiceConnection(settings, tmp_path)
+        request = _load_request(conversations=3, turns=2, concurrency=2, warmup_turns=1)
+        try:
+            return await RemoteLoad(connection, request, on_turn=shown.append).run()
+        finally:
+            await connection.shutdown()
+
+    report = asyncio.run(scenario())
+    assert report.runtime == "service" and report.mode == "load"
+    assert report.turns == 6 and report.failed_turns == 0
+    assert report.verified and report.verification.found_messages == 2 * (6 + 1)
+    assert "recording" in report.inbox  # the inboxes of the host's shells
+    assert shown and shown == sorted(shown) and shown[-1] <= 6
+    # retired once the report is sent (the client may read it first)
+    wait_for(lambda: retired, what="the load's pipeline retired")
+    assert retired == [settings.runtime.service.stop_timeout]
+    assert not hosts[0].loads  # the host forgot the run once its report was read
+
+
+def test_ctrl_c_stops_a_soak_in_the_service_which_still_verifies(
+    served: tuple[Served, OllmSettings, list[PipelineHost]], tmp_path: Path
+) -> None:
+    _, settings, _ = served
+
+    async def scenario() -> LoadReport:
+        connection = ServiceConnection(settings, tmp_path)
+        request = _load_request(duration_s=600, turns=1, concurrency=1, sample_interval_s=60)
+        load = RemoteLoad(connection, request, on_turn=lambda done: load.request_stop())
+        try:
+            return await load.run()
+        finally:
+            await connection.shutdown()
+
+    report = asyncio.run(scenario())
+    assert report.mode == "soak" and report.stopped
+    assert report.turns >= 1 and report.verified and report.elapsed_s < 600
+
+
+def test_a_load_the_service_cannot_run_fails_with_its_reason(
+    served: tuple[Served, OllmSettings, list[PipelineHost]], tmp_path: Path
+) -> None:
+    """The host's actors are not this command's: killing them is refused, as in-process."""
+    _, settings, hosts = served
+
+    async def scenario() -> None:
+        connection = ServiceConnection(settings, tmp_path)
+        request = _load_request(duration_s=5, kill_every_s=1)
+        try:
+            with pytest.raises(OllmError, match="needs the Ray runtime"):
+                await RemoteLoad(connection, request).run()
+        finally:
+            await connection.shutdown()
+
+    asyncio.run(scenario())
+    assert not hosts[0].loads
+
+
+def test_the_load_client_imports_no_ray() -> None:
+    """``ollm load`` and ``ollm soak`` on the service runtime: ``python -X importtime``
+    lists no Ray module and not the runtime."""
+    code = "import ollm_cli.cli.load_cmd, ollm_cli.pipeline.service._load_client"
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()]
+    assert "ollm_cli.cli.load_cmd" in imported  # the list is the one asked for
+    assert not [m for m in imported if m == "ray" or m.startswith("ray.")]
+    assert "ollm_cli.pipeline.runtime" not in imported

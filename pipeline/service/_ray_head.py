@@ -1,0 +1,94 @@
+"""The service's own Ray head: started with only what a one-node service needs, its
+files in a folder only this user reaches.
+
+Example::
+
+    head = start_head(temp_dir)         # then ray.init(address=head.gcs_address)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+OBJECT_STORE_BYTES = 128 * 1024 * 1024
+
+
+def start_head(temp_dir: Path) -> Any:
+    """Start this service's Ray head: only the processes a one-node service needs,
+    its files (sockets, logs) in ``temp_dir``, a folder only this user can reach
+    (not Ray's ``/tmp/ray``, open to every user: another could rename the raylet's
+    socket there, or read session ids in its logs).
+
+    ``ray.init`` would also start the autoscaler's monitor and the log monitor
+    (Python processes that compete with the head's own start on a small
+    machine), prestart workers for the daemon, which runs no task, and bind
+    the dashboard agent to Ray's fixed port 52365: on a machine where another
+    Ray runs (another user, another ``OLLM_HOME``) that port is taken and the
+    agent retries for about 4 s before the head is ready. Any free port does.
+
+    Nothing answers without the token: no dashboard, no metrics collection (the
+    agent's Prometheus endpoint) and no API server (the dashboard head, whose own
+    Prometheus endpoint answers anyone on the machine); the daemon needs neither.
+    """
+    from ray._private.node import Node
+    from ray._private.parameter import RayParams
+
+    keep_ray_folders_private()
+
+    class _HeadWithoutApiServer(Node):
+        def start_api_server(
+            self, *, include_dashboard: bool | None, raise_on_failure: bool
+        ) -> None:
+            self._webui_url = None
+
+    # RayParams' annotations are narrower than what Ray itself passes to it
+    # (include_log_monitor is a bool in `ray start`, _system_config values any JSON)
+    options: dict[str, Any] = {
+        "node_ip_address": "127.0.0.1",
+        "num_cpus": max(os.cpu_count() or 1, 2),
+        "object_store_memory": OBJECT_STORE_BYTES,
+        "include_dashboard": False,
+        "dashboard_agent_listen_port": 0,
+        "no_monitor": True,
+        "include_log_monitor": False,
+        "temp_dir": str(temp_dir),
+        "_system_config": {
+            "prestart_worker_first_driver": False,
+            "enable_metrics_collection": False,
+        },
+    }
+    params = RayParams(**options)
+    head = _HeadWithoutApiServer(
+        params, head=True, shutdown_at_exit=False, spawn_reaper=True, ray_init_cluster=True
+    )
+    close_ray_folders(temp_dir, Path(head.get_session_dir_path()))
+    return head
+
+
+def keep_ray_folders_private() -> None:
+    """Ray opens every folder it makes (its temp folder, session, sockets, logs) to
+    every user with mode 0777, for machines where users share ``/tmp/ray``; in this
+    process it leaves their mode (0700) as it is."""
+    with contextlib.suppress(Exception):
+        from ray._common import utils as ray_utils
+
+        ray_utils.try_make_directory_shared = lambda directory_path: None
+
+
+def close_ray_folders(temp_dir: Path, session_dir: Path) -> None:
+    """Ray opens the folders it makes to every user (mode 0777, for machines where
+    users share ``/tmp/ray``), and each new worker does again: this service's are its
+    user's alone again. (The folder they are in, :func:`ray_temp_dir`'s parent, is
+    private whatever Ray does: no other user reaches them in between.)"""
+    folders = [temp_dir, session_dir]
+    with contextlib.suppress(OSError):
+        folders += [entry for entry in session_dir.iterdir() if entry.is_dir()]
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            os.chmod(folder, 0o700)
+
+
+__all__ = ["OBJECT_STORE_BYTES", "close_ray_folders", "keep_ray_folders_private", "start_head"]
