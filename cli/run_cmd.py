@@ -152,6 +152,8 @@ def _run(
         ask=repl.ask_approval if interactive and sys.stdin.isatty() else None,
     )
     repl.coordinator = conversations
+    if interactive:
+        repl.use_line_editor()
     repl.truncate_prompt = truncate_prompt
     started = False
     failed = False

@@ -24,6 +24,10 @@ settings.register_profile(
 )
 settings.load_profile("ollm")
 
+# A pexpect terminal answers no cursor position request: the chat's line editor
+# (prompt_toolkit) in every child process is told so, instead of waiting for one
+os.environ["PROMPT_TOOLKIT_NO_CPR"] = "1"
+
 
 _OTHER_TOOLS_VARIABLES = {"OLLAMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY"}
 
