@@ -32,7 +32,9 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.filters import is_searching
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory
+from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
 from ollm_cli.config.paths import ensure_private_dir
@@ -104,16 +106,23 @@ def chat_key_bindings() -> KeyBindings:
 
 class LineEditor:
     """The chat's input on a terminal: one prompt_toolkit session for the chat's
-    lines, and a plain one for questions."""
+    lines, and a plain one for questions. ``terminal_input`` and ``terminal_output``
+    replace the process's terminal (prompt_toolkit's pipe input, in tests)."""
 
     def __init__(
         self,
         history_path: Path,
         commands: Iterable[str],
         session_ids: Callable[[], list[str]] = list,
+        *,
+        terminal_input: Input | None = None,
+        terminal_output: Output | None = None,
     ) -> None:
         self.history_path = history_path
+        self._input, self._output = terminal_input, terminal_output
         self.session = PromptSession[str](
+            input=terminal_input,
+            output=terminal_output,
             history=RedactedFileHistory(history_path),
             completer=ChatCompleter(commands, session_ids),
             complete_while_typing=False,
@@ -138,7 +147,7 @@ class LineEditor:
             sys.stdout.flush()
             question = question[1:]
         try:
-            return PromptSession[str]().prompt(question)
+            return PromptSession[str](input=self._input, output=self._output).prompt(question)
         except KeyboardInterrupt as interrupt:
             raise EOFError("the question was cancelled") from interrupt
 
