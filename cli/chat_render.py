@@ -5,10 +5,10 @@ boundaries: a word that would cross the terminal's edge starts the next line
 (a word wider than the whole line is cut at the edge), so no word is broken in
 two by the terminal. It counts the rows it wrote, so that when the answer is
 done :meth:`StreamWriter.finish` can, on a terminal, redraw the final answer as
-rendered Markdown in their place (when the answer holds Markdown and all its
-rows are still on the screen). The recorded text is never touched: only what
-the screen shows changes, and every piece of it goes through the console's
-control-sequence stripping (see ``cli/output.py``).
+rendered Markdown in their place (when the answer holds Markdown, all its rows
+are still on the screen, and nothing else printed meanwhile). The recorded text
+is never touched: only what the screen shows changes, and every piece of it
+goes through the console's control-sequence stripping (see ``cli/output.py``).
 
 :func:`tool_call_lines` is a tool call's header and, on lines of their own under
 it, the first lines of its output, with "… N more lines" for the rest.
@@ -24,9 +24,10 @@ Example::
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from rich.cells import cell_len
-from rich.console import Console
+from rich.console import Console, ConsoleRenderable, RenderHook
 from rich.markdown import Markdown
 from rich.markup import escape
 
@@ -51,6 +52,21 @@ def looks_like_markdown(text: str) -> bool:
     return _MARKDOWN.search(text) is not None
 
 
+class _Interleaved(RenderHook):
+    """Notes that a watched console printed (a log line, a warning) while an answer
+    streamed: the rows counted are then not all the answer's."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self.own = False
+        """Set while the writer prints the answer itself (on its own console)."""
+
+    def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
+        if not self.own:
+            self.seen = True
+        return renderables
+
+
 class StreamWriter:
     """Streamed text, wrapped at word boundaries at the console's width.
 
@@ -59,8 +75,12 @@ class StreamWriter:
     a whole word that would cross the edge starts the next line.
     """
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, watched: Sequence[Console] = ()) -> None:
         self.console = console
+        self.watched = (console, *watched)
+        """The consoles on the same screen (its own, stderr's): a line another print
+        puts among the answer's rows forbids the Markdown redraw, which counts rows."""
+        self._interleaved = _Interleaved()
         self.text = ""
         """The text of the current segment (since :meth:`start`), as received."""
         self.rows = 0
@@ -86,6 +106,9 @@ class StreamWriter:
         self._word_shown = False
         self._width = max(self.console.width, 10)
         self._active = True
+        self._interleaved = _Interleaved()
+        for other in self.watched:
+            other.push_render_hook(self._interleaved)
 
     def write(self, text: str) -> None:
         """Show ``text`` (control sequences stripped), wrapped at word boundaries."""
@@ -141,7 +164,11 @@ class StreamWriter:
 
     def _print(self, text: str) -> None:
         if text:
-            self.console.print(text, end="", markup=False, highlight=False, soft_wrap=True)
+            self._interleaved.own = True
+            try:
+                self.console.print(text, end="", markup=False, highlight=False, soft_wrap=True)
+            finally:
+                self._interleaved.own = False
 
     def finish(self, *, markdown: bool = False) -> None:
         """End the segment on a new line; with ``markdown``, on a terminal, redraw it
@@ -151,9 +178,10 @@ class StreamWriter:
         out: list[str] = []
         self._end_word(out)
         self._print("".join(out))
-        self._active = False
+        self._stop()
         redraw = (
             markdown
+            and not self._interleaved.seen
             and self.console.is_terminal
             and looks_like_markdown(self.text)
             and self.rows + 1 < self.console.height
@@ -170,7 +198,14 @@ class StreamWriter:
         """Forget the segment without finishing it (the turn was interrupted)."""
         self._pending = ""
         self._word_shown = False
+        self._stop()
+
+    def _stop(self) -> None:
+        if not self._active:
+            return
         self._active = False
+        for other in self.watched:
+            other.pop_render_hook()
 
 
 def tool_call_lines(event: ToolCallEvent, limit: int = TOOL_OUTPUT_LINES) -> list[str]:

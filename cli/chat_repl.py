@@ -87,6 +87,17 @@ def finish_compressions(loop: LoopThread, coordinator: ConversationContract, err
             err.print("[yellow]compression skipped; the next resume compresses again[/]")
 
 
+_SHOWN_EVENTS = (
+    ToolCallEvent,
+    LoopDetectedEvent,
+    CompressionStarted,
+    CompressionFinished,
+    ContextNotice,
+)
+"""The events :meth:`ChatRepl.render_event` prints on lines of their own (the
+answer's text ends before them; the end of the turn renders the final answer)."""
+
+
 class ChatRepl:
     """Reads lines, runs turns, renders events."""
 
@@ -107,7 +118,7 @@ class ChatRepl:
         """Reads an answer to a question asked during a turn, from the loop's thread."""
         self.coordinator: ConversationContract
         self.session_id = ""
-        self.stream = StreamWriter(console)
+        self.stream = StreamWriter(console, watched=[err_console])
         self._always_allowed: set[tuple[str, str]] = set()  # (session id, tool name)
         self.show_thinking = False
         self.truncate_prompt = False
@@ -156,7 +167,7 @@ class ChatRepl:
         if isinstance(event, TextDelta):
             self.stream.write(event.text)
             return
-        if not isinstance(event, StatusEvent):
+        if isinstance(event, _SHOWN_EVENTS):  # a line of its own, under the text so far
             self.stream.finish()
         if isinstance(event, ToolCallEvent):
             for line in tool_call_lines(event):
@@ -177,6 +188,7 @@ class ChatRepl:
         elif isinstance(event, ContextNotice):
             self.console.print(f"[yellow]⚠ {escape(event.message)}[/]")
         elif isinstance(event, StatusEvent) and event.activity == "idle" and event.context_window:
+            self.stream.finish(markdown=True)  # the turn's final answer, before its figures
             share = 100 * event.tokens_used / event.context_window
             self.console.print(
                 f"[dim]{event.tokens_used}/{event.context_window} tokens ({share:.0f}%)[/]"

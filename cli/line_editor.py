@@ -35,6 +35,7 @@ from prompt_toolkit.history import FileHistory
 from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.output import Output
+from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
 from ollm_cli.config.paths import ensure_private_dir
@@ -138,7 +139,10 @@ class LineEditor:
         line, KeyboardInterrupt for Ctrl-C."""
         # coloured, so that the prompt's trailing space is drawn as a space (an
         # unstyled one is a cursor movement), as `input()` wrote it
-        return self.session.prompt(FormattedText([("class:prompt", prompt)]))
+        # what another thread prints meanwhile (a compression finishing in the
+        # background) goes above the prompt, not into it
+        with patch_stdout(raw=True):
+            return self.session.prompt(FormattedText([("class:prompt", prompt)]))
 
     def ask(self, question: str) -> str:
         """A short answer to ``question``, from any thread (Ctrl-C or Ctrl-D: EOFError)."""

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from rich.console import Console
+from rich.console import Console, ConsoleRenderable, RenderHook
 
 from ollm_cli.cli.chat_render import (
     TOOL_OUTPUT_LINES,
@@ -126,6 +126,38 @@ def test_an_answer_taller_than_the_screen_is_not_redrawn() -> None:
     assert "\x1b[J" not in shown(console)
 
 
+class _Counting(RenderHook):
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
+        self.calls += 1
+        return renderables
+
+
+def test_a_line_printed_elsewhere_meanwhile_forbids_the_redraw() -> None:
+    """A warning on stderr between the rows would make the count wrong: the
+    answer is then left as it streamed."""
+    out, err = plain_console(60, terminal=True), plain_console(60)
+    other = _Counting()
+    err.push_render_hook(other)  # someone else's hook stays where it was
+    writer = StreamWriter(out, watched=[err])
+    writer.abandon()  # nothing started: nothing to release
+    writer.write("# Plan\n")
+    err.print("warning: careful")
+    writer.write("- **one**\n")
+    writer.finish(markdown=True)
+    assert "\x1b[J" not in shown(out)
+
+    writer.write("# Plan\n- **one**\n")
+    writer.finish(markdown=True)
+    assert "\x1b[J" in shown(out)
+    writer.write("interrupted **mid")
+    writer.abandon()
+    err.print("after")
+    assert other.calls == 2  # still on err's stack, called for both prints
+
+
 def test_control_sequences_from_the_model_never_reach_the_terminal() -> None:
     console = plain_console(60, terminal=True)
     writer = StreamWriter(console)
@@ -176,35 +208,27 @@ def server() -> Iterator[FakeOllama]:
         yield fake
 
 
-def test_always_allows_the_tool_for_the_session_and_leaving_says_how_to_resume(
-    server: FakeOllama, ollm_home: Path, tmp_path: Path
-) -> None:
-    """One "always" answers every later call of that tool in the session; the tool's
-    long output is cut under its header; /exit names the command that resumes."""
-    server.script(
-        Reply.tool_call("shell", {"command": "seq 1 30"}),
-        Reply.tool_call("shell", {"command": "echo B > b.txt"}),
-        Reply.text("All **done**."),
-    )
+def chat_in_process(
+    server: FakeOllama,
+    workspace: Path,
+    typed: list[str],
+    out: Console,
+    err: Console,
+    ask_line: Callable[[str], str] | None = None,
+) -> str:
+    """Run the chat on an in-process pipeline with ``typed`` as the user's lines;
+    the session's id."""
     settings = OllmSettings()
     settings.provider.name = "ollama"
     settings.provider.model = MODEL
     settings.provider.ollama.host = server.url
     settings.runtime.kind = "inprocess"
     settings.services.context.load_project_files = False
-    lines = iter(["count, then write a file", "/exit"])
-    answers = iter(["a"])  # asked once: a second question would end the iterator
-    questions: list[str] = []
-
-    def answer(question: str) -> str:
-        questions.append(question)
-        return next(answers)
-
-    out, err = plain_console(100), plain_console(100)
+    lines = iter(typed)
     loop = LoopThread()
-    runtime = create_runtime(settings, tmp_path, kind="inprocess")
-    repl = ChatRepl(loop, out, err, read_line=lambda prompt: next(lines), ask_line=answer)
-    coordinator = Coordinator(runtime, settings, workspace=tmp_path, ask=repl.ask_approval)
+    runtime = create_runtime(settings, workspace, kind="inprocess")
+    repl = ChatRepl(loop, out, err, read_line=lambda prompt: next(lines), ask_line=ask_line)
+    coordinator = Coordinator(runtime, settings, workspace=workspace, ask=repl.ask_approval)
     repl.coordinator = coordinator
     coordinator.events.subscribe(repl.render_event)
     try:
@@ -216,6 +240,55 @@ def test_always_allows_the_tool_for_the_session_and_leaving_says_how_to_resume(
     finally:
         loop.run(runtime.shutdown())
         loop.close()
+    return sid
+
+
+def test_the_chat_renders_the_final_answer_as_markdown_on_a_terminal(
+    server: FakeOllama, ollm_home: Path, tmp_path: Path
+) -> None:
+    """The answer's recording (an event after its text) does not end the segment
+    early: the end of the turn redraws it rendered; the record keeps the text."""
+    answer = "# Plan\n\n1. **first** step\n2. `second` step"
+    server.script(Reply.text(answer))
+    out, err = plain_console(80, terminal=True, height=40), plain_console(80)
+    chat_in_process(server, tmp_path, ["plan it", "/exit"], out, err)
+    streamed, _, redrawn = shown(out).partition("\x1b[J")
+    assert "**first**" in streamed
+    assert "first step" in redrawn and "**" not in redrawn
+    assert "tokens (" in redrawn  # the turn's figures come after the answer, not among it
+    from ollm_cli.pipeline.recording import ChatRecordingService
+
+    settings = OllmSettings()
+    store = ChatRecordingService(settings.services.session)
+    try:
+        [summary] = store.list_sessions()
+        messages = store.get_session(summary.session_id).messages
+        assert messages[-1].text == answer
+    finally:
+        store.close()
+
+
+def test_always_allows_the_tool_for_the_session_and_leaving_says_how_to_resume(
+    server: FakeOllama, ollm_home: Path, tmp_path: Path
+) -> None:
+    """One "always" answers every later call of that tool in the session; the tool's
+    long output is cut under its header; /exit names the command that resumes."""
+    server.script(
+        Reply.tool_call("shell", {"command": "seq 1 30"}),
+        Reply.tool_call("shell", {"command": "echo B > b.txt"}),
+        Reply.text("All **done**."),
+    )
+    answers = iter(["a"])  # asked once: a second question would end the iterator
+    questions: list[str] = []
+
+    def answer(question: str) -> str:
+        questions.append(question)
+        return next(answers)
+
+    out, err = plain_console(100), plain_console(100)
+    sid = chat_in_process(
+        server, tmp_path, ["count, then write a file", "/exit"], out, err, ask_line=answer
+    )
     assert len(questions) == 1 and "[y]es / [n]o / [a]lways" in questions[0]
     assert (tmp_path / "b.txt").read_text() == "B\n"
     said = shown(err)
