@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.application.current import get_app
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import is_searching
@@ -105,6 +106,18 @@ def chat_key_bindings() -> KeyBindings:
     return bindings
 
 
+def prompt_text(prompt: str) -> FormattedText:
+    """The prompt as drawn: coloured, so that its trailing space is written as a
+    space (an unstyled one is a cursor movement), as ``input()`` wrote it. Once the
+    line is accepted prompt_toolkit redraws it whole; that redraw writes the
+    prompt's last character in a style of its own (it looks the same), so a script
+    that waits for the prompt (``expect("› ")``) finds the next one, not the
+    accepted line."""
+    if get_app().is_done:
+        return FormattedText([("class:prompt", prompt[:-1]), ("class:prompt-done", prompt[-1:])])
+    return FormattedText([("class:prompt", prompt)])
+
+
 class LineEditor:
     """The chat's input on a terminal: one prompt_toolkit session for the chat's
     lines, and a plain one for questions. ``terminal_input`` and ``terminal_output``
@@ -131,18 +144,16 @@ class LineEditor:
             enable_history_search=False,
             multiline=False,
             prompt_continuation=lambda width, line, wrapped: "· ".rjust(width),
-            style=Style.from_dict({"prompt": "fg:ansicyan"}),
+            style=Style.from_dict({"prompt": "fg:ansicyan", "prompt-done": "fg:ansicyan bold"}),
         )
 
     def read(self, prompt: str) -> str:
         """One message (one or more lines). Raises EOFError for Ctrl-D on an empty
         line, KeyboardInterrupt for Ctrl-C."""
-        # coloured, so that the prompt's trailing space is drawn as a space (an
-        # unstyled one is a cursor movement), as `input()` wrote it
         # what another thread prints meanwhile (a compression finishing in the
         # background) goes above the prompt, not into it
         with patch_stdout(raw=True):
-            return self.session.prompt(FormattedText([("class:prompt", prompt)]))
+            return self.session.prompt(lambda: prompt_text(prompt))
 
     def ask(self, question: str) -> str:
         """A short answer to ``question``, from any thread (Ctrl-C or Ctrl-D: EOFError)."""
