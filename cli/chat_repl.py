@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
+from ollm_cli.cli.chat_render import StreamWriter, tool_call_lines
 from ollm_cli.cli.loop_thread import LoopThread
 from ollm_cli.cli.oversized_prompt import run_turn_within_window
 from ollm_cli.pipeline.contract import ConversationContract
@@ -54,6 +55,12 @@ HELP = """\
 """
 
 
+def slash_commands() -> list[str]:
+    """The slash commands the chat knows, as :data:`HELP` lists them (for completion)."""
+    listed = [line.split()[0] for line in HELP.splitlines() if line.startswith("/")]
+    return [*listed, "/quit"]
+
+
 def compression_line(event: CompressionFinished) -> str:
     """The status line of a finished compression: tokens before and after, and
     whether the summary failed and truncation took its place."""
@@ -84,6 +91,17 @@ def finish_compressions(loop: LoopThread, coordinator: ConversationContract, err
             err.print("[yellow]compression skipped; the next resume compresses again[/]")
 
 
+_SHOWN_EVENTS = (
+    ToolCallEvent,
+    LoopDetectedEvent,
+    CompressionStarted,
+    CompressionFinished,
+    ContextNotice,
+)
+"""The events :meth:`ChatRepl.render_event` prints on lines of their own (the
+answer's text ends before them; the end of the turn renders the final answer)."""
+
+
 class ChatRepl:
     """Reads lines, runs turns, renders events."""
 
@@ -93,20 +111,52 @@ class ChatRepl:
         console: Console,
         err_console: Console,
         read_line: Callable[[str], str] = input,
+        ask_line: Callable[[str], str] | None = None,
     ) -> None:
         self.loop = loop
         self.console = console
         self.err = err_console
         self.read_line = read_line
+        """Reads the chat's messages (prompt_toolkit's editor on a terminal)."""
+        self.ask_line = ask_line or read_line
+        """Reads an answer to a question asked during a turn, from the loop's thread."""
         self.coordinator: ConversationContract
         self.session_id = ""
-        self._streaming = False
+        self.stream = StreamWriter(console, watched=[err_console])
+        self._always_allowed: set[tuple[str, str]] = set()  # (session id, tool name)
         self.show_thinking = False
         self.truncate_prompt = False
         """A message larger than the window is sent cut (``--truncate-prompt``), not refused."""
         """Reasoning is shown dimmed when on; folded to one line when off (``/thinking``)."""
         self._thinking = False
         self._unsaved = False
+
+    def use_line_editor(self) -> None:
+        """Read with prompt_toolkit's line editor when stdin and stdout are terminals
+        (history in ``OLLM_HOME``, completion of slash commands and session ids)."""
+        from ollm_cli.cli.line_editor import terminal_line_editor
+        from ollm_cli.config.paths import ollm_home
+
+        editor = terminal_line_editor(ollm_home(), slash_commands(), self._recent_ids)
+        if editor is not None:
+            self.read_line = editor.read
+            self.ask_line = editor.ask
+
+    def _recent_ids(self) -> list[str]:
+        try:
+            return [str(s.session_id) for s in self.loop.run(self.coordinator.recent_sessions(50))]
+        except OllmError:
+            return []
+
+    def _say_how_to_resume(self) -> None:
+        """On leaving: the command that comes back to this session, once it has any."""
+        try:
+            messages = self.loop.run(self.coordinator.get_session(self.session_id)).messages
+        except OllmError:
+            return
+        if messages:
+            resume = f"ollm run --resume {self.session_id[:8]}"
+            self.err.print(f"[dim]resume this session with: {resume}[/]")
 
     # ----------------------------------------------------------------- rendering
 
@@ -119,17 +169,13 @@ class ChatRepl:
             self.console.print()
             self._thinking = False
         if isinstance(event, TextDelta):
-            self._streaming = True
-            self.console.print(event.text, end="", markup=False, highlight=False)
+            self.stream.write(event.text)
             return
-        if self._streaming and not isinstance(event, StatusEvent):
-            self.console.print()
-            self._streaming = False
+        if isinstance(event, _SHOWN_EVENTS):  # a line of its own, under the text so far
+            self.stream.finish()
         if isinstance(event, ToolCallEvent):
-            mark = "[green]✓[/]" if event.success else "[red]✗[/]"
-            took = f" {event.duration_ms:.0f} ms" if event.duration_ms is not None else ""
-            shown = escape(event.display or event.error or "")
-            self.console.print(f"[dim]⚙ {escape(event.name)}[/] {mark}{took} [dim]{shown}[/]")
+            for line in tool_call_lines(event):
+                self.console.print(line)
         elif isinstance(event, LoopDetectedEvent):
             verb = "nudging the model" if event.action == "nudge" else "stopping"
             self.console.print(
@@ -146,6 +192,7 @@ class ChatRepl:
         elif isinstance(event, ContextNotice):
             self.console.print(f"[yellow]⚠ {escape(event.message)}[/]")
         elif isinstance(event, StatusEvent) and event.activity == "idle" and event.context_window:
+            self.stream.finish(markdown=True)  # the turn's final answer, before its figures
             share = 100 * event.tokens_used / event.context_window
             self.console.print(
                 f"[dim]{event.tokens_used}/{event.context_window} tokens ({share:.0f}%)[/]"
@@ -162,17 +209,29 @@ class ChatRepl:
     # ----------------------------------------------------------------- prompts
 
     async def ask_approval(self, call: ToolCallPart) -> bool:
-        """Ask whether the model may run ``call`` (policy ``ask``)."""
+        """Ask whether the model may run ``call`` (policy ``ask``): yes, no, or always
+        (this tool, without asking again, for the rest of this session)."""
         import asyncio
 
-        args = ", ".join(f"{k}={v!r}" for k, v in call.args.items())
-        question = f"\nallow {call.name}({args[:300]})? [y/N] "
+        if (self.session_id, call.name) in self._always_allowed:
+            return True
+        self.stream.finish()
+        args = strip_control(", ".join(f"{k}={v!r}" for k, v in call.args.items()))
+        question = f"\nallow {strip_control(call.name)}({args[:300]})? [y]es / [n]o / [a]lways "
         loop = asyncio.get_running_loop()
         try:
-            answer = await loop.run_in_executor(None, self.read_line, question)
+            answer = await loop.run_in_executor(None, self.ask_line, question)
         except EOFError:
             return False
-        return answer.strip().lower() in {"y", "yes"}
+        answer = answer.strip().lower()
+        if answer in {"a", "always"}:
+            self._always_allowed.add((self.session_id, call.name))
+            self.err.print(
+                f"[dim]{escape(call.name)} is allowed without asking for the rest of this "
+                "session[/]"
+            )
+            return True
+        return answer in {"y", "yes"}
 
     # -------------------------------------------------------------------- chat
 
@@ -190,6 +249,7 @@ class ChatRepl:
                 line = self.read_line("› ")
             except EOFError:
                 self.console.print()
+                self._say_how_to_resume()
                 return
             except KeyboardInterrupt:
                 self.console.print("\n[dim](Ctrl-D or /exit to leave)[/]")
@@ -199,6 +259,7 @@ class ChatRepl:
                 continue
             if line.startswith("/"):
                 if not self._command(line):
+                    self._say_how_to_resume()
                     return
                 continue
             self._turn(line)
@@ -244,7 +305,7 @@ class ChatRepl:
                 self.loop, self.coordinator, self.session_id, text, truncate=self.truncate_prompt
             )
         except KeyboardInterrupt:
-            self._streaming = False
+            self.stream.abandon()
             self.console.print(
                 "\n[yellow]interrupted: the part of the answer shown is recorded, "
                 "marked as interrupted[/]"
@@ -254,9 +315,7 @@ class ChatRepl:
         except OllmError as error:
             self.err.print(f"[red]error:[/] {escape(str(error))}")
             return
-        if self._streaming:
-            self.console.print()
-            self._streaming = False
+        self.stream.finish(markdown=True)
         self._show_changed(files)
         for notice in result.notices:  # what was left out of, or cut in, this turn
             self.err.print(f"[yellow]⚠ {escape(notice)}[/]")

@@ -181,6 +181,8 @@ def _run(
         discard_failed=True,  # a first request that fails leaves no empty session
     )
     repl.coordinator = conversations
+    if interactive:
+        repl.use_line_editor()
     repl.truncate_prompt = truncate_prompt
     started = False
     failed = False

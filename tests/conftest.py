@@ -28,6 +28,10 @@ settings.register_profile(
 )
 settings.load_profile("ollm")
 
+# A pexpect terminal answers no cursor position request: the chat's line editor
+# (prompt_toolkit) in every child process is told so, instead of waiting for one
+os.environ["PROMPT_TOOLKIT_NO_CPR"] = "1"
+
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:

@@ -19,7 +19,7 @@ from rich.cells import cell_len
 from ollm_cli.cli.session_picker import Choice, SessionChoices, _numbered_pick, one_line
 from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import SessionMessage, SessionSummary
-from ollm_cli.pipeline.terminal_text import has_control
+from ollm_cli.pipeline.terminal_text import has_control, strip_control
 from tests.cli.test_run_cmd import OLLM, RUNTIMES, sessions
 from tests.fake_ollama import FakeModel, FakeOllama, Reply
 
@@ -230,7 +230,7 @@ def test_the_picker_filters_resumes_replays_and_model_switches(
         child.expect("› ")
         listed = [line for line in (child.before or "").splitlines() if " msg" in line]
         assert len(listed) == 3, child.before
-        assert all(cell_len(line.rstrip("\r")) <= 80 for line in listed), listed
+        assert all(cell_len(strip_control(line).rstrip("\r")) <= 80 for line in listed), listed
         assert any("…" in line for line in listed)
 
         child.sendline("/resume")
