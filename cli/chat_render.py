@@ -28,7 +28,6 @@ from collections.abc import Sequence
 
 from rich.cells import cell_len
 from rich.console import Console, ConsoleRenderable, RenderHook
-from rich.markdown import Markdown
 from rich.markup import escape
 
 from ollm_cli.pipeline.events import ToolCallEvent
@@ -192,6 +191,8 @@ class StreamWriter:
         # back to the segment's first row, erase to the end of the screen, render
         up = f"\x1b[{self.rows}A" if self.rows else ""
         self.console.file.write("\r" + up + "\x1b[J")
+        from rich.markdown import Markdown  # pygments and markdown-it: only when drawn
+
         self.console.print(Markdown(self.text.strip("\n")))
 
     def abandon(self) -> None:

@@ -31,7 +31,7 @@ EventKind = Literal[HookEvent, "model:text", "model:thinking", "pipeline:status"
 class PipelineEvent(BaseModel):
     """Base of every event: which session, when, and what kind."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built when first sent
 
     kind: EventKind
     session_id: str
