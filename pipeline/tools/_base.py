@@ -31,8 +31,8 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from ollm_cli.pipeline.discovery import FileDiscoveryService
-from ollm_cli.pipeline.tools._overlay import WorkspaceOverlay
 from ollm_cli.pipeline.tools._sandbox import Sandbox
+from ollm_cli.pipeline.tools.isolation._overlay import WorkspaceOverlay
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
 

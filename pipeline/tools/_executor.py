@@ -34,9 +34,13 @@ from ollm_cli.pipeline.records import SessionToolCall, ToolCallPart, ToolResult
 from ollm_cli.pipeline.tools._approval import ApprovalOutcome
 from ollm_cli.pipeline.tools._base import Tool, ToolContext, ToolOutput
 from ollm_cli.pipeline.tools._control_paths import ControlWatch
-from ollm_cli.pipeline.tools._overlay import WorkspaceOverlay, has_submounts, overlay_usable
 from ollm_cli.pipeline.tools._registry import ToolRegistry
 from ollm_cli.pipeline.tools._sandbox import Sandbox
+from ollm_cli.pipeline.tools.isolation._overlay import (
+    WorkspaceOverlay,
+    has_submounts,
+    overlay_usable,
+)
 
 logger = logging.getLogger(__name__)
 

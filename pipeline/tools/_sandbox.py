@@ -26,9 +26,9 @@ Limits:
   dropped, and a note says how much (``[output truncated: N more bytes]``);
   a command that keeps writing far past the cap is stopped.
 
-The parts live beside this module, one concept each: the bubblewrap command
-line in ``_bwrap``, what is hidden in ``_hidden_paths``, the ``pids`` and
-``memory`` cgroups in ``_cgroups``, the system-call filter in ``_seccomp``, and
+The parts, one concept each: the kernel's mechanisms in :mod:`.isolation` (the
+bubblewrap command line, the ``pids`` and ``memory`` cgroups, the system-call
+filter, the workspace as an overlay), what is hidden in ``_hidden_paths``, and
 the supervised run (output budget, wall time, disk quota, kill and reap) in
 ``_supervisor``; :class:`Sandbox` here puts them together.
 
@@ -61,17 +61,17 @@ from pydantic import BaseModel
 
 from ollm_cli.config.settings import SandboxSettings
 from ollm_cli.pipeline.errors import SandboxUnavailableError, ToolError
-from ollm_cli.pipeline.tools._bwrap import (
+from ollm_cli.pipeline.tools._control_paths import ControlGuard, Survey
+from ollm_cli.pipeline.tools._supervisor import SandboxResult, supervise
+from ollm_cli.pipeline.tools.isolation._bwrap import (
     PROBE_TIMEOUT_S,
     args_memfd,
     memfd,
     namespace_args,
 )
-from ollm_cli.pipeline.tools._cgroups import MemoryCgroup, PidsCgroup
-from ollm_cli.pipeline.tools._control_paths import ControlGuard, Survey
-from ollm_cli.pipeline.tools._overlay import WorkspaceOverlay
-from ollm_cli.pipeline.tools._seccomp import filter_program
-from ollm_cli.pipeline.tools._supervisor import SandboxResult, supervise
+from ollm_cli.pipeline.tools.isolation._cgroups import MemoryCgroup, PidsCgroup
+from ollm_cli.pipeline.tools.isolation._overlay import WorkspaceOverlay
+from ollm_cli.pipeline.tools.isolation._seccomp import filter_program
 
 __all__ = ["UNSANDBOXED_KEY", "Sandbox", "SandboxResult", "harden_environment"]
 

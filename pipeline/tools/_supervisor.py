@@ -24,7 +24,7 @@ from typing import IO, Literal
 from pydantic import BaseModel, ConfigDict
 
 from ollm_cli.config.settings import SandboxSettings
-from ollm_cli.pipeline.tools._cgroups import REAP_TIMEOUT_S, PidsCgroup
+from ollm_cli.pipeline.tools.isolation._cgroups import REAP_TIMEOUT_S, PidsCgroup
 
 OUTPUT_STOP_FACTOR = 16
 """A command is stopped once it has written this many times ``maxOutputBytes``."""

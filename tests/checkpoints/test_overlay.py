@@ -21,7 +21,7 @@ from ollm_cli.pipeline.checkpoints import apply_rewind, plan_rewind
 from ollm_cli.pipeline.checkpoints._recorder import BASELINE_FILE
 from ollm_cli.pipeline.records import ToolCallPart
 from ollm_cli.pipeline.tools import ToolExecutor
-from ollm_cli.pipeline.tools._overlay import has_submounts, overlay_usable
+from ollm_cli.pipeline.tools.isolation._overlay import has_submounts, overlay_usable
 from tests.checkpoints.conftest import SID, Tools, tree
 
 

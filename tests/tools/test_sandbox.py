@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 from ollm_cli.config.settings import SandboxSettings
 from ollm_cli.pipeline.errors import SandboxUnavailableError, ToolError
 from ollm_cli.pipeline.tools import ToolContext
-from ollm_cli.pipeline.tools._cgroups import PidsCgroup, cgroup_candidates, join_cgroup
 from ollm_cli.pipeline.tools._sandbox import (
     UNSANDBOXED_KEY,
     Sandbox,
@@ -30,6 +29,7 @@ from ollm_cli.pipeline.tools._sandbox import (
 )
 from ollm_cli.pipeline.tools._shell import ShellArgs, ShellTool
 from ollm_cli.pipeline.tools._supervisor import Output, signal_cause
+from ollm_cli.pipeline.tools.isolation._cgroups import PidsCgroup, cgroup_candidates, join_cgroup
 from tests.ports import silent_port
 
 REPO = Path(__file__).resolve().parents[2]

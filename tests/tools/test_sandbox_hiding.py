@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from ollm_cli.config.settings import SandboxSettings
-from ollm_cli.pipeline.tools._cgroups import MemoryCgroup
 from ollm_cli.pipeline.tools._hidden_paths import hidden_paths
 from ollm_cli.pipeline.tools._sandbox import Sandbox
+from ollm_cli.pipeline.tools.isolation._cgroups import MemoryCgroup
 
 pytestmark = pytest.mark.skipif(
     not Sandbox(SandboxSettings(), Path.cwd()).available, reason="bubblewrap cannot run here"

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from ollm_cli.pipeline.tools._bwrap import ROOT_SANDBOX_ID
 from ollm_cli.pipeline.tools._sandbox import Sandbox, SandboxResult
-from ollm_cli.pipeline.tools._seccomp import build_program, filter_program
+from ollm_cli.pipeline.tools.isolation._bwrap import ROOT_SANDBOX_ID
+from ollm_cli.pipeline.tools.isolation._seccomp import build_program, filter_program
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="the root cases need root")
 

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ollm_cli.pipeline.checkpoints import remove_layer
-from ollm_cli.pipeline.tools._bwrap import PROBE_TIMEOUT_S
+from ollm_cli.pipeline.tools.isolation._bwrap import PROBE_TIMEOUT_S
 
 logger = logging.getLogger(__name__)
 
