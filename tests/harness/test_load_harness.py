@@ -404,7 +404,9 @@ def test_soak_with_clients_killed_and_the_disk_filled_loses_nothing(
         settings.snapshots.data_dir = tmp_path / "snapshots"
         settings.services.session.max_sessions = 0  # the clients too
         options = HarnessOptions(
-            duration_s=10.0,
+            # long enough for kills beside the disk fills: under the suite's coverage a
+            # client process takes seconds to start, and kills run one after another
+            duration_s=20.0,
             concurrency=2,
             turns=3,
             sample_interval_s=1.0,
