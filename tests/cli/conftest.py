@@ -8,6 +8,7 @@ sessions group on the real ``ollm`` app and runs its ``main``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -30,6 +31,44 @@ REPO = Path(__file__).resolve().parents[2]
 # The console entry point, as the `ollm` script runs it: exit codes and error output are
 # the real ones.
 OLLM_SCRIPT = "from ollm_cli.cli.app import main\nmain()\n"
+
+
+@contextlib.contextmanager
+def ollm_env(
+    runtime: str,
+    server_url: str,
+    home: Path,
+    cwd: Path,
+    *,
+    check_stop: bool = True,
+    **extra: str,
+) -> Iterator[dict[str, str]]:
+    """The variables of an ``ollm`` process talking to the fake Ollama server at
+    ``server_url`` on ``runtime`` (``service`` or ``inprocess``), plus ``extra``; on
+    the service, the local service (its own Ray head in ``home``) is stopped after."""
+    values = dict(os.environ)
+    values.update(
+        {
+            "OLLM_HOME": str(home),
+            "OLLM_PROVIDER": "ollama",
+            "OLLM_OLLAMA_HOST": server_url,
+            "OLLM_MODEL": "llama3.2:latest",
+            "OLLM_RUNTIME__KIND": runtime,
+            "OLLM_SERVICES__CONTEXT__LOAD_PROJECT_FILES": "false",
+            "NO_COLOR": "1",
+            **extra,
+        }
+    )
+    yield values
+    if runtime == "service":
+        stopped = subprocess.run(
+            [sys.executable, "-c", OLLM_SCRIPT, "service", "stop"],
+            env=values,
+            cwd=cwd,
+            capture_output=True,
+            timeout=180,
+        )
+        assert stopped.returncode == 0 or not check_stop, stopped.stderr
 
 
 @dataclass

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import Session
 from ollm_cli.pipeline.runtime import create_runtime
+from tests.cli.conftest import ollm_env
 from tests.fake_ollama import FakeOllama, Reply
 
 
@@ -121,25 +121,8 @@ OLLM = [sys.executable, "-c", "from ollm_cli.cli.app import main; main()"]
 def pty_env(
     request: pytest.FixtureRequest, server: FakeOllama, ollm_home: Path, tmp_path: Path
 ) -> Iterator[dict[str, str]]:
-    values = dict(os.environ)
-    values.update(
-        {
-            "OLLM_HOME": str(ollm_home),
-            "OLLM_PROVIDER": "ollama",
-            "OLLM_OLLAMA_HOST": server.url,
-            "OLLM_MODEL": "llama3.2:latest",
-            "OLLM_RUNTIME__KIND": str(request.param),
-            "OLLM_SERVICES__CONTEXT__LOAD_PROJECT_FILES": "false",
-            "NO_COLOR": "1",
-            "COLUMNS": "120",
-        }
-    )
-    yield values
-    if request.param == "service":
-        stopped = subprocess.run(
-            [*OLLM, "service", "stop"], env=values, cwd=tmp_path, capture_output=True, timeout=180
-        )
-        assert stopped.returncode == 0, stopped.stderr
+    with ollm_env(str(request.param), server.url, ollm_home, tmp_path, COLUMNS="120") as values:
+        yield values
 
 
 def test_the_chat_and_the_view_mark_the_turns_that_changed_files(

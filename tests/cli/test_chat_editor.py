@@ -7,7 +7,6 @@ Ctrl-D leaving with the command that resumes, and an approval answered "always".
 
 from __future__ import annotations
 
-import os
 import stat
 import subprocess
 from collections.abc import Iterator
@@ -17,7 +16,8 @@ from typing import Any
 import pexpect
 import pytest
 
-from tests.cli.test_run_cmd import MODEL, OLLM, RUNTIMES, sessions
+from tests.cli.conftest import ollm_env
+from tests.cli.test_run_cmd import OLLM, RUNTIMES, sessions
 from tests.fake_ollama import FakeOllama, Reply
 
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -43,27 +43,16 @@ def _echo(body: dict[str, Any]) -> Reply:
 def env(
     request: pytest.FixtureRequest, server: FakeOllama, ollm_home: Path, tmp_path: Path
 ) -> Iterator[dict[str, str]]:
-    values = dict(os.environ)
-    values.update(
-        {
-            "OLLM_HOME": str(ollm_home),
-            "OLLM_PROVIDER": "ollama",
-            "OLLM_OLLAMA_HOST": server.url,
-            "OLLM_MODEL": MODEL,
-            "OLLM_RUNTIME__KIND": str(request.param),
-            "OLLM_SERVICES__CONTEXT__LOAD_PROJECT_FILES": "false",
-            "NO_COLOR": "1",
-            "TERM": "xterm",
-            # room for the 30,000-character paste in the window OLLM asks for
-            "OLLM_PROVIDER__OLLAMA__MAX_CONTEXT_WINDOW": "32768",
-        }
-    )
-    yield values
-    if request.param == "service":
-        stopped = subprocess.run(
-            [*OLLM, "service", "stop"], env=values, cwd=tmp_path, capture_output=True, timeout=180
-        )
-        assert stopped.returncode == 0, stopped.stderr
+    with ollm_env(
+        str(request.param),
+        server.url,
+        ollm_home,
+        tmp_path,
+        TERM="xterm",
+        # room for the 30,000-character paste in the window OLLM asks for
+        OLLM_PROVIDER__OLLAMA__MAX_CONTEXT_WINDOW="32768",
+    ) as values:
+        yield values
 
 
 def spawn(env: dict[str, str], cwd: Path, *args: str) -> pexpect.spawn:

@@ -26,6 +26,7 @@ from ollm_cli.pipeline.errors import UsageError
 from ollm_cli.pipeline.events import ToolCallEvent
 from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.tools import ApprovalPolicy, ToolGrant
+from tests.cli.conftest import ollm_env
 from tests.fake_ollama import FakeOllama, Reply
 
 OLLM = [sys.executable, "-c", "from ollm_cli.cli.app import main; main()"]
@@ -43,25 +44,8 @@ def env(
 ) -> Iterator[dict[str, str]]:
     """The variables of ``ollm`` on each runtime a user can choose; the local service
     (its own Ray head in this test's home) is stopped after the test."""
-    values = dict(os.environ)
-    values.update(
-        {
-            "OLLM_HOME": str(ollm_home),
-            "OLLM_PROVIDER": "ollama",
-            "OLLM_OLLAMA_HOST": server.url,
-            "OLLM_MODEL": "llama3.2:latest",
-            "OLLM_RUNTIME__KIND": str(request.param),
-            "OLLM_SERVICES__CONTEXT__LOAD_PROJECT_FILES": "false",
-            "NO_COLOR": "1",
-            "COLUMNS": "120",
-        }
-    )
-    yield values
-    if request.param == "service":
-        stopped = subprocess.run(
-            [*OLLM, "service", "stop"], env=values, cwd=tmp_path, capture_output=True, timeout=180
-        )
-        assert stopped.returncode == 0, stopped.stderr
+    with ollm_env(str(request.param), server.url, ollm_home, tmp_path, COLUMNS="120") as values:
+        yield values
 
 
 def _run(

@@ -7,7 +7,6 @@ real Ollama-speaking server, on every runtime a user can choose: the local servi
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 import sys
 import threading
@@ -27,6 +26,7 @@ from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import ToolCallPart
 from ollm_cli.pipeline.runtime import create_runtime
+from tests.cli.conftest import ollm_env
 from tests.fake_ollama import FakeModel, FakeOllama, Reply
 
 MODEL = "llama3.2:latest"
@@ -51,25 +51,8 @@ def runtime(request: pytest.FixtureRequest) -> str:
 def env(
     server: FakeOllama, ollm_home: Path, runtime: str, tmp_path: Path
 ) -> Iterator[dict[str, str]]:
-    values = dict(os.environ)
-    values.update(
-        {
-            "OLLM_HOME": str(ollm_home),
-            "OLLM_PROVIDER": "ollama",
-            "OLLM_OLLAMA_HOST": server.url,
-            "OLLM_MODEL": MODEL,
-            "OLLM_RUNTIME__KIND": runtime,
-            "OLLM_SERVICES__CONTEXT__LOAD_PROJECT_FILES": "false",
-            "NO_COLOR": "1",
-            "COLUMNS": "120",
-        }
-    )
-    yield values
-    if runtime == "service":
-        stopped = subprocess.run(
-            [*OLLM, "service", "stop"], env=values, cwd=tmp_path, capture_output=True, timeout=180
-        )
-        assert stopped.returncode == 0, stopped.stderr
+    with ollm_env(runtime, server.url, ollm_home, tmp_path, COLUMNS="120") as values:
+        yield values
 
 
 def sessions(ollm_home: Path) -> ChatRecordingService:

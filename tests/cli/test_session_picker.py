@@ -4,7 +4,6 @@ picker's lines and filter on their own."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from ollm_cli.cli.session_picker import Choice, SessionChoices, _numbered_pick, 
 from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import SessionMessage, SessionSummary
 from ollm_cli.pipeline.terminal_text import has_control, strip_control
+from tests.cli.conftest import ollm_env
 from tests.cli.test_run_cmd import OLLM, RUNTIMES, sessions
 from tests.fake_ollama import FakeModel, FakeOllama, Reply
 
@@ -45,25 +45,16 @@ def server() -> Iterator[FakeOllama]:
 def env(
     request: pytest.FixtureRequest, server: FakeOllama, ollm_home: Path, tmp_path: Path
 ) -> Iterator[dict[str, str]]:
-    values = dict(os.environ)
-    values.update(
-        {
-            "OLLM_HOME": str(ollm_home),
-            "OLLM_PROVIDER": "ollama",
-            "OLLM_OLLAMA_HOST": server.url,
-            "OLLM_MODEL": "llama3.2:latest",
-            "OLLM_RUNTIME__KIND": str(request.param),
-            "OLLM_SERVICES__CONTEXT__LOAD_PROJECT_FILES": "false",
-            "NO_COLOR": "1",
-            "COLUMNS": "80",
-            "PROMPT_TOOLKIT_NO_CPR": "1",  # pexpect's pty answers no cursor-position query
-        }
-    )
-    yield values
-    if request.param == "service":
-        subprocess.run(
-            [*OLLM, "service", "stop"], env=values, cwd=tmp_path, capture_output=True, timeout=180
-        )
+    with ollm_env(
+        str(request.param),
+        server.url,
+        ollm_home,
+        tmp_path,
+        check_stop=False,
+        COLUMNS="80",
+        PROMPT_TOOLKIT_NO_CPR="1",  # pexpect's pty answers no cursor-position query
+    ) as values:
+        yield values
 
 
 def _run(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
