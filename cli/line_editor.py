@@ -2,7 +2,8 @@
 
 What a user of a Python REPL expects: arrows and Emacs keys, Ctrl-R to search
 the history (kept across sessions in ``OLLM_HOME/chat-history``, a file 0600 in a
-0700 folder, secrets redacted before they are written), Tab to complete slash
+0700 folder, secrets redacted before they are written, the last
+:data:`HISTORY_ENTRIES` entries kept), Tab to complete slash
 commands and, after ``/resume``, session ids; Alt-Enter, or a trailing ``\\``
 before Enter, goes on to a new line; a bracketed paste of any size arrives as one
 message; Ctrl-L clears the screen; Ctrl-C clears the line; Ctrl-D on an empty line
@@ -22,6 +23,7 @@ Example::
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -39,11 +41,19 @@ from prompt_toolkit.output import Output
 from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
+from ollm_cli.base.atomic_file import write_atomic
 from ollm_cli.config.paths import ensure_private_dir
 from ollm_cli.pipeline.environment import redact
 
 HISTORY_FILE = "chat-history"
 """The history's file name in ``OLLM_HOME``."""
+
+HISTORY_ENTRIES = 1000
+"""How many entries the history keeps: the oldest go when a chat opens it with more
+(a bracketed paste is one entry, so the file does not grow without end)."""
+
+# prompt_toolkit's file: an entry is a ``# time`` line, then its lines, each after "+".
+_ENTRY_START = re.compile(rb"^# ", re.MULTILINE)
 
 
 class RedactedFileHistory(FileHistory):
@@ -55,10 +65,21 @@ class RedactedFileHistory(FileHistory):
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.close(descriptor)
         path.chmod(0o600)  # a file made before, with the umask's mode
+        keep_last_entries(path, HISTORY_ENTRIES)
         super().__init__(str(path))
 
     def store_string(self, string: str) -> None:
         super().store_string(redact(string))
+
+
+def keep_last_entries(path: Path, count: int) -> None:
+    """Drop all but the last ``count`` (one or more) entries of the history file at
+    ``path``, atomically (a crash leaves the old file or the new one)."""
+    data = path.read_bytes()
+    starts = [found.start() for found in _ENTRY_START.finditer(data)]
+    if len(starts) <= count:
+        return
+    write_atomic(path, b"\n" + data[starts[-count] :])
 
 
 class ChatCompleter(Completer):

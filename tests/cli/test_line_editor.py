@@ -13,11 +13,13 @@ import pytest
 from prompt_toolkit.application import create_app_session
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
+from prompt_toolkit.history import FileHistory
 from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
 from ollm_cli.cli.chat_repl import slash_commands
 from ollm_cli.cli.line_editor import (
+    HISTORY_ENTRIES,
     HISTORY_FILE,
     ChatCompleter,
     LineEditor,
@@ -125,3 +127,20 @@ def test_no_line_editor_off_a_terminal(tmp_path: Path) -> None:
     # pytest's stdin is not a terminal: the chat keeps input()
     assert terminal_line_editor(tmp_path, slash_commands()) is None
     assert not (tmp_path / HISTORY_FILE).exists()
+
+
+def test_the_history_keeps_its_last_entries(tmp_path: Path, keys: PipeInput) -> None:
+    path = tmp_path / "home" / HISTORY_FILE
+    path.parent.mkdir(mode=0o700)
+    older = FileHistory(str(path))
+    for number in range(HISTORY_ENTRIES + 5):
+        older.store_string(f"line {number}\n# not a header {number}")
+    chat = editor(tmp_path, keys)
+    kept = list(RedactedFileHistory(path).load_history_strings())
+    assert len(kept) == HISTORY_ENTRIES
+    assert kept[0] == f"line {HISTORY_ENTRIES + 4}\n# not a header {HISTORY_ENTRIES + 4}"
+    assert kept[-1] == "line 5\n# not a header 5"  # the five oldest went
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    keys.send_text("one more\r")
+    assert chat.read("› ") == "one more"
+    assert len(list(RedactedFileHistory(path).load_history_strings())) == HISTORY_ENTRIES
