@@ -297,7 +297,9 @@ class TokenCounter:
             return self.ratio(model)
         sample = reported / estimated
         if not MIN_RATIO <= sample <= MAX_RATIO:
-            logger.warning(
+            # Info, not a warning: nothing for the user to do, and on a terminal a
+            # warning lands on stderr in the middle of the streamed answer.
+            logger.info(
                 "calibration: ignoring an implausible ratio %.2f for model %s "
                 "(estimated %d, reported %d)",
                 sample,
