@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
+import secrets
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
 from ollm_cli.actors.compression import CompressionShell
 from ollm_cli.actors.shell import ShellBase
 from ollm_cli.actors.tool_worker import ToolWorkerShell
-from ollm_cli.config.paths import ollm_home, ray_temp_dir
+from ollm_cli.base.atomic_file import write_atomic
+from ollm_cli.config.paths import ensure_private_dir, ollm_home, ray_temp_dir
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import ActorFailedError
 from ollm_cli.pipeline.retry_policy import retrying
@@ -108,9 +112,15 @@ class RayRuntime(Runtime):
         return handle
 
     async def start(self) -> None:
-        import ray
+        loaded = sys.modules.get("ray")
+        if loaded is None or not loaded.is_initialized():
+            private = self._private_local_ray()  # before ray is imported: see there
+            import ray
 
-        if not ray.is_initialized():
+            # the runtime's loop runs in a thread: Ray's "not the main thread" notice is
+            # expected, and would reach the terminal in Ray's words
+            logging.getLogger("ray._private.worker").addFilter(_without_thread_notice)
+
             env = {"env_vars": {k: v for k, v in os.environ.items() if k.startswith("OLLM_")}}
             ray.init(
                 address=self.ray_address,
@@ -118,7 +128,7 @@ class RayRuntime(Runtime):
                 log_to_driver=False,
                 configure_logging=False,
                 runtime_env=env if env["env_vars"] else None,
-                **self._private_local_ray(),
+                **private,
             )
             self._started_ray = True
         limit = self.settings.runtime.max_inflight
@@ -183,12 +193,49 @@ class RayRuntime(Runtime):
         """What a Ray this command starts for itself needs so nothing of it is shared:
         its files in a private folder (``OLLM_HOME/ray``, or one of
         :func:`~ollm_cli.config.paths.ray_temp_dir`'s), never Ray's ``/tmp/ray``, open
-        to every user; no metrics collection (its Prometheus endpoint would answer
-        anyone on the machine). Nothing for a cluster's Ray (``rayAddress``)."""
+        to every user; every server on 127.0.0.1 with token authentication (Ray's
+        own default binds every interface without one: anyone who reaches the
+        machine could run code as this user); no metrics collection (its Prometheus
+        endpoint would answer anyone on the machine). Nothing for a cluster's Ray
+        (``rayAddress``). Ray reads the variables when it is imported: a process that
+        imported it before cannot start a private one, and is refused."""
         if self.ray_address or os.environ.get("RAY_ADDRESS"):
             return {}
+        private = private_ray_environment(ollm_home() / "ray")
+        if "ray" in sys.modules and any(os.environ.get(k) != v for k, v in private.items()):
+            raise RuntimeError(
+                "ray was imported before the Ray runtime could make its local Ray private "
+                "(loopback only, token authentication); start the runtime first, or start "
+                "Ray yourself with ray.init() before it"
+            )
+        os.environ.update(private)
         folder, self._ray_folder = ray_temp_dir(ollm_home() / "ray")
-        return {"_temp_dir": str(folder), "_system_config": {"enable_metrics_collection": False}}
+        return {
+            "_temp_dir": str(folder),
+            "_node_ip_address": "127.0.0.1",
+            "_system_config": {"enable_metrics_collection": False},
+        }
 
 
-__all__ = ["RayRuntime", "RayService"]
+def _without_thread_notice(record: logging.LogRecord) -> bool:
+    return "SIGTERM handler is not set" not in record.getMessage()
+
+
+def private_ray_environment(folder: Path) -> dict[str, str]:
+    """The variables that keep a local Ray to this user: token authentication with
+    a token kept in ``folder`` (0600 in a 0700 folder, made once per home), and
+    every Ray server on 127.0.0.1 (Ray takes the node's address from the route to
+    the internet unless told the node is alone)."""
+    ensure_private_dir(folder)
+    token = folder / "token"
+    if not token.exists() or token.stat().st_size == 0:
+        write_atomic(token, secrets.token_hex(32).encode())
+    return {
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN_PATH": str(token),
+        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+
+
+__all__ = ["RayRuntime", "RayService", "private_ray_environment"]
