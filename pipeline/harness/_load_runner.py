@@ -137,6 +137,7 @@ class LoadHarness:
         self._client_kills: list[ClientKill] = []
         self._disk_fills: list[DiskFill] = []
         self._faults_in_flight: set[asyncio.Future[Any]] = set()
+        self._one_fault = asyncio.Lock()
 
     def request_stop(self) -> None:
         """Finish the turns in flight and stop (Ctrl-C)."""
@@ -379,8 +380,17 @@ class LoadHarness:
         await asyncio.gather(*self._faults_in_flight, return_exceptions=True)
 
     def _fault(self, work: Awaitable[T], done: Callable[[T], None]) -> asyncio.Future[T]:
-        """Run one fault to its end even if the soak stops meanwhile; ``done`` keeps it."""
-        future = asyncio.ensure_future(work)
+        """Run one fault to its end even if the soak stops meanwhile; ``done`` keeps it.
+
+        Faults take turns: a client started while the disk is full cannot start
+        its session, so it would be killed before it showed anything, and a kill
+        meant to land mid-answer would test nothing."""
+
+        async def alone() -> T:
+            async with self._one_fault:
+                return await work
+
+        future = asyncio.ensure_future(alone())
         self._faults_in_flight.add(future)
 
         def finished(task: asyncio.Future[T]) -> None:
