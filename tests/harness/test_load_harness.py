@@ -363,7 +363,9 @@ def test_short_soak_with_an_injected_actor_kill_loses_nothing(
     assert report.retried_turns >= 1
     assert report.verified, report.verification.missing
     assert report.failed_turns == 0, report.errors
-    assert report.turns > 20
+    # turns went on after the last restart (how many fit in 7 s depends on the machine)
+    at_last_kill = next(s for s in report.samples if s.kills == len(report.kills))
+    assert report.turns > at_last_kill.turns
     for name in ("recording", "provider"):
         seen = {
             service.pid
