@@ -22,7 +22,9 @@ middle of the stream, or a connection dropped mid-stream. Without a script, a
 chat is answered by :attr:`FakeOllama.default_reply` (an echo of the last user
 message). Any route can be made to fail once with :meth:`FakeOllama.fail_next`
 (an HTTP error) or :meth:`FakeOllama.drop_next` (the connection closed without
-an answer). Every request received is recorded in :attr:`FakeOllama.requests`.
+an answer), or held unanswered until the test releases it with
+:meth:`FakeOllama.hold_next` (a call caught in flight: kill its caller then).
+Every request received is recorded in :attr:`FakeOllama.requests`.
 
 Example::
 
@@ -211,6 +213,7 @@ class FakeOllama:
         self.default_reply: Callable[[dict[str, Any]], Reply] = echo_reply
         self._replies: deque[Reply] = deque()
         self._failures: dict[str, deque[tuple[int, str]]] = {}
+        self._holds: dict[str, deque[threading.Event]] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -278,6 +281,24 @@ class FakeOllama:
     def drop_next(self, path: str) -> FakeOllama:
         """Close the connection of the next request to ``path`` without answering."""
         return self.fail_next(path, 0, "")
+
+    def hold_next(self, path: str, release: threading.Event) -> FakeOllama:
+        """Keep the next request to ``path`` unanswered until ``release`` is set (it is
+        in :attr:`requests` from its arrival), then answer it as usual; a request
+        released by nobody is dropped when the server stops."""
+        with self._lock:
+            self._holds.setdefault(path, deque()).append(release)
+        return self
+
+    def received(self, path: str) -> bool:
+        """Whether a request to ``path`` arrived (one :meth:`hold_next` holds, say)."""
+        with self._lock:
+            return any(r.path == path for r in self.requests)
+
+    def _take_hold(self, path: str) -> threading.Event | None:
+        with self._lock:
+            queued = self._holds.get(path)
+            return queued.popleft() if queued else None
 
     def _take_failure(self, path: str) -> tuple[int, str] | None:
         with self._lock:
@@ -384,7 +405,12 @@ class _Handler(BaseHTTPRequestHandler):
     # -- routes -------------------------------------------------------------
 
     def _failed(self) -> bool:
-        """Answer a failure queued with ``fail_next`` / ``drop_next``, if any."""
+        """Answer a failure queued with ``fail_next`` / ``drop_next``, if any (after
+        a hold queued with ``hold_next``; a hold the test never releases drops)."""
+        release = self.fake._take_hold(self.path)
+        if release is not None and not self.fake._hold(release):
+            self._drop()
+            return True
         failure = self.fake._take_failure(self.path)
         if failure is None:
             return False

@@ -204,7 +204,36 @@ class Coordinator:
         """Create a session (or resume ``resume``) and return its id; ``grant`` (else
         the coordinator's) says which tools its turns run without asking,
         ``discard_failed`` (else the coordinator's) whether a new session whose every
-        request failed at the provider is left behind when it ends (no)."""
+        request failed at the provider is left behind when it ends (no).
+
+        A service that died during an earlier start or turn is waited for first
+        (Ray restarts it), so a start tried again after a death finds it serving."""
+        await self._recover()
+        try:
+            return await self._start_session(
+                model=model,
+                resume=resume,
+                title=title,
+                tags=tags,
+                system_prompt=system_prompt,
+                grant=grant,
+                discard_failed=discard_failed,
+            )
+        except ActorFailedError:
+            self._recovering = True
+            raise
+
+    async def _start_session(
+        self,
+        *,
+        model: str | None,
+        resume: str | None,
+        title: str | None,
+        tags: list[str] | None,
+        system_prompt: str | None,
+        grant: ToolGrant | None,
+        discard_failed: bool | None,
+    ) -> str:
         await self._prepare()
         provider_name = await self.runtime.provider.call(ProviderShell.provider_name)
         point: ResumePoint | None = None
@@ -395,10 +424,7 @@ class Coordinator:
         A message the model's window cannot hold even alone is refused first
         (:class:`~ollm_cli.pipeline.errors.PromptTooLargeError`): nothing is recorded."""
         conversation = self.conversations[session_id]
-        if self._recovering:
-            # an actor died during an earlier turn: wait for Ray to bring it back
-            await asyncio.gather(*(s.wait_alive() for s in self.runtime.services))
-            self._recovering = False
+        await self._recover()
         await self._schemas()  # their size counts against the room for the message
         self.compaction.check_prompt(conversation, text, self._schema_tokens)
         conversation.turns += 1
@@ -488,6 +514,13 @@ class Coordinator:
             self._turn_end(conversation, result)
         conversation.kept = True
         return result
+
+    async def _recover(self) -> None:
+        """After an actor died during an earlier start or turn, wait for Ray to bring
+        every service back (a call made while one restarts fails again)."""
+        if self._recovering:
+            await asyncio.gather(*(s.wait_alive() for s in self.runtime.services))
+            self._recovering = False
 
     @staticmethod
     def _unanswered(conversation: Conversation, text: str) -> SessionMessage | None:

@@ -155,6 +155,7 @@ class EndEntry(BatchModel):
     error: str | None = None
     error_type: str | None = None
     exit_code: int | None = None
+    retries: int = 0
 
 
 class ResumeEntry(BatchModel):
@@ -211,6 +212,7 @@ class ConversationState:
         else:
             self.status, self.error = entry.status, entry.error
             self.error_type, self.exit_code = entry.error_type, entry.exit_code
+            self.retries += entry.retries
 
     def result(self, conversation: BatchConversation) -> ConversationResult:
         """The results line of the conversation as it stands."""
@@ -622,6 +624,7 @@ class BatchRunner:
         self, conversation: BatchConversation, state: ConversationState, entry: EndEntry
     ) -> None:
         assert self._journal is not None
+        entry.retries = self._retries.pop(conversation.id, 0)  # those no turn journaled
         state.apply(entry)
         with self.results_path.open("ab") as results:
             results.write(state.result(conversation).to_line())

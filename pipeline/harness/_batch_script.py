@@ -218,32 +218,16 @@ def _expand_spec(
                 **own,
             }
             try:
-                name = expand(spec.name or f"conversation {number}", variables, where="name")
                 made.append(
-                    BatchConversation(
+                    _conversation(
+                        spec,
+                        variables,
                         id=f"{number}.{variant}.{copy}",
                         index=index,
-                        name=name,
+                        name=spec.name or f"conversation {number}",
                         model=model,
-                        system_prompt=(
-                            expand(system_prompt, variables, where="systemPrompt")
-                            if system_prompt
-                            else None
-                        ),
-                        context=[
-                            item.model_copy(
-                                update={
-                                    "content": expand(
-                                        item.content, variables, where=f"context `{item.key}`"
-                                    )
-                                }
-                            )
-                            for item in context
-                        ],
-                        messages=[
-                            expand(text, variables, where=f"messages[{i}]")
-                            for i, text in enumerate(spec.messages)
-                        ],
+                        system_prompt=system_prompt,
+                        context=context,
                         line=line,
                     )
                 )
@@ -253,6 +237,41 @@ def _expand_spec(
                     hint="every {name} in a script must be a variable of the conversation",
                 ) from None
     return made
+
+
+def _conversation(
+    spec: ConversationSpec,
+    variables: dict[str, Scalar],
+    *,
+    id: str,
+    index: int,
+    name: str,
+    model: str | None,
+    system_prompt: str | None,
+    context: list[ContextItem],
+    line: int,
+) -> BatchConversation:
+    """One conversation of ``spec`` with its ``{variables}`` filled in (KeyError:
+    one the texts name is not a variable)."""
+    return BatchConversation(
+        id=id,
+        index=index,
+        name=expand(name, variables, where="name"),
+        model=model,
+        system_prompt=(
+            expand(system_prompt, variables, where="systemPrompt") if system_prompt else None
+        ),
+        context=[
+            item.model_copy(
+                update={"content": expand(item.content, variables, where=f"context `{item.key}`")}
+            )
+            for item in context
+        ],
+        messages=[
+            expand(text, variables, where=f"messages[{i}]") for i, text in enumerate(spec.messages)
+        ],
+        line=line,
+    )
 
 
 # ----------------------------------------------------------------------- YAML

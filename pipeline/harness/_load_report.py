@@ -93,6 +93,44 @@ def build_report(
         if soak
         else []
     )
+    problems = _problems(run, verification, trends)
+    last = run.samples[-1].services if run.samples else []
+    return LoadReport(
+        mode="soak" if soak else "load",
+        tag=run.options.tag,
+        runtime=run.runtime_kind,
+        provider=provider,
+        model_latency_ms=model_latency_ms,
+        conversations=run.measured_conversations,
+        turns_per_conversation=run.options.turns,
+        concurrency=run.options.concurrency,
+        warmup_turns=run.options.warmup_turns,
+        turns=len(run.latencies_ms),
+        failed_turns=run.failed_turns,
+        retried_turns=run.retried_turns,
+        elapsed_s=round(run.elapsed_s, 3),
+        turns_per_s=round(len(run.latencies_ms) / run.elapsed_s, 3) if run.elapsed_s else 0.0,
+        latency=LatencyStats.of(run.latencies_ms),
+        inbox=run.inbox,
+        memory_mb={s.name: round(s.rss_bytes / 2**20, 1) for s in last if s.rss_bytes is not None},
+        open_files={s.name: s.open_files for s in last if s.open_files is not None},
+        verification=verification,
+        verified=verification.ok,
+        kills=run.kills,
+        client_kills=run.client_kills,
+        disk_fills=run.disk_fills,
+        pending_records=run.pending_records,
+        trends=trends,
+        samples=run.samples if soak else [],
+        errors=run.errors,
+        stopped=run.stopped,
+        problems=problems,
+    )
+
+
+def _problems(run: HarnessRun, verification: Verification, trends: list[Trend]) -> list[str]:
+    """Every reason the run failed: messages lost, turns failed, text a killed client
+    showed and lost, records that never reached the disk, a climbing trend."""
     problems: list[str] = []
     if not verification.ok:
         lost = verification.expected_messages - verification.found_messages
@@ -128,38 +166,7 @@ def build_report(
                 f"{trend.second_half_median}, +{trend.projected_growth} over the run "
                 f"(threshold {trend.threshold:.0%})"
             )
-    last = run.samples[-1].services if run.samples else []
-    return LoadReport(
-        mode="soak" if soak else "load",
-        tag=run.options.tag,
-        runtime=run.runtime_kind,
-        provider=provider,
-        model_latency_ms=model_latency_ms,
-        conversations=run.measured_conversations,
-        turns_per_conversation=run.options.turns,
-        concurrency=run.options.concurrency,
-        warmup_turns=run.options.warmup_turns,
-        turns=len(run.latencies_ms),
-        failed_turns=run.failed_turns,
-        retried_turns=run.retried_turns,
-        elapsed_s=round(run.elapsed_s, 3),
-        turns_per_s=round(len(run.latencies_ms) / run.elapsed_s, 3) if run.elapsed_s else 0.0,
-        latency=LatencyStats.of(run.latencies_ms),
-        inbox=run.inbox,
-        memory_mb={s.name: round(s.rss_bytes / 2**20, 1) for s in last if s.rss_bytes is not None},
-        open_files={s.name: s.open_files for s in last if s.open_files is not None},
-        verification=verification,
-        verified=verification.ok,
-        kills=run.kills,
-        client_kills=run.client_kills,
-        disk_fills=run.disk_fills,
-        pending_records=run.pending_records,
-        trends=trends,
-        samples=run.samples if soak else [],
-        errors=run.errors,
-        stopped=run.stopped,
-        problems=problems,
-    )
+    return problems
 
 
 def write_samples_csv(samples: Sequence[Sample], path: Path) -> None:

@@ -137,6 +137,7 @@ class LoadHarness:
         self._client_kills: list[ClientKill] = []
         self._disk_fills: list[DiskFill] = []
         self._faults_in_flight: set[asyncio.Future[Any]] = set()
+        self._one_fault = asyncio.Lock()
 
     def request_stop(self) -> None:
         """Finish the turns in flight and stop (Ctrl-C)."""
@@ -150,34 +151,14 @@ class LoadHarness:
 
     async def run(self) -> HarnessRun:
         """Run the load (or soak) to its end and return what it measured."""
-        if self.options.kill_every_s is not None and self.runtime.kind != "ray":
-            raise OllmError(
-                "--kill-actor-every needs the Ray runtime (actors of this command alone: "
-                "in-process services cannot be killed, nor the shared local service's)",
-                hint="run with --runtime ray, or drop --kill-actor-every",
-            )
-        if self.options.fill_disk_every_s is not None:
-            check_fill_allowed(self.coordinator.settings.services.session.data_dir)
-        if self.options.kill_client_every_s is not None and not self.options.client_settings_file:
-            raise OllmError(
-                "killing clients needs the settings file they run with",
-                hint="set HarnessOptions.client_settings_file (`ollm soak` does)",
-            )
+        self._check_options()
         if self.options.warmup_turns:
             await self._conversation(0, warmup=True)  # first calls load code and caches
         self._started = time.monotonic()
         if self.options.duration_s is not None:
             self._deadline = self._started + self.options.duration_s
         numbers = self._conversation_numbers()
-        background = [asyncio.ensure_future(self._watch_depths())]
-        if self.options.duration_s is not None:
-            background.append(asyncio.ensure_future(self._sample_periodically()))
-        if self.options.kill_every_s is not None:
-            background.append(asyncio.ensure_future(self._kill_periodically()))
-        if self.options.kill_client_every_s is not None:
-            background.append(asyncio.ensure_future(self._kill_clients_periodically()))
-        if self.options.fill_disk_every_s is not None:
-            background.append(asyncio.ensure_future(self._fill_disk_periodically()))
+        background = self._start_background()
         workers = [
             asyncio.ensure_future(self._worker(numbers)) for _ in range(self.options.concurrency)
         ]
@@ -191,6 +172,40 @@ class LoadHarness:
             for task in workers:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+        return await self._measured()
+
+    def _check_options(self) -> None:
+        """Refuse the faults this run cannot inject, before anything starts."""
+        if self.options.kill_every_s is not None and self.runtime.kind != "ray":
+            raise OllmError(
+                "--kill-actor-every needs the Ray runtime (actors of this command alone: "
+                "in-process services cannot be killed, nor the shared local service's)",
+                hint="run with --runtime ray, or drop --kill-actor-every",
+            )
+        if self.options.fill_disk_every_s is not None:
+            check_fill_allowed(self.coordinator.settings.services.session.data_dir)
+        if self.options.kill_client_every_s is not None and not self.options.client_settings_file:
+            raise OllmError(
+                "killing clients needs the settings file they run with",
+                hint="set HarnessOptions.client_settings_file (`ollm soak` does)",
+            )
+
+    def _start_background(self) -> list[asyncio.Future[None]]:
+        """The watcher of inbox depths, the sampler and the fault injectors the options
+        ask for; the client killer and the disk filler last (see ``_finish_faults``)."""
+        background: list[asyncio.Future[None]] = [asyncio.ensure_future(self._watch_depths())]
+        if self.options.duration_s is not None:
+            background.append(asyncio.ensure_future(self._sample_periodically()))
+        if self.options.kill_every_s is not None:
+            background.append(asyncio.ensure_future(self._kill_periodically()))
+        if self.options.kill_client_every_s is not None:
+            background.append(asyncio.ensure_future(self._kill_clients_periodically()))
+        if self.options.fill_disk_every_s is not None:
+            background.append(asyncio.ensure_future(self._fill_disk_periodically()))
+        return background
+
+    async def _measured(self) -> HarnessRun:
+        """What the finished run measured, with a last sample."""
         elapsed = self._elapsed()
         self._samples.append(await self._sample())
         count = max(self._depth_count, 1)
@@ -379,8 +394,17 @@ class LoadHarness:
         await asyncio.gather(*self._faults_in_flight, return_exceptions=True)
 
     def _fault(self, work: Awaitable[T], done: Callable[[T], None]) -> asyncio.Future[T]:
-        """Run one fault to its end even if the soak stops meanwhile; ``done`` keeps it."""
-        future = asyncio.ensure_future(work)
+        """Run one fault to its end even if the soak stops meanwhile; ``done`` keeps it.
+
+        Faults take turns: a client started while the disk is full cannot start
+        its session, so it would be killed before it showed anything, and a kill
+        meant to land mid-answer would test nothing."""
+
+        async def alone() -> T:
+            async with self._one_fault:
+                return await work
+
+        future = asyncio.ensure_future(alone())
         self._faults_in_flight.add(future)
 
         def finished(task: asyncio.Future[T]) -> None:

@@ -30,6 +30,7 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
@@ -199,49 +200,13 @@ async def kill_client(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
     )
-    assert process.stdout is not None
-    shown: list[tuple[float, str]] = []
-    session_id: str | None = None
-    completed = False
-    killed_at: float | None = None
-    first: float | None = None
-
-    async def kill_later() -> None:
-        nonlocal killed_at
-        await asyncio.sleep(kill_after_s)
-        killed_at = time.monotonic()
-        with contextlib.suppress(ProcessLookupError):
-            process.send_signal(signal.SIGKILL)
-
-    killer: asyncio.Task[None] | None = None
-    try:
-        while True:
-            line = await asyncio.wait_for(process.stdout.readline(), 120)
-            if not line:
-                break
-            now = time.monotonic()
-            kind, _, rest = line.decode().rstrip("\n").partition(" ")
-            if kind == "S":
-                session_id = rest
-            elif kind == "T":
-                shown.append((now, orjson.loads(rest)))
-                if first is None:
-                    first = now
-                    killer = asyncio.ensure_future(kill_later())
-            elif kind == "D" and killed_at is None:
-                completed = True
-    finally:
-        if killer is None or not killer.done():
-            if killer is not None:
-                killer.cancel()
-            killed_at = killed_at or time.monotonic()
-            with contextlib.suppress(ProcessLookupError):
-                process.send_signal(signal.SIGKILL)
-        await process.wait()
-    end = killed_at or time.monotonic()
-    shown_text = "".join(piece for _, piece in shown)
-    required = "".join(piece for at, piece in shown if completed or at <= end - window_s)
-    if session_id is None:
+    watched = await _watch_client(process, kill_after_s)
+    end = watched.killed_at or time.monotonic()
+    shown_text = "".join(piece for _, piece in watched.shown)
+    required = "".join(
+        piece for at, piece in watched.shown if watched.completed or at <= end - window_s
+    )
+    if watched.session_id is None:
         return ClientKill(
             session_id=None,
             killed_after_s=kill_after_s,
@@ -252,17 +217,63 @@ async def kill_client(
             lost_chars=len(required),
             error="the client could not start a session (the disk refused it?)",
         )
-    session = await fetch(session_id)
+    session = await fetch(watched.session_id)
     answers = [m for m in session.messages if m.role == "assistant"]
     recorded = answers[-1].text if answers else ""
     lost = 0 if recorded.startswith(required) else max(len(required) - len(recorded), 1)
     return ClientKill(
-        session_id=session_id,
+        session_id=watched.session_id,
         killed_after_s=kill_after_s,
-        completed=completed,
+        completed=watched.completed,
         shown_chars=len(shown_text),
         required_chars=len(required),
         recorded_chars=len(recorded),
         lost_chars=lost,
         mismatch=not shown_text.startswith(recorded),
     )
+
+
+@dataclass
+class _Watched:
+    """What a client process printed before it was killed (or ended)."""
+
+    session_id: str | None = None
+    shown: list[tuple[float, str]] = field(default_factory=list)
+    """Each piece of the answer, with the moment it was read."""
+    completed: bool = False
+    killed_at: float | None = None
+
+
+async def _watch_client(process: asyncio.subprocess.Process, kill_after_s: float) -> _Watched:
+    """Read the client's lines (``S`` session, ``T`` text, ``D`` done) until it exits;
+    SIGKILL it ``kill_after_s`` after its first words (or at the end, if it showed none)."""
+    assert process.stdout is not None
+    watched = _Watched()
+
+    async def kill_later() -> None:
+        await asyncio.sleep(kill_after_s)
+        watched.killed_at = time.monotonic()
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGKILL)
+
+    killer: asyncio.Task[None] | None = None
+    try:
+        while line := await asyncio.wait_for(process.stdout.readline(), 120):
+            kind, _, rest = line.decode().rstrip("\n").partition(" ")
+            if kind == "S":
+                watched.session_id = rest
+            elif kind == "T":
+                watched.shown.append((time.monotonic(), orjson.loads(rest)))
+                if killer is None:
+                    killer = asyncio.ensure_future(kill_later())
+            elif kind == "D" and watched.killed_at is None:
+                watched.completed = True
+    finally:
+        if killer is None or not killer.done():
+            if killer is not None:
+                killer.cancel()
+            watched.killed_at = watched.killed_at or time.monotonic()
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGKILL)
+        await process.wait()
+    return watched

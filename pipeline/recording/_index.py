@@ -541,29 +541,15 @@ class SessionIndex:
                 "limit and offset of a session listing cannot be negative",
                 hint="give a limit of 1 or more and an offset of 0 or more",
             )
-        where: list[str] = []
-        args: list[Any] = []
-        if tag is not None:
-            where.append("session_id IN (SELECT session_id FROM tags WHERE tag=?)")
-            args.append(tag)
-        if model is not None:
-            where.append("model=?")
-            args.append(model)
-        if title is not None:
-            where.append("title LIKE ? ESCAPE '\\'")
-            args.append("%" + _like_escape(title) + "%")
-        if since is not None:
-            where.append("last_activity_us>=?")
-            args.append(_micros_of(since))
-        if until is not None:
-            where.append("last_activity_us<=?")
-            args.append(_micros_of(until))
-        if working_dir is not None:
-            where.append("working_dir=?")
-            args.append(working_dir)
-        if min_messages > 0:
-            where.append("message_count>=?")
-            args.append(min_messages)
+        where, args = _listing_filters(
+            tag=tag,
+            model=model,
+            title=title,
+            since=since,
+            until=until,
+            working_dir=working_dir,
+            min_messages=min_messages,
+        )
         order = "DESC" if descending else "ASC"
         sql = (
             "SELECT session_id, start_time, last_activity, model, provider, message_count,"
@@ -575,32 +561,7 @@ class SessionIndex:
         with gc_paused():
             with self._lock:
                 rows = self._conn.execute(sql, args).fetchall()
-            tags: dict[str, list[str]] = {}
-            summaries = []
-            for r in rows:
-                parsed = tags.get(r[9])
-                if parsed is None:
-                    parsed = tags[r[9]] = orjson.loads(r[9])
-                summaries.append(
-                    construct(
-                        SessionSummary,
-                        {
-                            "session_id": r[0],
-                            "start_time": r[1],
-                            "last_activity": r[2],
-                            "model": r[3],
-                            "provider": r[4],
-                            "message_count": r[5],
-                            "tool_call_count": r[6],
-                            "token_count": r[7],
-                            "title": r[8],
-                            "tags": list(parsed),
-                            "pinned": bool(r[10]),
-                            "forked_from": r[11],
-                        },
-                    )
-                )
-            return summaries
+            return _summaries(rows)
 
     def count(self) -> int:
         """How many sessions are indexed."""
@@ -798,3 +759,71 @@ def file_sig(path: Path) -> FileSig | None:
     except OSError:
         return None
     return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def _listing_filters(
+    *,
+    tag: str | None,
+    model: str | None,
+    title: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    working_dir: str | None,
+    min_messages: int,
+) -> tuple[list[str], list[Any]]:
+    """The WHERE conditions of a session listing and their arguments, in order."""
+    where: list[str] = []
+    args: list[Any] = []
+    if tag is not None:
+        where.append("session_id IN (SELECT session_id FROM tags WHERE tag=?)")
+        args.append(tag)
+    if model is not None:
+        where.append("model=?")
+        args.append(model)
+    if title is not None:
+        where.append("title LIKE ? ESCAPE '\\'")
+        args.append("%" + _like_escape(title) + "%")
+    if since is not None:
+        where.append("last_activity_us>=?")
+        args.append(_micros_of(since))
+    if until is not None:
+        where.append("last_activity_us<=?")
+        args.append(_micros_of(until))
+    if working_dir is not None:
+        where.append("working_dir=?")
+        args.append(working_dir)
+    if min_messages > 0:
+        where.append("message_count>=?")
+        args.append(min_messages)
+    return where, args
+
+
+def _summaries(rows: list[Any]) -> list[SessionSummary]:
+    """The summaries of listed rows, built without validation (the index wrote them);
+    a tags column seen before is parsed once."""
+    tags: dict[str, list[str]] = {}
+    summaries = []
+    for r in rows:
+        parsed = tags.get(r[9])
+        if parsed is None:
+            parsed = tags[r[9]] = orjson.loads(r[9])
+        summaries.append(
+            construct(
+                SessionSummary,
+                {
+                    "session_id": r[0],
+                    "start_time": r[1],
+                    "last_activity": r[2],
+                    "model": r[3],
+                    "provider": r[4],
+                    "message_count": r[5],
+                    "tool_call_count": r[6],
+                    "token_count": r[7],
+                    "title": r[8],
+                    "tags": list(parsed),
+                    "pinned": bool(r[10]),
+                    "forked_from": r[11],
+                },
+            )
+        )
+    return summaries

@@ -528,7 +528,7 @@ class ChatRecordingService:
             if path.stat().st_size < session_stream.STREAM_BYTES:
                 return None
             streamed = session_stream.open_streamed(path)
-        except (OSError, ValueError):  # ijson's errors are ValueErrors; get_session reports
+        except (OSError, ValueError):  # not a whole session file: get_session reports it
             return None
         if streamed.header.session_id != sid:
             return None

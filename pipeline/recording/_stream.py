@@ -95,13 +95,66 @@ def gc_relaxed() -> Iterator[None]:
 def open_streamed(path: Path) -> StreamedSession:
     """Read the outline of the session file at ``path`` (passes 1 and 2).
 
-    Raises ``ValueError`` (ijson's errors are ``ValueError``\\ s) when the file is
-    not a session file; callers fall back to reading it whole, which reports it.
+    Raises ``ValueError`` when the file is not a session file (a torn one
+    included: ijson's ``IncompleteJSONError`` is no ``ValueError``); callers fall
+    back to reading it whole, which reports it.
     """
-    scalars: dict[str, Any] = {}
-    called: set[str] = set()
-    results: set[str] = set()
-    messages = calls = 0
+    try:
+        return _open_streamed(path)
+    except ijson.JSONError as error:
+        raise ValueError(f"{path.name} is not a whole session file ({error})") from None
+
+
+def _open_streamed(path: Path) -> StreamedSession:
+    outline = _read_outline(path)
+    built = outline.built
+    metadata = built["metadata"] if isinstance(built["metadata"], dict) else {}
+    revision: tuple[int, int] | None = None
+    stored = built[REVISION_KEY]
+    if isinstance(stored, dict):
+        revision = (int(stored.get("epoch", 0)), int(stored.get("seq", 0)))
+    partial: SessionMessage | None = None
+    if isinstance(built[PARTIAL_KEY], dict):
+        partial = SessionMessage.model_validate(built[PARTIAL_KEY])
+    recorded, orphans = _read_tool_calls(path, outline.called, outline.results)
+    header = Session.model_validate(
+        {
+            **outline.scalars,
+            "messages": [],
+            "toolCalls": [],
+            "metadata": SessionMetadata.model_validate(metadata).to_dict(),
+        }
+    )
+    return StreamedSession(
+        path=path,
+        header=header,
+        message_count=outline.messages + (1 if partial is not None else 0),
+        tool_call_count=outline.calls,
+        called_ids=outline.called,
+        result_ids=outline.results,
+        recorded=recorded,
+        orphans=orphans,
+        revision=revision,
+        partial=partial,
+    )
+
+
+@dataclass
+class _Outline:
+    """What pass 1 finds: the top-level scalars, the objects kept whole (metadata,
+    revision, partial answer), the tool call and result ids, the counts."""
+
+    scalars: dict[str, Any] = field(default_factory=dict)
+    built: dict[str, Any] = field(default_factory=dict)
+    called: set[str] = field(default_factory=set)
+    results: set[str] = field(default_factory=set)
+    messages: int = 0
+    calls: int = 0
+
+
+def _read_outline(path: Path) -> _Outline:
+    """Pass 1: one walk over the file's events, holding one event at a time."""
+    outline = _Outline()
     part_type = None
     builders = {key: ijson.ObjectBuilder() for key in ("metadata", REVISION_KEY, PARTIAL_KEY)}
     with open(path, "rb") as handle:
@@ -113,27 +166,27 @@ def open_streamed(path: Path) -> StreamedSession:
                 continue
             if event == "start_map":
                 if prefix == "messages.item":
-                    messages += 1
+                    outline.messages += 1
                 elif prefix == "toolCalls.item":
-                    calls += 1
+                    outline.calls += 1
                 continue
             if prefix == "messages.item.parts.item.type":
                 part_type = value
             elif prefix == "messages.item.parts.item.id" and part_type == "tool_call":
-                called.add(str(value))
+                outline.called.add(str(value))
             elif prefix == "messages.item.parts.item.toolCallId":
-                results.add(str(value))
+                outline.results.add(str(value))
             elif prefix in _SCALARS and event == "string":
-                scalars[prefix] = value
-    built = {key: getattr(b, "value", None) for key, b in builders.items()}
-    metadata = built["metadata"] if isinstance(built["metadata"], dict) else {}
-    revision: tuple[int, int] | None = None
-    stored = built[REVISION_KEY]
-    if isinstance(stored, dict):
-        revision = (int(stored.get("epoch", 0)), int(stored.get("seq", 0)))
-    partial: SessionMessage | None = None
-    if isinstance(built[PARTIAL_KEY], dict):
-        partial = SessionMessage.model_validate(built[PARTIAL_KEY])
+                outline.scalars[prefix] = value
+    outline.built = {key: getattr(b, "value", None) for key, b in builders.items()}
+    return outline
+
+
+def _read_tool_calls(
+    path: Path, called: set[str], results: set[str]
+) -> tuple[dict[str, SessionToolCall], list[SessionToolCall]]:
+    """Pass 2: the recorded tool calls by id (the first of an id; a result that a
+    message holds is not kept twice) and those no message mentions, by time."""
     recorded: dict[str, SessionToolCall] = {}
     orphans: list[SessionToolCall] = []
     with open(path, "rb") as handle:
@@ -148,23 +201,4 @@ def open_streamed(path: Path) -> StreamedSession:
             recorded[call.id] = call
             if call.id not in called and call.id not in results:
                 orphans.append(call)
-    header = Session.model_validate(
-        {
-            **scalars,
-            "messages": [],
-            "toolCalls": [],
-            "metadata": SessionMetadata.model_validate(metadata).to_dict(),
-        }
-    )
-    return StreamedSession(
-        path=path,
-        header=header,
-        message_count=messages + (1 if partial is not None else 0),
-        tool_call_count=calls,
-        called_ids=called,
-        result_ids=results,
-        recorded=recorded,
-        orphans=orphans,
-        revision=revision,
-        partial=partial,
-    )
+    return recorded, orphans

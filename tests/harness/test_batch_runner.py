@@ -4,6 +4,7 @@ recorded exactly, stopped and resumed, cancelled, failures and loop events."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import orjson
@@ -19,7 +20,10 @@ from ollm_cli.pipeline.harness._batch_runner import (
     BatchRunner,
     BatchStateError,
     ConversationResult,
+    ConversationState,
+    EndEntry,
     SessionEntry,
+    TurnEntry,
     answered_turns,
     batch_failure,
     state_path_for,
@@ -35,6 +39,7 @@ from ollm_cli.pipeline.records import (
 from ollm_cli.pipeline.runtime import create_runtime
 from tests.fake_ollama import FakeOllama
 from tests.harness.conftest import expected_answer, run_batch, simulated_settings, stop_after
+from tests.waiting import wait_until
 
 FIFTY = """\
 name: fifty
@@ -227,6 +232,24 @@ def test_a_running_batch_state_is_locked(tmp_path: Path) -> None:
         BatchJournal.open(tmp_path / "missing" / "x.state")
 
 
+def test_retries_of_a_failed_conversation_are_journaled(tmp_path: Path) -> None:
+    """Retries no finished turn carried (a start tried again, then a failure) are
+    kept by the conversation's end entry, so a resumed batch still reports them."""
+    path = tmp_path / "x.results.jsonl.state"
+    journal = BatchJournal.open(path)
+    try:
+        journal.append(TurnEntry(id="1.1.1", turn=1, answer="A", retries=1))
+        journal.append(EndEntry(id="1.1.1", status="failed", error="died", retries=2))
+        state = ConversationState()
+        for entry in journal.read():
+            assert isinstance(entry, TurnEntry | EndEntry)
+            state.apply(entry)
+    finally:
+        journal.close()
+    result = state.result(small_script(1, 1).conversations[0])
+    assert (result.status, result.turns, result.retries) == ("failed", 1, 3)
+
+
 def test_a_torn_last_journal_line_is_dropped(tmp_path: Path, workspace: Path) -> None:
     settings = simulated_settings()
     script = small_script(3, 2, name="torn")
@@ -319,48 +342,66 @@ def test_concurrency_must_be_positive(workspace: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.ray
+@pytest.mark.parametrize(
+    "held", ["/api/show", "/api/chat"], ids=["during-the-start", "during-the-first-answer"]
+)
 def test_a_turn_hit_by_an_actor_death_is_retried(
-    ray_instance: None, tmp_path: Path, workspace: Path
+    ray_instance: None, tmp_path: Path, workspace: Path, held: str
 ) -> None:
-    settings = simulated_settings(latency_ms=300)
+    """The provider is killed while its very first request of that kind is held
+    at the model server: during a conversation's start (``/api/show``, the model's
+    window) or its first answer. The start or turn is tried again once Ray has
+    restarted the provider; every message is recorded once, nothing is lost."""
     script = small_script(2, 2, name="retried")
     results = tmp_path / "retried.results.jsonl"
 
-    async def run() -> tuple[BatchReport, dict[str, Session]]:
+    async def run(server: FakeOllama) -> tuple[BatchReport, dict[str, Session]]:
+        settings = simulated_settings()
+        settings.provider.name = "ollama"
+        settings.provider.model = "llama3.2:latest"
+        settings.provider.ollama.host = server.url
         runtime = create_runtime(settings, workspace, kind="ray")
         await runtime.start()
         try:
             coordinator = Coordinator(runtime, settings, workspace=workspace)
             runner = BatchRunner(coordinator, script, results, concurrency=2)
+            release = threading.Event()
+            server.hold_next(held, release)
 
-            async def kill_while_answering() -> None:
-                while runtime.provider.inflight == 0:
-                    await asyncio.sleep(0.002)
-                await asyncio.sleep(0.05)  # inside the 300 ms answer
+            async def kill_while_held() -> None:
+                await asyncio.to_thread(
+                    wait_until, lambda: server.received(held), what=f"a request to {held}"
+                )
                 await runtime.provider.kill()
 
-            killer = asyncio.ensure_future(kill_while_answering())
-            report = await runner.run()
+            killer = asyncio.ensure_future(kill_while_held())
+            try:
+                report = await runner.run()
+            finally:
+                release.set()  # never answered before the provider died: nothing raced
             await killer
+            tagged = await runtime.recording.call(RecordingShell.list_sessions, tag=script.name)
             sessions = {
-                r.session_id or "": await runtime.recording.call(
-                    RecordingShell.get_session, r.session_id or ""
+                summary.session_id: await runtime.recording.call(
+                    RecordingShell.get_session, summary.session_id
                 )
-                for r in report.results
+                for summary in tagged
             }
             return report, sessions
         finally:
             await runtime.shutdown()
 
-    report, sessions = asyncio.run(run())
-    assert report.done == 2 and report.failed == 0
+    with FakeOllama() as server:
+        report, sessions = asyncio.run(run(server))
+    assert [(r.status, r.error) for r in report.results] == [("done", None)] * 2
     assert sum(r.retries for r in report.results) >= 1
+    # a start cut short leaves no session behind: one per conversation
+    assert set(sessions) == {r.session_id for r in report.results}
     for result in report.results:
         session = sessions[result.session_id or ""]
         users = [m.text for m in session.messages if m.role == "user"]
-        wanted = [f"{result.name} turn 1", f"{result.name} turn 2"]
-        assert [u for i, u in enumerate(users) if i == 0 or users[i - 1] != u] == wanted
-        assert result.final_answer == expected_answer(settings, wanted[-1])
+        assert users == [f"{result.name} turn 1", f"{result.name} turn 2"]
+        assert result.final_answer == f"You said: {result.name} turn 2"
 
 
 def _conversation(*pairs: tuple[str, object]) -> list[SessionMessage]:

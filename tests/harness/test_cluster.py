@@ -1,5 +1,5 @@
 """A real two-node Ray cluster on this machine (``ray start --head`` plus a worker
-node, private ports and temp folder) running a batch through ``--ray-address``.
+node, ports of Ray's choosing and a private temp folder) running a batch through ``--ray-address``.
 
 The head offers 1 CPU and the worker 2; the config asks for two tool workers
 and a compression actor of 1 CPU each, so the pipeline can only start if the
@@ -15,9 +15,7 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -30,6 +28,7 @@ import pytest
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.recording import ChatRecordingService
 from tests.harness.conftest import REPO, expected_answer, ollm
+from tests.ray_node import HEAD_PORTS, NODE_PORTS, RAY_CLI, head_address
 
 CONFIG = """\
 provider:
@@ -48,9 +47,6 @@ runtime:
 # A private cluster on 127.0.0.1: no token (Ray 2.60 enables token auth when
 # ~/.ray/auth_token exists, and the driver would need the same token).
 NO_AUTH = {"RAY_AUTH_MODE": "disabled"}
-RAY_CLI = [sys.executable, "-m", "ray.scripts.scripts"]
-"""Ray's own command, run by this interpreter: no ``ray`` found on ``PATH`` (another
-Python's, or none when an earlier test left ``PATH`` without it)."""
 
 SCRIPT = """\
 name: on-cluster
@@ -59,35 +55,6 @@ conversations:
     copies: 6
     messages: ["first {copy}", "second {copy}"]
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _node_ports() -> list[str]:
-    ports: list[str] = []
-    for flag in (
-        "--node-manager-port",
-        "--object-manager-port",
-        "--metrics-export-port",
-        "--dashboard-agent-listen-port",
-        "--dashboard-agent-grpc-port",
-        "--runtime-env-agent-port",
-    ):
-        ports += [flag, str(_free_port())]
-    return ports
-
-
-def _wait_for_port(port: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
-            return
-        time.sleep(0.2)
-    raise TimeoutError(f"the Ray head did not listen on {port} within {timeout} s")
 
 
 def _stop(leaders: list[subprocess.Popen[bytes]]) -> None:
@@ -115,15 +82,13 @@ def cluster(tmp_path: Path) -> Iterator[str]:
     """A head and a worker node on 127.0.0.1; yields the head's address."""
     temp = tempfile.mkdtemp(prefix="ollm-ray-", dir="/tmp")  # short: Ray's sockets live there
     env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0", **NO_AUTH}
-    port = _free_port()
     common = ["--node-ip-address", "127.0.0.1", "--disable-usage-stats", "--block"]
     leaders: list[subprocess.Popen[bytes]] = []
     logs = tmp_path / "ray-logs"
     logs.mkdir()
     try:
-        head_args = ["--head", "--port", str(port), "--temp-dir", temp, "--num-cpus", "1"]
-        head_args += ["--include-dashboard", "false", "--min-worker-port", "0"]
-        head_args += ["--max-worker-port", "0", *_node_ports(), *common]
+        head_args = ["--head", *HEAD_PORTS, "--temp-dir", temp, "--num-cpus", "1"]
+        head_args += ["--include-dashboard", "false", *common]
         leaders.append(
             subprocess.Popen(
                 [*RAY_CLI, "start", *head_args],
@@ -134,10 +99,8 @@ def cluster(tmp_path: Path) -> Iterator[str]:
                 stderr=subprocess.STDOUT,
             )
         )
-        _wait_for_port(port, 60)
-        worker_args = ["--address", f"127.0.0.1:{port}", "--num-cpus", "2"]
-        worker_args += ["--min-worker-port", "0", "--max-worker-port", "0"]
-        worker_args += [*_node_ports(), *common]
+        address = head_address(temp, leaders[0])
+        worker_args = ["--address", address, "--num-cpus", "2", *NODE_PORTS, *common]
         leaders.append(
             subprocess.Popen(
                 [*RAY_CLI, "start", *worker_args],
@@ -148,7 +111,7 @@ def cluster(tmp_path: Path) -> Iterator[str]:
                 stderr=subprocess.STDOUT,
             )
         )
-        yield f"127.0.0.1:{port}"
+        yield address
     finally:
         _stop(leaders)
         shutil.rmtree(temp, ignore_errors=True)

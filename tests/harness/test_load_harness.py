@@ -363,7 +363,9 @@ def test_short_soak_with_an_injected_actor_kill_loses_nothing(
     assert report.retried_turns >= 1
     assert report.verified, report.verification.missing
     assert report.failed_turns == 0, report.errors
-    assert report.turns > 20
+    # turns went on after the last restart (how many fit in 7 s depends on the machine)
+    at_last_kill = next(s for s in report.samples if s.kills == len(report.kills))
+    assert report.turns > at_last_kill.turns
     for name in ("recording", "provider"):
         seen = {
             service.pid
@@ -387,6 +389,43 @@ def test_failures_are_described_by_type_and_never_show_a_secret() -> None:
     described = _describe(ValueError(f"bad token {secret}"))
     assert described.startswith("ValueError: bad token")
     assert secret not in described
+
+
+def test_soak_faults_take_turns(workspace: Path) -> None:
+    """A client kill asked for while the disk is being filled starts after the fill
+    is over (a client could not start its session on the full disk)."""
+    settings = simulated_settings()
+    order: list[str] = []
+
+    async def run() -> list[str]:
+        runtime = create_runtime(settings, workspace, kind="inprocess")
+        await runtime.start()
+        try:
+            coordinator = Coordinator(runtime, settings, workspace=workspace)
+            harness = LoadHarness(coordinator, HarnessOptions(conversations=1, turns=1))
+            disk_freed = asyncio.Event()
+
+            async def fill() -> str:
+                order.append("fill starts")
+                await disk_freed.wait()
+                order.append("fill ends")
+                return "fill"
+
+            async def kill() -> str:
+                order.append("kill starts")
+                return "kill"
+
+            kept: list[str] = []
+            faults = [harness._fault(fill(), kept.append), harness._fault(kill(), kept.append)]
+            await asyncio.sleep(0)  # both faults had their chance to start
+            disk_freed.set()
+            await asyncio.gather(*faults)
+            return kept
+        finally:
+            await runtime.shutdown()
+
+    assert asyncio.run(run()) == ["fill", "kill"]
+    assert order == ["fill starts", "fill ends", "kill starts"]
 
 
 def test_soak_with_clients_killed_and_the_disk_filled_loses_nothing(
@@ -418,11 +457,14 @@ def test_soak_with_clients_killed_and_the_disk_filled_loses_nothing(
         _run, report, _ = asyncio.run(_load(settings, workspace, options))
         assert report.client_kills, report.errors
         assert report.disk_fills, report.errors
-        for kill in report.client_kills:  # one that could not start on a full disk showed nothing
-            assert kill.session_id or kill.shown_chars == 0
+        for kill in report.client_kills:
+            # never during a fill: each client started, showed words, and was killed
+            # while its answer (160 words, 40 ms apart) was still coming; what it showed
+            # longer than the recording interval before the kill is in its session
+            assert kill.session_id and not kill.completed and kill.error is None, kill
+            assert 0 < kill.required_chars <= kill.shown_chars, kill
             assert kill.lost_chars == 0 and not kill.mismatch, kill
-        killed_mid_answer = [k for k in report.client_kills if not k.completed]
-        assert killed_mid_answer and any(k.required_chars for k in killed_mid_answer)
+            assert kill.recorded_chars >= kill.required_chars, kill
         # the disk refused: records waited for it (seen by the fill's sampling of the
         # store's health), or a turn was refused and retried (a session could not be
         # created on the full disk); which one a run meets depends on its timing

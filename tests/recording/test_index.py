@@ -6,6 +6,7 @@ import os
 import sqlite3
 import uuid
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -181,3 +182,23 @@ def test_list_is_served_from_the_index_without_reading_files(tmp_path: Path) -> 
     with pytest.raises(sqlite3.ProgrammingError):
         index.close()
         index._conn.execute("SELECT 1")
+
+
+def test_a_listing_filters_by_folder_and_message_count(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    short = _write(folder, ["one"], metadata={"workingDir": "/src/app"})
+    long = _write(folder, ["one", "two", "three"], metadata={"workingDir": "/src/app"})
+    elsewhere = _write(folder, ["one", "two", "three"], metadata={"workingDir": "/tmp"})
+    index = SessionIndex(folder)
+    try:
+        index.refresh()
+
+        def ids(**filters: Any) -> set[str]:
+            return {s.session_id for s in index.list_sessions(**filters)}
+
+        assert ids(working_dir="/src/app") == {short, long}
+        assert ids(min_messages=2) == {long, elsewhere}
+        assert ids(working_dir="/src/app", min_messages=2) == {long}
+        assert ids(working_dir="/nowhere") == set()
+    finally:
+        index.close()

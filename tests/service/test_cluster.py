@@ -1,9 +1,9 @@
 """``ollm run --ray-address``: a thin client of the pipeline host on a Ray cluster.
 
 The test starts a Ray head of its own (``ray start --head`` on 127.0.0.1, token
-authentication with a token of its own, private ports and temp folder) and
-stops exactly its processes after (never ``ray stop``, which would stop every
-Ray of the machine). The conversation must live in the cluster, as it does in
+authentication with a token of its own, ports of Ray's choosing, a private temp
+folder) and stops exactly its processes after (never ``ray stop``, which would
+stop every Ray of the machine). The conversation must live in the cluster, as it does in
 the local service: the named detached pipeline host in the home's namespace,
 found again by the next command (``--continue``), and no local service started.
 """
@@ -16,11 +16,9 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,22 +26,8 @@ import psutil
 import pytest
 
 from ollm_cli.pipeline.service._state import ServicePaths, read_state
+from tests.ray_node import HEAD_PORTS, RAY_CLI, head_address
 from tests.service.conftest import OLLM, REPO
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _wait_for_port(port: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
-            return
-        time.sleep(0.2)
-    raise TimeoutError(f"the Ray head did not listen on {port} within {timeout} s")
 
 
 def _stop(leader: subprocess.Popen[bytes], address: str) -> None:
@@ -55,7 +39,7 @@ def _stop(leader: subprocess.Popen[bytes], address: str) -> None:
     for process in psutil.process_iter(["pid", "cmdline"]):
         with contextlib.suppress(psutil.Error, OSError):
             cmdline = " ".join(process.info.get("cmdline") or [])
-            if os.getsid(process.pid) == leader.pid or address in cmdline:
+            if os.getsid(process.pid) == leader.pid or (address and address in cmdline):
                 process.kill()
 
 
@@ -69,31 +53,20 @@ def cluster(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
     auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
     env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0", **auth}
     env.pop("RAY_ADDRESS", None)
-    port = _free_port()
-    args = ["--head", "--port", str(port), "--node-ip-address", "127.0.0.1"]
-    args += ["--temp-dir", temp, "--num-cpus", "1", "--include-dashboard", "false"]
-    args += ["--disable-usage-stats", "--block", "--min-worker-port", "0", "--max-worker-port", "0"]
-    for flag in (
-        "--node-manager-port",
-        "--object-manager-port",
-        "--metrics-export-port",
-        "--dashboard-agent-listen-port",
-        "--dashboard-agent-grpc-port",
-        "--runtime-env-agent-port",
-    ):
-        args += [flag, str(_free_port())]
+    args = ["--head", *HEAD_PORTS, "--node-ip-address", "127.0.0.1", "--temp-dir", temp]
+    args += ["--num-cpus", "1", "--include-dashboard", "false", "--disable-usage-stats", "--block"]
     log = (tmp_path / "head.log").open("wb")
     leader = subprocess.Popen(
-        [sys.executable, "-m", "ray.scripts.scripts", "start", *args],
+        [*RAY_CLI, "start", *args],
         cwd=REPO,
         env=env,
         start_new_session=True,
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    address = f"127.0.0.1:{port}"
+    address = ""
     try:
-        _wait_for_port(port, 90)
+        address = head_address(temp, leader)
         yield address, auth
     finally:
         _stop(leader, address)
