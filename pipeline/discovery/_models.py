@@ -1,5 +1,10 @@
 """The records of file discovery: what a scan is asked, what it found, each file.
 
+They are frozen dataclasses, not pydantic models: ``ollm files`` builds one of
+each per run, and a pydantic model's import and validator cost more than the
+scan of a whole repository (they cross no process boundary as JSON: ``ollm
+files --json`` writes its own payload from them).
+
 Example::
 
     options = DiscoveryOptions(root=Path("."), max_depth=4)
@@ -11,23 +16,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from typing import Literal
 
 ChangeEvent = Literal["add", "change", "unlink"]
 EntryKind = Literal["file", "directory", "symlink"]
+NoteKind = Literal[
+    "unreadable", "cap_reached", "symlink_loop", "depth_limit", "git_unavailable", "time_limit"
+]
 ChangeCallback = Callable[[ChangeEvent, str], None]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
-
-
-class FileEntry(_Model):
+@dataclass(frozen=True, slots=True)
+class FileEntry:
     """One discovered file (``type`` is ``symlink`` for a link that was not followed,
     ``directory`` for a nested repository or a submodule, listed as one entry)."""
 
@@ -38,34 +41,46 @@ class FileEntry(_Model):
     modified: datetime | None = None
 
 
-class DiscoveryOptions(_Model):
+@dataclass(frozen=True, slots=True)
+class DiscoveryOptions:
     """What to scan. ``None`` means the value of ``services.fileDiscovery``.
 
     ``include_patterns`` keep only the files they match; ``exclude_patterns`` leave
     out files and whole directories; both use gitignore syntax (``*.py`` at any
-    depth, ``src/**/*.ts`` from the root).
+    depth, ``src/**/*.ts`` from the root). A negative ``max_depth`` or a
+    ``max_files`` below 1 is a ``ValueError``.
     """
 
     root: Path
-    max_depth: Annotated[int, Field(ge=0)] | None = None
+    max_depth: int | None = None
     include_patterns: tuple[str, ...] = ()
     exclude_patterns: tuple[str, ...] = ()
     follow_symlinks: bool | None = None
-    max_files: Annotated[int, Field(ge=1)] | None = None
+    max_files: int | None = None
     allow_broad_root: bool = False
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.root, Path):  # a str from a caller: the path it names
+            object.__setattr__(self, "root", Path(self.root))
+        object.__setattr__(self, "include_patterns", tuple(self.include_patterns))
+        object.__setattr__(self, "exclude_patterns", tuple(self.exclude_patterns))
+        if self.max_depth is not None and self.max_depth < 0:
+            raise ValueError(f"max_depth must be 0 or more, not {self.max_depth}")
+        if self.max_files is not None and self.max_files < 1:
+            raise ValueError(f"max_files must be 1 or more, not {self.max_files}")
 
-class DiscoveryNote(_Model):
+
+@dataclass(frozen=True, slots=True)
+class DiscoveryNote:
     """Something the user should know about a scan: it is never silent."""
 
-    kind: Literal[
-        "unreadable", "cap_reached", "symlink_loop", "depth_limit", "git_unavailable", "time_limit"
-    ]
+    kind: NoteKind
     path: str
     message: str
 
 
-class ScanStats(_Model):
+@dataclass(frozen=True, slots=True)
+class ScanStats:
     """Counters of one scan (of the scan that filled the cache, for a cached result)."""
 
     directories_scanned: int = 0
@@ -75,25 +90,29 @@ class ScanStats(_Model):
     elapsed_ms: float = 0.0
 
 
-class DiscoveryResult(_Model):
-    """The files of one scan, as paths relative to ``root``, ``/``-separated, sorted."""
+@dataclass(frozen=True, slots=True)
+class DiscoveryResult:
+    """The files of one scan, as paths relative to ``root``, ``/``-separated, sorted.
+
+    ``repositories`` are the entries of ``files`` that are nested repositories
+    (``name/``) or submodules; ``depth_limited``: directories below the depth limit
+    were left out (see the ``depth_limit`` note); ``time_limited``: the scan ran out
+    of time (``scanTimeS``) and left directories out (see the ``time_limit`` note);
+    ``tracked``: how many paths git's index holds under the root (0 outside a work
+    tree).
+    """
 
     root: str
     files: tuple[str, ...]
     symlinks: frozenset[str] = frozenset()
     repositories: frozenset[str] = frozenset()
-    """Entries of :attr:`files` that are nested repositories (``name/``) or submodules."""
     notes: tuple[DiscoveryNote, ...] = ()
     truncated: bool = False
     depth_limited: bool = False
-    """Directories below the depth limit were left out (see the ``depth_limit`` note)."""
     time_limited: bool = False
-    """The scan ran out of time (``scanTimeS``) and left directories out (see the
-    ``time_limit`` note)."""
     tracked: int = 0
-    """How many paths git's index holds under the root (0 outside a work tree)."""
     from_cache: bool = False
-    stats: ScanStats = Field(default_factory=ScanStats)
+    stats: ScanStats = field(default_factory=ScanStats)
 
     def entries(self, with_stats: bool = False) -> list[FileEntry]:
         """The files as :class:`FileEntry` objects; ``with_stats`` reads size and

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -44,7 +45,7 @@ def tree(tmp_path: Path) -> Path:
     return root
 
 
-def options(root: Path, **kwargs: object) -> DiscoveryOptions:
+def options(root: Path, **kwargs: Any) -> DiscoveryOptions:
     return DiscoveryOptions(root=root, **kwargs)
 
 
@@ -258,7 +259,7 @@ def test_unreadable_directory_is_skipped_with_a_note(tmp_path: Path) -> None:
             "from ollm_cli.pipeline.discovery import DiscoveryOptions, FileDiscoveryService\n"
             "r = FileDiscoveryService().scan(DiscoveryOptions(root=Path(sys.argv[1])))\n"
             "sys.stdout.buffer.write(orjson.dumps({'files': r.files,"
-            " 'notes': [n.model_dump() for n in r.notes]}))\n"
+            " 'notes': r.notes}))\n"  # orjson writes dataclasses
         )
         command = [sys.executable, "-c", script, str(tmp_path)]
         if os.geteuid() == 0:  # root reads anything: drop the capabilities that allow it

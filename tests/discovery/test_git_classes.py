@@ -9,6 +9,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -31,7 +32,7 @@ from tests.discovery.git_classes import (
 from tests.discovery.trees import age, build, git, git_init, ignore_dirs, pattern_lines, trees
 
 
-def scanned(root: Path, **options: object) -> list[str]:
+def scanned(root: Path, **options: Any) -> list[str]:
     return list(FileDiscoveryService().scan(DiscoveryOptions(root=root, **options)).files)
 
 
