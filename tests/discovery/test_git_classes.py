@@ -191,7 +191,7 @@ def test_generated_trees_with_tracked_ignored_files_equal_git(
 
 
 def test_names_shown_on_a_terminal_carry_no_control_sequence() -> None:
-    from ollm_cli.cli.files_cmd import shown
+    from ollm_cli.cli.files_lean import shown
 
     assert shown("red\x1b[31m.txt") == "red\\x1b[31m.txt"
     assert shown(os.fsdecode(b"caf\xe9\x9b.txt")) == "caf\\xe9\\x9b.txt"
