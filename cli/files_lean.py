@@ -29,10 +29,9 @@ import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from ollm_cli.pipeline.terminal_text import BIDI_CONTROLS
 
 if TYPE_CHECKING:
     from ollm_cli.pipeline.discovery import DiscoveryResult, ScanSettings
@@ -140,7 +139,6 @@ def run_lean(args: Sequence[str]) -> int | None:
     request = parse_files_args(args)
     if request is None or COMPLETION_VARIABLE in os.environ:
         return None
-    from ollm_cli.cli.exit_codes import exit_code_for
     from ollm_cli.cli.log_lines import TerminalLogHandler
     from ollm_cli.pipeline.environment import configure_logging
     from ollm_cli.pipeline.errors import OllmError
@@ -149,21 +147,22 @@ def run_lean(args: Sequence[str]) -> int | None:
         configure_logging(handler=TerminalLogHandler())
         list_files(request)
     except OllmError as error:
-        _print_error(error)
-        return exit_code_for(error)
+        return _failed(error, error)
     except KeyboardInterrupt as interrupt:
-        _print_error(OllmError("interrupted"))
-        return exit_code_for(interrupt)
+        return _failed(OllmError("interrupted"), interrupt)
     except BrokenPipeError:  # `ollm files | head`: as click does, quietly, code 1
         _silence_stdout()
         return 1
     return 0
 
 
-def _print_error(error: BaseException) -> None:
+def _failed(error: BaseException, cause: BaseException) -> int:
+    """Say what went wrong as every command does; the exit code ``cause`` means."""
+    from ollm_cli.cli.exit_codes import exit_code_for
     from ollm_cli.cli.output import print_error
 
     print_error(error, as_json="--json" in sys.argv)
+    return exit_code_for(cause)
 
 
 def _silence_stdout() -> None:
@@ -280,7 +279,12 @@ def summary(result: DiscoveryResult) -> dict[str, Any]:
     }
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f" + BIDI_CONTROLS + "]")
+@cache
+def _control() -> re.Pattern[str]:
+    """What :func:`shown` escapes (compiled when first needed: a pipe needs none)."""
+    from ollm_cli.pipeline.terminal_text import BIDI_CONTROLS
+
+    return re.compile(r"[\x00-\x1f\x7f-\x9f" + BIDI_CONTROLS + "]")
 
 
 def shown(name: str) -> str:
@@ -288,7 +292,7 @@ def shown(name: str) -> str:
     not UTF-8 and control characters become ``\\xNN`` (``caf\\xe9.txt``), and
     bidirectional controls ``\\uNNNN`` (``\\u202etxt.exe``, never shown as ``exe.txt``)."""
     text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return _CONTROL.sub(_escaped, text)
+    return _control().sub(_escaped, text)
 
 
 def _escaped(found: re.Match[str]) -> str:

@@ -17,9 +17,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:  # imported when a size and time are asked for (--stats)
+    from datetime import datetime
 
 ChangeEvent = Literal["add", "change", "unlink"]
 EntryKind = Literal["file", "directory", "symlink"]
@@ -141,6 +143,8 @@ def make_entry(root: str, relative: str, kind: EntryKind, with_stats: bool) -> F
         info = os.lstat(path) if is_link else os.stat(path)
     except OSError:
         return FileEntry(path=path, relative_path=relative, type=kind)
+    from datetime import UTC, datetime
+
     modified = datetime.fromtimestamp(info.st_mtime, UTC)
     return FileEntry(
         path=path, relative_path=relative, type=kind, size=info.st_size, modified=modified
