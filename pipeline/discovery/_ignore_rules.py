@@ -100,6 +100,63 @@ def _alternation(
     return re.compile(f"(?s:{source})"), tuple(index for index, _ in ordered)
 
 
+class _Matcher:
+    """Rules of one kind (names or paths; of files or directories) as a dict of the
+    literal ones (``/git-add``: most lines of a large ``.gitignore``) and one regex
+    for the rest. A match is the index of the last matching rule (git's winner), -1
+    for none: a dict lookup and at most one regex, where one regex of hundreds of
+    alternatives tried each in turn for every entry."""
+
+    __slots__ = ("literals", "order", "regex")
+
+    def __init__(self, rules: Sequence[tuple[int, IgnoreRule]]) -> None:
+        self.literals: dict[str, int] = {}
+        patterned: list[tuple[int, IgnoreRule]] = []
+        for index, rule in rules:
+            literal = _literal(rule.regex)
+            if literal is None:
+                patterned.append((index, rule))
+            else:
+                self.literals[literal] = max(index, self.literals.get(literal, -1))
+        self.regex, self.order = _alternation(patterned)
+
+    def __bool__(self) -> bool:
+        return bool(self.literals) or self.regex is not None
+
+    def index(self, text: str) -> int:
+        best = self.literals.get(text, -1)
+        if self.regex is not None:
+            found = self.regex.fullmatch(text)
+            if found is not None:
+                best = max(best, self.order[found.lastindex - 1])  # type: ignore[operator]
+        return best
+
+
+_REGEX_SPECIAL = frozenset(".^$*+?{}[]|()")
+
+
+def _literal(regex: str) -> str | None:
+    """The text ``regex`` matches when that is one fixed string (it escapes every
+    special character as :func:`re.escape` does), else ``None``."""
+    chars: list[str] = []
+    i = 0
+    while i < len(regex):
+        char = regex[i]
+        if char == "\\":
+            escaped = regex[i + 1 : i + 2]
+            if not escaped or escaped.isalnum() or escaped == "_":
+                return None  # \d, \w, \A...: a class or an anchor, not a character
+            chars.append(escaped)
+            i += 2
+            continue
+        if char in _REGEX_SPECIAL:
+            return None
+        chars.append(char)
+        i += 1
+    text = "".join(chars)
+    return text if re.escape(text) == regex else None
+
+
 @dataclass(frozen=True)
 class RuleSet:
     """The compiled rules of one ignore file, anchored at ``base`` (a path relative to
@@ -108,29 +165,23 @@ class RuleSet:
     base: str
     rules: tuple[IgnoreRule, ...]
     source: str = ""
-    _name_file: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
-    _name_dir: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
-    _path_file: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
-    _path_dir: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
-    _orders: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
+    _name_file: _Matcher = field(init=False, repr=False, compare=False)
+    _name_dir: _Matcher = field(init=False, repr=False, compare=False)
+    _path_file: _Matcher = field(init=False, repr=False, compare=False)
+    _path_dir: _Matcher = field(init=False, repr=False, compare=False)
     has_path_rules: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         indexed = list(enumerate(self.rules))
-        name_file, o1 = _alternation(
-            [(i, r) for i, r in indexed if r.basename_only and not r.dir_only]
-        )
-        name_dir, o2 = _alternation([(i, r) for i, r in indexed if r.basename_only])
-        path_file, o3 = _alternation(
-            [(i, r) for i, r in indexed if not r.basename_only and not r.dir_only]
-        )
-        path_dir, o4 = _alternation([(i, r) for i, r in indexed if not r.basename_only])
+        name_file = _Matcher([(i, r) for i, r in indexed if r.basename_only and not r.dir_only])
+        name_dir = _Matcher([(i, r) for i, r in indexed if r.basename_only])
+        path_file = _Matcher([(i, r) for i, r in indexed if not r.basename_only and not r.dir_only])
+        path_dir = _Matcher([(i, r) for i, r in indexed if not r.basename_only])
         object.__setattr__(self, "_name_file", name_file)
         object.__setattr__(self, "_name_dir", name_dir)
         object.__setattr__(self, "_path_file", path_file)
         object.__setattr__(self, "_path_dir", path_dir)
-        object.__setattr__(self, "_orders", (o1, o2, o3, o4))
-        object.__setattr__(self, "has_path_rules", path_dir is not None)
+        object.__setattr__(self, "has_path_rules", bool(path_dir))
 
     @classmethod
     def from_lines(cls, lines: Iterable[str], base: str = "", source: str = "") -> RuleSet:
@@ -186,28 +237,14 @@ class RuleSet:
         ``rel`` is the entry's path relative to ``base``; ``name`` its last component.
         """
         best = self.path_index(rel, is_dir)
-        name_rx, order = (
-            (self._name_dir, self._orders[1]) if is_dir else (self._name_file, self._orders[0])
-        )
-        if name_rx is not None:
-            found = name_rx.fullmatch(name)
-            if found is not None:
-                best = max(best, order[found.lastindex - 1])  # type: ignore[operator]
+        best = max(best, (self._name_dir if is_dir else self._name_file).index(name))
         if best < 0:
             return None
         return not self.rules[best].negated
 
     def path_index(self, rel: str, is_dir: bool) -> int:
         """The index of the last anchored (path) rule matching ``rel``, or -1."""
-        path_rx, order = (
-            (self._path_dir, self._orders[3]) if is_dir else (self._path_file, self._orders[2])
-        )
-        if path_rx is None:
-            return -1
-        found = path_rx.fullmatch(rel)
-        if found is None:
-            return -1
-        return order[found.lastindex - 1]  # type: ignore[operator]
+        return (self._path_dir if is_dir else self._path_file).index(rel)
 
 
 _RANK_STRIDE = 1 << 32
