@@ -28,17 +28,15 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from ollm_cli.pipeline.discovery import DiscoveryResult, ScanSettings
 
 
-@dataclass(frozen=True, slots=True)
-class FilesRequest:
+class FilesRequest(NamedTuple):
     """The options of one ``ollm files`` (``files_cmd.files`` documents each)."""
 
     path: Path = Path(".")
@@ -122,7 +120,7 @@ def parse_files_args(args: Sequence[str]) -> FilesRequest | None:
     if path == "":
         return None
     request = FilesRequest(include=tuple(include), exclude=tuple(exclude), **fields)
-    return request if path is None else replace(request, path=Path(path))
+    return request if path is None else request._replace(path=Path(path))
 
 
 def _split(arg: str) -> tuple[str, str | None]:

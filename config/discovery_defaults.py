@@ -12,7 +12,7 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 DEFAULT_BUILTIN_IGNORES: tuple[str, ...] = (
     "node_modules",
@@ -24,8 +24,7 @@ DEFAULT_BUILTIN_IGNORES: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class FileDiscoveryDefaults:
+class FileDiscoveryDefaults(NamedTuple):
     """Each ``services.fileDiscovery`` key at its default (the model's field docs say
     what each means)."""
 

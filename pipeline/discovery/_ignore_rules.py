@@ -52,8 +52,8 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from typing import NamedTuple
 
 from ollm_cli.config.ignore_syntax import IgnoreRule, NeverMatchesError, parse_rule
 
@@ -157,31 +157,47 @@ def _literal(regex: str) -> str | None:
     return text if re.escape(text) == regex else None
 
 
-@dataclass(frozen=True)
 class RuleSet:
     """The compiled rules of one ignore file, anchored at ``base`` (a path relative to
-    the scan root, ``""`` for the root itself, or an absolute directory above it)."""
+    the scan root, ``""`` for the root itself, or an absolute directory above it).
+    Equal when ``base``, ``rules`` and ``source`` are; not changed once made."""
 
-    base: str
-    rules: tuple[IgnoreRule, ...]
-    source: str = ""
-    _name_file: _Matcher = field(init=False, repr=False, compare=False)
-    _name_dir: _Matcher = field(init=False, repr=False, compare=False)
-    _path_file: _Matcher = field(init=False, repr=False, compare=False)
-    _path_dir: _Matcher = field(init=False, repr=False, compare=False)
-    has_path_rules: bool = field(init=False, repr=False, compare=False)
+    __slots__ = (
+        "_name_dir",
+        "_name_file",
+        "_path_dir",
+        "_path_file",
+        "base",
+        "has_path_rules",
+        "rules",
+        "source",
+    )
 
-    def __post_init__(self) -> None:
-        indexed = list(enumerate(self.rules))
-        name_file = _Matcher([(i, r) for i, r in indexed if r.basename_only and not r.dir_only])
-        name_dir = _Matcher([(i, r) for i, r in indexed if r.basename_only])
-        path_file = _Matcher([(i, r) for i, r in indexed if not r.basename_only and not r.dir_only])
-        path_dir = _Matcher([(i, r) for i, r in indexed if not r.basename_only])
-        object.__setattr__(self, "_name_file", name_file)
-        object.__setattr__(self, "_name_dir", name_dir)
-        object.__setattr__(self, "_path_file", path_file)
-        object.__setattr__(self, "_path_dir", path_dir)
-        object.__setattr__(self, "has_path_rules", bool(path_dir))
+    def __init__(self, base: str, rules: tuple[IgnoreRule, ...], source: str = "") -> None:
+        self.base = base
+        self.rules = rules
+        self.source = source
+        indexed = list(enumerate(rules))
+        self._name_file = _Matcher(
+            [(i, r) for i, r in indexed if r.basename_only and not r.dir_only]
+        )
+        self._name_dir = _Matcher([(i, r) for i, r in indexed if r.basename_only])
+        self._path_file = _Matcher(
+            [(i, r) for i, r in indexed if not r.basename_only and not r.dir_only]
+        )
+        self._path_dir = _Matcher([(i, r) for i, r in indexed if not r.basename_only])
+        self.has_path_rules = bool(self._path_dir)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RuleSet):
+            return NotImplemented
+        return (self.base, self.rules, self.source) == (other.base, other.rules, other.source)
+
+    def __hash__(self) -> int:
+        return hash((self.base, self.rules, self.source))
+
+    def __repr__(self) -> str:
+        return f"RuleSet(base={self.base!r}, rules={self.rules!r}, source={self.source!r})"
 
     @classmethod
     def from_lines(cls, lines: Iterable[str], base: str = "", source: str = "") -> RuleSet:
@@ -333,7 +349,6 @@ class DirectoryRules:
         return IGNORED_BY_OLLM if rank >= self._ollm_rank else IGNORED
 
 
-@dataclass(frozen=True)
 class IgnoreStack:
     """The ignore files in force in one directory, in git's precedence order.
 
@@ -344,9 +359,20 @@ class IgnoreStack:
     file's directory.
     """
 
-    builtin: RuleSet
-    git: tuple[RuleSet, ...] = ()
-    ollm: tuple[RuleSet, ...] = ()
+    def __init__(
+        self, builtin: RuleSet, git: tuple[RuleSet, ...] = (), ollm: tuple[RuleSet, ...] = ()
+    ) -> None:
+        self.builtin = builtin
+        self.git = git
+        self.ollm = ollm
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, IgnoreStack):
+            return NotImplemented
+        return (self.builtin, self.git, self.ollm) == (other.builtin, other.git, other.ollm)
+
+    def __hash__(self) -> int:
+        return hash((self.builtin, self.git, self.ollm))
 
     def child(self, git_file: RuleSet | None, ollm_file: RuleSet | None) -> IgnoreStack:
         """The stack of a subdirectory that holds ``git_file`` / ``ollm_file`` (or not)."""
@@ -405,8 +431,7 @@ def builtin_rules(patterns: Iterable[str]) -> RuleSet:
     return RuleSet.from_lines(patterns, "", "builtinIgnores")
 
 
-@dataclass(frozen=True, slots=True)
-class Repository:
+class Repository(NamedTuple):
     """Where a work tree's git data is: ``top`` (the work tree), ``git_dir`` (its own
     directory: ``index``) and ``common_dir`` (shared by linked worktrees:
     ``info/exclude``, ``config``)."""

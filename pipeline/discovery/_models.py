@@ -1,9 +1,10 @@
 """The records of file discovery: what a scan is asked, what it found, each file.
 
-They are frozen dataclasses, not pydantic models: ``ollm files`` builds one of
-each per run, and a pydantic model's import and validator cost more than the
-scan of a whole repository (they cross no process boundary as JSON: ``ollm
-files --json`` writes its own payload from them).
+They are named tuples (and :class:`DiscoveryOptions` a small class that checks
+its values), not pydantic models or dataclasses: ``ollm files`` imports them at
+every run, and a pydantic model's import and validator, or a dataclass's
+generated methods, cost more than the scan of a repository. They cross no
+process boundary as JSON (``ollm files --json`` writes its own payload).
 
 Example::
 
@@ -15,10 +16,9 @@ Example::
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 if TYPE_CHECKING:  # imported when a size and time are asked for (--stats)
     from datetime import datetime
@@ -31,8 +31,7 @@ NoteKind = Literal[
 ChangeCallback = Callable[[ChangeEvent, str], None]
 
 
-@dataclass(frozen=True, slots=True)
-class FileEntry:
+class FileEntry(NamedTuple):
     """One discovered file (``type`` is ``symlink`` for a link that was not followed,
     ``directory`` for a nested repository or a submodule, listed as one entry)."""
 
@@ -43,37 +42,92 @@ class FileEntry:
     modified: datetime | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class DiscoveryOptions:
     """What to scan. ``None`` means the value of ``services.fileDiscovery``.
 
     ``include_patterns`` keep only the files they match; ``exclude_patterns`` leave
     out files and whole directories; both use gitignore syntax (``*.py`` at any
     depth, ``src/**/*.ts`` from the root). A negative ``max_depth`` or a
-    ``max_files`` below 1 is a ``ValueError``.
+    ``max_files`` below 1 is a ``ValueError``. Read-only once made.
     """
 
+    __slots__ = (
+        "allow_broad_root",
+        "exclude_patterns",
+        "follow_symlinks",
+        "include_patterns",
+        "max_depth",
+        "max_files",
+        "root",
+    )
     root: Path
-    max_depth: int | None = None
-    include_patterns: tuple[str, ...] = ()
-    exclude_patterns: tuple[str, ...] = ()
-    follow_symlinks: bool | None = None
-    max_files: int | None = None
-    allow_broad_root: bool = False
+    max_depth: int | None
+    include_patterns: tuple[str, ...]
+    exclude_patterns: tuple[str, ...]
+    follow_symlinks: bool | None
+    max_files: int | None
+    allow_broad_root: bool
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.root, Path):  # a str from a caller: the path it names
-            object.__setattr__(self, "root", Path(self.root))
-        object.__setattr__(self, "include_patterns", tuple(self.include_patterns))
-        object.__setattr__(self, "exclude_patterns", tuple(self.exclude_patterns))
-        if self.max_depth is not None and self.max_depth < 0:
-            raise ValueError(f"max_depth must be 0 or more, not {self.max_depth}")
-        if self.max_files is not None and self.max_files < 1:
-            raise ValueError(f"max_files must be 1 or more, not {self.max_files}")
+    def __init__(
+        self,
+        root: Path | str,
+        max_depth: int | None = None,
+        include_patterns: Sequence[str] = (),
+        exclude_patterns: Sequence[str] = (),
+        follow_symlinks: bool | None = None,
+        max_files: int | None = None,
+        allow_broad_root: bool = False,
+    ) -> None:
+        if max_depth is not None and max_depth < 0:
+            raise ValueError(f"max_depth must be 0 or more, not {max_depth}")
+        if max_files is not None and max_files < 1:
+            raise ValueError(f"max_files must be 1 or more, not {max_files}")
+        values = (
+            Path(root),
+            max_depth,
+            tuple(include_patterns),
+            tuple(exclude_patterns),
+            follow_symlinks,
+            max_files,
+            allow_broad_root,
+        )
+        for name, value in zip(_OPTION_FIELDS, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"DiscoveryOptions are read-only (make new ones, not {name})")
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in _OPTION_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DiscoveryOptions):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __reduce__(self) -> tuple[type[DiscoveryOptions], tuple[object, ...]]:
+        return DiscoveryOptions, self._values()  # pickled by value (a worker, Ray)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in _OPTION_FIELDS)
+        return f"DiscoveryOptions({shown})"
 
 
-@dataclass(frozen=True, slots=True)
-class DiscoveryNote:
+_OPTION_FIELDS = (
+    "root",
+    "max_depth",
+    "include_patterns",
+    "exclude_patterns",
+    "follow_symlinks",
+    "max_files",
+    "allow_broad_root",
+)
+
+
+class DiscoveryNote(NamedTuple):
     """Something the user should know about a scan: it is never silent."""
 
     kind: NoteKind
@@ -81,8 +135,7 @@ class DiscoveryNote:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class ScanStats:
+class ScanStats(NamedTuple):
     """Counters of one scan (of the scan that filled the cache, for a cached result)."""
 
     directories_scanned: int = 0
@@ -92,8 +145,7 @@ class ScanStats:
     elapsed_ms: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class DiscoveryResult:
+class DiscoveryResult(NamedTuple):
     """The files of one scan, as paths relative to ``root``, ``/``-separated, sorted.
 
     ``repositories`` are the entries of ``files`` that are nested repositories
@@ -114,7 +166,7 @@ class DiscoveryResult:
     time_limited: bool = False
     tracked: int = 0
     from_cache: bool = False
-    stats: ScanStats = field(default_factory=ScanStats)
+    stats: ScanStats = ScanStats()
 
     def entries(self, with_stats: bool = False) -> list[FileEntry]:
         """The files as :class:`FileEntry` objects; ``with_stats`` reads size and

@@ -56,9 +56,8 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ollm_cli.config.discovery_defaults import FILE_DISCOVERY_DEFAULTS
 from ollm_cli.pipeline.discovery._git import GitView, read_git
@@ -124,8 +123,7 @@ class ScanSettings(Protocol):
 _RACY_S = 0.25
 
 
-@dataclass
-class _CacheEntry:
+class _CacheEntry(NamedTuple):
     result: DiscoveryResult
     stamps: list[tuple[str, int]]
     trust_stamps: bool
@@ -439,7 +437,7 @@ class FileDiscoveryService:
     ) -> None:
         """Cache a complete scan, trusted by mtimes only if none was racy."""
         trust = all(mtime < started_ns - self._racy_ns for _, mtime in stamps)
-        cached = replace(result, from_cache=True)
+        cached = result._replace(from_cache=True)
         with self._lock:
             self._cache[plan.key] = _CacheEntry(cached, stamps, trust, watcher, generation)
             self._cache.move_to_end(plan.key)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 import orjson
@@ -198,7 +197,7 @@ def test_a_variable_alone_is_honoured(project: Path, env: dict[str, str]) -> Non
 
 def test_the_defaults_without_the_model_are_the_models_defaults() -> None:
     model = FileDiscoverySettings.defaults()
-    plain = asdict(FILE_DISCOVERY_DEFAULTS)
+    plain = FILE_DISCOVERY_DEFAULTS._asdict()
     assert {**plain, "builtin_ignores": list(plain["builtin_ignores"])} == model.model_dump()
     assert FileDiscoverySettings.model_validate({}).model_dump() == model.model_dump()
 
