@@ -67,7 +67,6 @@ _VALUES: dict[str, str] = {
 }
 _LEAST = {"depth": 0, "max_files": 1}
 """Each number option's ``min`` in the typer command."""
-_DIGITS = re.compile(r"[0-9]{1,18}")
 COMPLETION_VARIABLE = "_OLLM_COMPLETE"
 """Set by a shell asking typer for completions: typer answers it."""
 
@@ -113,7 +112,7 @@ def parse_files_args(args: Sequence[str]) -> FilesRequest | None:
             include.append(value)
         elif key == "exclude":
             exclude.append(value)
-        elif _DIGITS.fullmatch(value) and int(value) >= _LEAST[key]:
+        elif _plain_number(value) and int(value) >= _LEAST[key]:
             fields[key] = int(value)
         else:
             return None  # not a number, or below the option's minimum
@@ -121,6 +120,12 @@ def parse_files_args(args: Sequence[str]) -> FilesRequest | None:
         return None
     request = FilesRequest(include=tuple(include), exclude=tuple(exclude), **fields)
     return request if path is None else request._replace(path=Path(path))
+
+
+def _plain_number(value: str) -> bool:
+    """ASCII digits only (no sign, blank, ``_`` or other script's digits), as click's
+    integer type reads them alike; anything else is click's to judge."""
+    return value.isascii() and value.isdigit() and len(value) <= 18
 
 
 def _split(arg: str) -> tuple[str, str | None]:
