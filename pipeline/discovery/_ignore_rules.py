@@ -132,28 +132,11 @@ class _Matcher:
         return best
 
 
-_REGEX_SPECIAL = frozenset(".^$*+?{}[]|()")
-
-
 def _literal(regex: str) -> str | None:
-    """The text ``regex`` matches when that is one fixed string (it escapes every
-    special character as :func:`re.escape` does), else ``None``."""
-    chars: list[str] = []
-    i = 0
-    while i < len(regex):
-        char = regex[i]
-        if char == "\\":
-            escaped = regex[i + 1 : i + 2]
-            if not escaped or escaped.isalnum() or escaped == "_":
-                return None  # \d, \w, \A...: a class or an anchor, not a character
-            chars.append(escaped)
-            i += 2
-            continue
-        if char in _REGEX_SPECIAL:
-            return None
-        chars.append(char)
-        i += 1
-    text = "".join(chars)
+    """The text ``regex`` matches when that is one fixed string (it is that string
+    with every special character escaped, as :func:`re.escape` writes it), else
+    ``None``."""
+    text = re.sub(r"\\(.)", r"\1", regex, flags=re.DOTALL)
     return text if re.escape(text) == regex else None
 
 
