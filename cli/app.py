@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ollm_cli.cli.entry import PLUGINS_OFF, lean_exit_code
 from ollm_cli.cli.exit_codes import EXIT_CODES_HELP, exit_code_for
 from ollm_cli.cli.lazy import CommandSpec, LazyGroup
 from ollm_cli.cli.output import print_error
@@ -140,20 +141,15 @@ def _root(
     """The root group's callback (the commands are in :data:`COMMANDS`)."""
 
 
-PLUGINS_OFF = "PYDANTIC_DISABLE_PLUGINS"
-"""pydantic hands every value it validates to the plugins installed beside it
-(logfire's, for one): here that is conversation text and config. The ``ollm``
-command, and the service and workers it starts, run with them off unless the user
-set this variable (``PYDANTIC_DISABLE_PLUGINS=`` turns them back on). It also
-spares every command the scan of all installed packages' entry points (7 ms)."""
-
-
 def main() -> None:
     """Console entry point of ``ollm``."""
     from ollm_cli.cli.log_lines import TerminalLogHandler
     from ollm_cli.pipeline.environment import configure_logging
 
     os.environ.setdefault(PLUGINS_OFF, "__all__")
+    code = lean_exit_code(sys.argv)  # what the `ollm` script would run without typer
+    if code is not None:
+        sys.exit(code)
     configure_logging(handler=TerminalLogHandler())
     try:
         app()

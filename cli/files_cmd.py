@@ -1,21 +1,20 @@
-"""``ollm files``: the project files the model would see, after every ignore rule."""
+"""``ollm files``: the project files the model would see, after every ignore rule.
+
+This is the command's typer face: its ``--help``, and its messages for an
+unknown option or a bad value. A run with good options does not come here:
+the console entry point runs it without typer (:mod:`ollm_cli.cli.files_lean`,
+where the listing is, for both).
+"""
 
 from __future__ import annotations
 
-import os
-import re
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from typer.core import TyperGroup
 
-from ollm_cli.cli.output import console, err_console, print_json
-from ollm_cli.cli.state import loaded_settings
-from ollm_cli.pipeline.discovery import DiscoveryOptions, DiscoveryResult, FileDiscoveryService
-from ollm_cli.pipeline.terminal_text import BIDI_CONTROLS
+from ollm_cli.cli.files_lean import FilesRequest, list_files
 
 
 class _OneCommand(TyperGroup):
@@ -42,54 +41,6 @@ app = typer.Typer(
         "`ollm files --stats`."
     ),
 )
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f" + BIDI_CONTROLS + "]")
-
-
-def shown(name: str) -> str:
-    """A file name as text that is safe to print and to put in JSON: bytes that are
-    not UTF-8 and control characters become ``\\xNN`` (``caf\\xe9.txt``), and
-    bidirectional controls ``\\uNNNN`` (``\\u202etxt.exe``, never shown as ``exe.txt``)."""
-    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return _CONTROL.sub(_escaped, text)
-
-
-def _escaped(found: re.Match[str]) -> str:
-    code = ord(found.group())
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-
-def _write_plain(files: tuple[str, ...]) -> None:
-    """One name a line: the exact bytes for a pipe (like ``git ls-files``), escaped
-    names for a terminal (no control sequence reaches it)."""
-    if sys.stdout.isatty():
-        sys.stdout.write("".join(shown(name) + "\n" for name in files))
-        sys.stdout.flush()
-        return
-    sys.stdout.flush()
-    # One encoding of the whole listing (a newline encodes alike alone or in a name).
-    sys.stdout.buffer.write(os.fsencode("\n".join(files) + "\n"))
-    sys.stdout.buffer.flush()
-
-
-def _summary(result: DiscoveryResult) -> dict[str, Any]:
-    total = sum(entry.size or 0 for entry in result.entries(with_stats=True))
-    stats = result.stats
-    return {
-        "files": len(result.files),
-        "totalBytes": total,
-        "directoriesScanned": stats.directories_scanned,
-        "directoriesIgnored": stats.directories_ignored,
-        "filesIgnored": stats.files_ignored,
-        "ignoreFiles": stats.ignore_files,
-        "elapsedMs": round(stats.elapsed_ms, 3),
-        "fromCache": result.from_cache,
-        "truncated": result.truncated,
-        "depthLimited": result.depth_limited,
-        "timeLimited": result.time_limited,
-        "tracked": result.tracked,
-    }
 
 
 @app.callback(invoke_without_command=True)
@@ -140,54 +91,16 @@ def files(
     Example: `ollm files src --depth 2`, `ollm files --json | jq '.files | length'`,
     `ollm files --stats`.
     """
-    settings = loaded_settings().settings.services.file_discovery
-    service = FileDiscoveryService(settings, cache_size=0)  # one scan: nothing to revalidate
-    result = service.scan(
-        DiscoveryOptions(
-            root=path,
-            max_depth=depth,
-            include_patterns=tuple(include or ()),
-            exclude_patterns=tuple(exclude or ()),
+    list_files(
+        FilesRequest(
+            path=path,
+            json_output=json_output,
+            depth=depth,
+            stats=stats,
+            include=tuple(include or ()),
+            exclude=tuple(exclude or ()),
             follow_symlinks=follow_symlinks,
             max_files=max_files,
-            allow_broad_root=all_roots,
+            all_roots=all_roots,
         )
     )
-    if json_output:
-        names = [shown(name) for name in result.files]
-        payload: dict[str, Any] = {
-            "root": shown(result.root),
-            "files": names,
-            "notes": [
-                {
-                    **note.model_dump(by_alias=True),
-                    "path": shown(note.path),
-                    "message": shown(note.message),
-                }
-                for note in result.notes
-            ],
-            "truncated": result.truncated,
-            "depthLimited": result.depth_limited,
-            "timeLimited": result.time_limited,
-        }
-        escaped = [new for new, old in zip(names, result.files, strict=True) if new != old]
-        if escaped:
-            payload["escaped"] = escaped
-        if stats:
-            payload["stats"] = _summary(result)
-        print_json(payload)
-        return
-    for note in result.notes:
-        err_console.print(f"[yellow]note:[/] {escape(shown(note.message))}", soft_wrap=True)
-    if stats:
-        from rich.table import Table  # only for --stats
-
-        table = Table(title=f"Files under {escape(shown(result.root))}", show_header=False)
-        table.add_column("what", style="cyan")
-        table.add_column("value", justify="right")
-        for key, value in _summary(result).items():
-            table.add_row(key, escape(str(value)))
-        console.print(table)
-        return
-    if result.files:
-        _write_plain(result.files)

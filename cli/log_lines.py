@@ -20,10 +20,6 @@ from __future__ import annotations
 import logging
 import threading
 
-from rich.markup import escape
-
-from ollm_cli.cli.output import err_console
-
 _WORDS = {
     logging.DEBUG: ("debug", "dim"),
     logging.INFO: ("info", "dim"),
@@ -35,6 +31,8 @@ _WORDS = {
 
 def terminal_line(record: logging.LogRecord) -> str:
     """The rich markup of ``record`` as the terminal shows it."""
+    from rich.markup import escape  # rich is imported by the first record, not before
+
     level = max((lvl for lvl in _WORDS if lvl <= record.levelno), default=logging.DEBUG)
     word, style = _WORDS[level]
     ours = record.name == "ollm_cli" or record.name.startswith("ollm_cli.")
@@ -63,6 +61,8 @@ class TerminalLogHandler(logging.Handler):
                 if key in self._shown:
                     return
                 self._shown.add(key)
+            from ollm_cli.cli.output import err_console
+
             err_console.print(terminal_line(record), markup=True, soft_wrap=True)
         except Exception:
             self.handleError(record)

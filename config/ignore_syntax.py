@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _POSIX_CLASSES: dict[str, str] = {
     "alnum": "a-zA-Z0-9",
@@ -47,8 +47,7 @@ class NeverMatchesError(ValueError):
     unknown ``[:class:]``): git skips it silently, we skip it with a warning."""
 
 
-@dataclass(frozen=True, slots=True)
-class IgnoreRule:
+class IgnoreRule(NamedTuple):
     """One parsed line of an ignore file.
 
     ``regex`` matches the whole path relative to the ignore file's directory

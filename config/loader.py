@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from ollm_cli.base.errors import ConfigError
+from ollm_cli.config.layers import ENV_PREFIX, config_variables, has_layers
 from ollm_cli.config.paths import user_config_path, workspace_config_path
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.config.standard_env import standard_env_values
@@ -42,8 +43,6 @@ if TYPE_CHECKING:  # trust is imported when a workspace has a config file
 logger = logging.getLogger(__name__)
 
 DEFAULT_SOURCE = "default"
-ENV_PREFIX = "OLLM_"
-_NOT_CONFIG = {"OLLM_HOME", "OLLM_LOG_LEVEL", "OLLM_NO_RAY", "OLLM_TRUST_WORKSPACE"}
 _SHORT_FORMS = {
     "OLLM_MODEL": ("provider", "model"),
     "OLLM_PROVIDER": ("provider", "name"),
@@ -211,9 +210,7 @@ def _check_env_text(name: str, raw: str) -> None:
 def _env_layer(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     layer: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for name in sorted(env):
-        if not name.startswith(ENV_PREFIX) or name in _NOT_CONFIG:
-            continue
+    for name in config_variables(env):
         try:
             name.encode("utf-8")
         except UnicodeEncodeError:
@@ -380,6 +377,8 @@ def load_settings(
     user = user_file or user_config_path()
     workspace_file = workspace_config_path(workspace)
     loaded = LoadedSettings(settings=OllmSettings.defaults(), files=[user, workspace_file])
+    if not has_layers(workspace, environ, user_file=user):  # every value at its default
+        return loaded
     merged: dict[str, Any] = {}
     seen: set[Path] = set()
     for path in (user, workspace_file):

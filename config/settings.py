@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
+from ollm_cli.config.discovery_defaults import DEFAULT_BUILTIN_IGNORES, FILE_DISCOVERY_DEFAULTS
 from ollm_cli.config.paths import ollm_home
 
 logger = logging.getLogger(__name__)
@@ -44,14 +45,6 @@ DEFAULT_DENY_PATTERNS: tuple[str, ...] = (
     "*_CREDENTIAL",
     "AWS_*",
     "GITHUB_*",
-)
-DEFAULT_BUILTIN_IGNORES: tuple[str, ...] = (
-    "node_modules",
-    ".git",
-    "dist",
-    "build",
-    ".next",
-    ".cache",
 )
 
 _MAX_TOKENS = 10_000_000
@@ -221,13 +214,15 @@ class LoopDetectionSettings(ConfigModel):
 class FileDiscoverySettings(ConfigModel):
     """``services.fileDiscovery``: which project files the model sees."""
 
-    max_depth: Annotated[int, Field(ge=0, le=1000)] = 64
+    max_depth: Annotated[int, Field(ge=0, le=1000)] = FILE_DISCOVERY_DEFAULTS.max_depth
     """Deepest level listed (0: the root's own files). Deep enough for monorepos
     (sveltejs/kit's tracked files go 15 deep); a scan cut by it says so."""
-    follow_symlinks: bool = False
-    builtin_ignores: list[str] = Field(default_factory=lambda: list(DEFAULT_BUILTIN_IGNORES))
-    max_files: Annotated[int, Field(ge=1, le=100_000_000)] = 100_000
-    scan_time_s: Annotated[float, Field(gt=0, le=3600)] = 10.0
+    follow_symlinks: bool = FILE_DISCOVERY_DEFAULTS.follow_symlinks
+    builtin_ignores: list[str] = Field(
+        default_factory=lambda: list(FILE_DISCOVERY_DEFAULTS.builtin_ignores)
+    )
+    max_files: Annotated[int, Field(ge=1, le=100_000_000)] = FILE_DISCOVERY_DEFAULTS.max_files
+    scan_time_s: Annotated[float, Field(gt=0, le=3600)] = FILE_DISCOVERY_DEFAULTS.scan_time_s
     """Longest a scan may walk; a scan cut by it names the directories left out."""
 
     @field_validator("builtin_ignores", mode="after")

@@ -1,35 +1,8 @@
-"""Names a package re-exports, imported from their module when first used.
-
-A package's ``__init__`` lists its public names and the private module of
-each; ``lazy_exports`` gives it the module ``__getattr__`` (PEP 562) that
-imports one on first access and keeps it. ``ollm --help`` then imports none
-of the services, and ``ollm sessions list`` only the recording service.
-
-Example::
-
-    __getattr__ = lazy_exports(__name__, {"_store": ("ChatRecordingService",)})
-"""
+"""The pipeline's packages take :func:`lazy_exports` from here (it lives in
+:mod:`ollm_cli.base.lazy`, which ``config`` uses too)."""
 
 from __future__ import annotations
 
-import importlib
-import sys
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from ollm_cli.base.lazy import lazy_exports
 
-
-def lazy_exports(package: str, modules: Mapping[str, Sequence[str]]) -> Callable[[str], Any]:
-    """The ``__getattr__`` of ``package``: each name of ``modules[m]`` lives in ``package.m``
-    (or in ``m`` itself when ``m`` is a full module name, ``ollm_cli.base.redaction``)."""
-    where = {name: module for module, names in modules.items() for name in names}
-
-    def __getattr__(name: str) -> Any:
-        module = where.get(name)
-        if module is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        where_from = module if module.startswith("ollm_cli.") else f"{package}.{module}"
-        value = getattr(importlib.import_module(where_from), name)
-        setattr(sys.modules[package], name, value)
-        return value
-
-    return __getattr__
+__all__ = ["lazy_exports"]

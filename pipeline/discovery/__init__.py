@@ -15,12 +15,14 @@ if TYPE_CHECKING:
         DiscoveryOptions,
         DiscoveryResult,
         FileDiscoveryService,
+        ScanSettings,
     )
 
 __all__ = [
     "DiscoveryOptions",
     "DiscoveryResult",
     "FileDiscoveryService",
+    "ScanSettings",
 ]
 
 __getattr__ = lazy_exports(
@@ -30,6 +32,7 @@ __getattr__ = lazy_exports(
             "DiscoveryOptions",
             "DiscoveryResult",
             "FileDiscoveryService",
+            "ScanSettings",
         ),
     },
 )

@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ollm_cli.pipeline.discovery._ignore_rules import (
     Repository,
@@ -88,13 +88,16 @@ _PASSED_ON = (
 )
 
 
-@dataclass(frozen=True)
-class GitView:
+NO_TRACKED_FILES = TrackedFiles()
+"""Outside a work tree: git tracks nothing there."""
+
+
+class GitView(NamedTuple):
     """What git says about a scan root: the tracked paths (from the index) and the
     global excludes file. ``repository`` is ``None`` outside a work tree."""
 
     repository: Repository | None = None
-    tracked: TrackedFiles = field(default_factory=TrackedFiles)
+    tracked: TrackedFiles = NO_TRACKED_FILES
     excludes_file: str | None = None
     consulted: tuple[str, ...] = ()
     problem: str | None = None

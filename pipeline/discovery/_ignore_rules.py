@@ -52,8 +52,8 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from typing import NamedTuple
 
 from ollm_cli.config.ignore_syntax import IgnoreRule, NeverMatchesError, parse_rule
 
@@ -100,37 +100,87 @@ def _alternation(
     return re.compile(f"(?s:{source})"), tuple(index for index, _ in ordered)
 
 
-@dataclass(frozen=True)
+class _Matcher:
+    """Rules of one kind (names or paths; of files or directories) as a dict of the
+    literal ones (``/git-add``: most lines of a large ``.gitignore``) and one regex
+    for the rest. A match is the index of the last matching rule (git's winner), -1
+    for none: a dict lookup and at most one regex, where one regex of hundreds of
+    alternatives tried each in turn for every entry."""
+
+    __slots__ = ("literals", "order", "regex")
+
+    def __init__(self, rules: Sequence[tuple[int, IgnoreRule]]) -> None:
+        self.literals: dict[str, int] = {}
+        patterned: list[tuple[int, IgnoreRule]] = []
+        for index, rule in rules:
+            literal = _literal(rule.regex)
+            if literal is None:
+                patterned.append((index, rule))
+            else:
+                self.literals[literal] = max(index, self.literals.get(literal, -1))
+        self.regex, self.order = _alternation(patterned)
+
+    def __bool__(self) -> bool:
+        return bool(self.literals) or self.regex is not None
+
+    def index(self, text: str) -> int:
+        best = self.literals.get(text, -1)
+        if self.regex is not None:
+            found = self.regex.fullmatch(text)
+            if found is not None:
+                best = max(best, self.order[found.lastindex - 1])  # type: ignore[operator]
+        return best
+
+
+def _literal(regex: str) -> str | None:
+    """The text ``regex`` matches when that is one fixed string (it is that string
+    with every special character escaped, as :func:`re.escape` writes it), else
+    ``None``."""
+    text = re.sub(r"\\(.)", r"\1", regex, flags=re.DOTALL)
+    return text if re.escape(text) == regex else None
+
+
 class RuleSet:
     """The compiled rules of one ignore file, anchored at ``base`` (a path relative to
-    the scan root, ``""`` for the root itself, or an absolute directory above it)."""
+    the scan root, ``""`` for the root itself, or an absolute directory above it).
+    Equal when ``base``, ``rules`` and ``source`` are; not changed once made."""
 
-    base: str
-    rules: tuple[IgnoreRule, ...]
-    source: str = ""
-    _name_file: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
-    _name_dir: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
-    _path_file: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
-    _path_dir: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
-    _orders: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
-    has_path_rules: bool = field(init=False, repr=False, compare=False)
+    __slots__ = (
+        "_name_dir",
+        "_name_file",
+        "_path_dir",
+        "_path_file",
+        "base",
+        "has_path_rules",
+        "rules",
+        "source",
+    )
 
-    def __post_init__(self) -> None:
-        indexed = list(enumerate(self.rules))
-        name_file, o1 = _alternation(
+    def __init__(self, base: str, rules: tuple[IgnoreRule, ...], source: str = "") -> None:
+        self.base = base
+        self.rules = rules
+        self.source = source
+        indexed = list(enumerate(rules))
+        self._name_file = _Matcher(
             [(i, r) for i, r in indexed if r.basename_only and not r.dir_only]
         )
-        name_dir, o2 = _alternation([(i, r) for i, r in indexed if r.basename_only])
-        path_file, o3 = _alternation(
+        self._name_dir = _Matcher([(i, r) for i, r in indexed if r.basename_only])
+        self._path_file = _Matcher(
             [(i, r) for i, r in indexed if not r.basename_only and not r.dir_only]
         )
-        path_dir, o4 = _alternation([(i, r) for i, r in indexed if not r.basename_only])
-        object.__setattr__(self, "_name_file", name_file)
-        object.__setattr__(self, "_name_dir", name_dir)
-        object.__setattr__(self, "_path_file", path_file)
-        object.__setattr__(self, "_path_dir", path_dir)
-        object.__setattr__(self, "_orders", (o1, o2, o3, o4))
-        object.__setattr__(self, "has_path_rules", path_dir is not None)
+        self._path_dir = _Matcher([(i, r) for i, r in indexed if not r.basename_only])
+        self.has_path_rules = bool(self._path_dir)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RuleSet):
+            return NotImplemented
+        return (self.base, self.rules, self.source) == (other.base, other.rules, other.source)
+
+    def __hash__(self) -> int:
+        return hash((self.base, self.rules, self.source))
+
+    def __repr__(self) -> str:
+        return f"RuleSet(base={self.base!r}, rules={self.rules!r}, source={self.source!r})"
 
     @classmethod
     def from_lines(cls, lines: Iterable[str], base: str = "", source: str = "") -> RuleSet:
@@ -186,28 +236,14 @@ class RuleSet:
         ``rel`` is the entry's path relative to ``base``; ``name`` its last component.
         """
         best = self.path_index(rel, is_dir)
-        name_rx, order = (
-            (self._name_dir, self._orders[1]) if is_dir else (self._name_file, self._orders[0])
-        )
-        if name_rx is not None:
-            found = name_rx.fullmatch(name)
-            if found is not None:
-                best = max(best, order[found.lastindex - 1])  # type: ignore[operator]
+        best = max(best, (self._name_dir if is_dir else self._name_file).index(name))
         if best < 0:
             return None
         return not self.rules[best].negated
 
     def path_index(self, rel: str, is_dir: bool) -> int:
         """The index of the last anchored (path) rule matching ``rel``, or -1."""
-        path_rx, order = (
-            (self._path_dir, self._orders[3]) if is_dir else (self._path_file, self._orders[2])
-        )
-        if path_rx is None:
-            return -1
-        found = path_rx.fullmatch(rel)
-        if found is None:
-            return -1
-        return order[found.lastindex - 1]  # type: ignore[operator]
+        return (self._path_dir if is_dir else self._path_file).index(rel)
 
 
 _RANK_STRIDE = 1 << 32
@@ -296,7 +332,6 @@ class DirectoryRules:
         return IGNORED_BY_OLLM if rank >= self._ollm_rank else IGNORED
 
 
-@dataclass(frozen=True)
 class IgnoreStack:
     """The ignore files in force in one directory, in git's precedence order.
 
@@ -307,9 +342,20 @@ class IgnoreStack:
     file's directory.
     """
 
-    builtin: RuleSet
-    git: tuple[RuleSet, ...] = ()
-    ollm: tuple[RuleSet, ...] = ()
+    def __init__(
+        self, builtin: RuleSet, git: tuple[RuleSet, ...] = (), ollm: tuple[RuleSet, ...] = ()
+    ) -> None:
+        self.builtin = builtin
+        self.git = git
+        self.ollm = ollm
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, IgnoreStack):
+            return NotImplemented
+        return (self.builtin, self.git, self.ollm) == (other.builtin, other.git, other.ollm)
+
+    def __hash__(self) -> int:
+        return hash((self.builtin, self.git, self.ollm))
 
     def child(self, git_file: RuleSet | None, ollm_file: RuleSet | None) -> IgnoreStack:
         """The stack of a subdirectory that holds ``git_file`` / ``ollm_file`` (or not)."""
@@ -368,8 +414,7 @@ def builtin_rules(patterns: Iterable[str]) -> RuleSet:
     return RuleSet.from_lines(patterns, "", "builtinIgnores")
 
 
-@dataclass(frozen=True, slots=True)
-class Repository:
+class Repository(NamedTuple):
     """Where a work tree's git data is: ``top`` (the work tree), ``git_dir`` (its own
     directory: ``index``) and ``common_dir`` (shared by linked worktrees:
     ``info/exclude``, ``config``)."""

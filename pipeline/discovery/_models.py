@@ -1,5 +1,11 @@
 """The records of file discovery: what a scan is asked, what it found, each file.
 
+They are named tuples (and :class:`DiscoveryOptions` a small class that checks
+its values), not pydantic models or dataclasses: ``ollm files`` imports them at
+every run, and a pydantic model's import and validator, or a dataclass's
+generated methods, cost more than the scan of a repository. They cross no
+process boundary as JSON (``ollm files --json`` writes its own payload).
+
 Example::
 
     options = DiscoveryOptions(root=Path("."), max_depth=4)
@@ -10,24 +16,22 @@ Example::
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+if TYPE_CHECKING:  # imported when a size and time are asked for (--stats)
+    from datetime import datetime
 
 ChangeEvent = Literal["add", "change", "unlink"]
 EntryKind = Literal["file", "directory", "symlink"]
+NoteKind = Literal[
+    "unreadable", "cap_reached", "symlink_loop", "depth_limit", "git_unavailable", "time_limit"
+]
 ChangeCallback = Callable[[ChangeEvent, str], None]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
-
-
-class FileEntry(_Model):
+class FileEntry(NamedTuple):
     """One discovered file (``type`` is ``symlink`` for a link that was not followed,
     ``directory`` for a nested repository or a submodule, listed as one entry)."""
 
@@ -38,34 +42,100 @@ class FileEntry(_Model):
     modified: datetime | None = None
 
 
-class DiscoveryOptions(_Model):
+class DiscoveryOptions:
     """What to scan. ``None`` means the value of ``services.fileDiscovery``.
 
     ``include_patterns`` keep only the files they match; ``exclude_patterns`` leave
     out files and whole directories; both use gitignore syntax (``*.py`` at any
-    depth, ``src/**/*.ts`` from the root).
+    depth, ``src/**/*.ts`` from the root). A negative ``max_depth`` or a
+    ``max_files`` below 1 is a ``ValueError``. Read-only once made.
     """
 
+    __slots__ = (
+        "allow_broad_root",
+        "exclude_patterns",
+        "follow_symlinks",
+        "include_patterns",
+        "max_depth",
+        "max_files",
+        "root",
+    )
     root: Path
-    max_depth: Annotated[int, Field(ge=0)] | None = None
-    include_patterns: tuple[str, ...] = ()
-    exclude_patterns: tuple[str, ...] = ()
-    follow_symlinks: bool | None = None
-    max_files: Annotated[int, Field(ge=1)] | None = None
-    allow_broad_root: bool = False
+    max_depth: int | None
+    include_patterns: tuple[str, ...]
+    exclude_patterns: tuple[str, ...]
+    follow_symlinks: bool | None
+    max_files: int | None
+    allow_broad_root: bool
+
+    def __init__(
+        self,
+        root: Path | str,
+        max_depth: int | None = None,
+        include_patterns: Sequence[str] = (),
+        exclude_patterns: Sequence[str] = (),
+        follow_symlinks: bool | None = None,
+        max_files: int | None = None,
+        allow_broad_root: bool = False,
+    ) -> None:
+        if max_depth is not None and max_depth < 0:
+            raise ValueError(f"max_depth must be 0 or more, not {max_depth}")
+        if max_files is not None and max_files < 1:
+            raise ValueError(f"max_files must be 1 or more, not {max_files}")
+        values = (
+            Path(root),
+            max_depth,
+            tuple(include_patterns),
+            tuple(exclude_patterns),
+            follow_symlinks,
+            max_files,
+            allow_broad_root,
+        )
+        for name, value in zip(_OPTION_FIELDS, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"DiscoveryOptions are read-only (make new ones, not {name})")
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in _OPTION_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DiscoveryOptions):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __reduce__(self) -> tuple[type[DiscoveryOptions], tuple[object, ...]]:
+        return DiscoveryOptions, self._values()  # pickled by value (a worker, Ray)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in _OPTION_FIELDS)
+        return f"DiscoveryOptions({shown})"
 
 
-class DiscoveryNote(_Model):
+_OPTION_FIELDS = (
+    "root",
+    "max_depth",
+    "include_patterns",
+    "exclude_patterns",
+    "follow_symlinks",
+    "max_files",
+    "allow_broad_root",
+)
+
+
+class DiscoveryNote(NamedTuple):
     """Something the user should know about a scan: it is never silent."""
 
-    kind: Literal[
-        "unreadable", "cap_reached", "symlink_loop", "depth_limit", "git_unavailable", "time_limit"
-    ]
+    kind: NoteKind
     path: str
     message: str
 
 
-class ScanStats(_Model):
+class ScanStats(NamedTuple):
     """Counters of one scan (of the scan that filled the cache, for a cached result)."""
 
     directories_scanned: int = 0
@@ -75,25 +145,28 @@ class ScanStats(_Model):
     elapsed_ms: float = 0.0
 
 
-class DiscoveryResult(_Model):
-    """The files of one scan, as paths relative to ``root``, ``/``-separated, sorted."""
+class DiscoveryResult(NamedTuple):
+    """The files of one scan, as paths relative to ``root``, ``/``-separated, sorted.
+
+    ``repositories`` are the entries of ``files`` that are nested repositories
+    (``name/``) or submodules; ``depth_limited``: directories below the depth limit
+    were left out (see the ``depth_limit`` note); ``time_limited``: the scan ran out
+    of time (``scanTimeS``) and left directories out (see the ``time_limit`` note);
+    ``tracked``: how many paths git's index holds under the root (0 outside a work
+    tree).
+    """
 
     root: str
     files: tuple[str, ...]
     symlinks: frozenset[str] = frozenset()
     repositories: frozenset[str] = frozenset()
-    """Entries of :attr:`files` that are nested repositories (``name/``) or submodules."""
     notes: tuple[DiscoveryNote, ...] = ()
     truncated: bool = False
     depth_limited: bool = False
-    """Directories below the depth limit were left out (see the ``depth_limit`` note)."""
     time_limited: bool = False
-    """The scan ran out of time (``scanTimeS``) and left directories out (see the
-    ``time_limit`` note)."""
     tracked: int = 0
-    """How many paths git's index holds under the root (0 outside a work tree)."""
     from_cache: bool = False
-    stats: ScanStats = Field(default_factory=ScanStats)
+    stats: ScanStats = ScanStats()
 
     def entries(self, with_stats: bool = False) -> list[FileEntry]:
         """The files as :class:`FileEntry` objects; ``with_stats`` reads size and
@@ -122,6 +195,8 @@ def make_entry(root: str, relative: str, kind: EntryKind, with_stats: bool) -> F
         info = os.lstat(path) if is_link else os.stat(path)
     except OSError:
         return FileEntry(path=path, relative_path=relative, type=kind)
+    from datetime import UTC, datetime
+
     modified = datetime.fromtimestamp(info.st_mtime, UTC)
     return FileEntry(
         path=path, relative_path=relative, type=kind, size=info.st_size, modified=modified

@@ -55,11 +55,11 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple, Protocol
 
-from ollm_cli.config.settings import FileDiscoverySettings
+from ollm_cli.config.discovery_defaults import FILE_DISCOVERY_DEFAULTS
 from ollm_cli.pipeline.discovery._git import GitView, read_git
 from ollm_cli.pipeline.discovery._ignore_rules import (
     IgnoreTree,
@@ -93,18 +93,37 @@ __all__ = [
     "Disposable",
     "FileDiscoveryService",
     "FileEntry",
+    "ScanSettings",
     "ScanStats",
 ]
 
 logger = logging.getLogger(__name__)
+
+
+class ScanSettings(Protocol):
+    """What a scan reads of ``services.fileDiscovery``: the config model
+    (:class:`~ollm_cli.config.settings.FileDiscoverySettings`) or, when nothing is
+    configured, its defaults without the model
+    (:data:`~ollm_cli.config.discovery_defaults.FILE_DISCOVERY_DEFAULTS`)."""
+
+    @property
+    def max_depth(self) -> int: ...
+    @property
+    def follow_symlinks(self) -> bool: ...
+    @property
+    def builtin_ignores(self) -> Sequence[str]: ...
+    @property
+    def max_files(self) -> int: ...
+    @property
+    def scan_time_s(self) -> float: ...
+
 
 # A directory modified this close to the start of a scan may change again within
 # the same filesystem timestamp tick; such a scan is not trusted by mtimes alone.
 _RACY_S = 0.25
 
 
-@dataclass
-class _CacheEntry:
+class _CacheEntry(NamedTuple):
     result: DiscoveryResult
     stamps: list[tuple[str, int]]
     trust_stamps: bool
@@ -154,7 +173,7 @@ class FileDiscoveryService:
 
     def __init__(
         self,
-        settings: FileDiscoverySettings | None = None,
+        settings: ScanSettings | None = None,
         *,
         cache_size: int = 32,
         watch_debounce_ms: int = 200,
@@ -162,7 +181,7 @@ class FileDiscoveryService:
         racy_window_s: float = _RACY_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.settings = settings or FileDiscoverySettings()
+        self.settings: ScanSettings = settings or FILE_DISCOVERY_DEFAULTS
         self._builtin = builtin_rules(self.settings.builtin_ignores)
         self._cache: OrderedDict[tuple[object, ...], _CacheEntry] = OrderedDict()
         self._cache_size = cache_size
@@ -418,7 +437,7 @@ class FileDiscoveryService:
     ) -> None:
         """Cache a complete scan, trusted by mtimes only if none was racy."""
         trust = all(mtime < started_ns - self._racy_ns for _, mtime in stamps)
-        cached = result.model_copy(update={"from_cache": True})
+        cached = result._replace(from_cache=True)
         with self._lock:
             self._cache[plan.key] = _CacheEntry(cached, stamps, trust, watcher, generation)
             self._cache.move_to_end(plan.key)

@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ollm_cli.pipeline.discovery._git import GitView
 from ollm_cli.pipeline.discovery._ignore_rules import (
@@ -39,8 +39,7 @@ MISSING = -1
 """The modification time recorded for a path that does not exist."""
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(NamedTuple):
     """Options resolved against the settings, with everything compiled once."""
 
     root: str
@@ -57,19 +56,41 @@ class Plan:
     each) so that the result can be cached; a scan that is not cached skips them."""
 
 
-@dataclass
 class Walk:
-    files: list[str]
-    symlinks: set[str]
-    notes: list[DiscoveryNote]
-    stamps: list[tuple[str, int]]
-    stats: dict[str, int]
-    repositories: set[str] = field(default_factory=set)
-    truncated: bool = False
-    cancelled: bool = False
-    depth_cut: int = 0
-    timed_out: list[str] = field(default_factory=list)
-    """The directories (relative) left unlisted when the time ran out."""
+    """What one walk found, filled in as it goes."""
+
+    __slots__ = (
+        "cancelled",
+        "depth_cut",
+        "files",
+        "notes",
+        "repositories",
+        "stamps",
+        "stats",
+        "symlinks",
+        "timed_out",
+        "truncated",
+    )
+
+    def __init__(
+        self,
+        files: list[str],
+        symlinks: set[str],
+        notes: list[DiscoveryNote],
+        stamps: list[tuple[str, int]],
+        stats: dict[str, int],
+    ) -> None:
+        self.files = files
+        self.symlinks = symlinks
+        self.notes = notes
+        self.stamps = stamps
+        self.stats = stats
+        self.repositories: set[str] = set()
+        self.truncated = False
+        self.cancelled = False
+        self.depth_cut = 0
+        self.timed_out: list[str] = []
+        """The directories (relative) left unlisted when the time ran out."""
 
 
 def mtime_ns(path: str) -> int:
@@ -321,8 +342,7 @@ class _Walker:
             self.on_batch(batch)
 
 
-@dataclass(frozen=True)
-class Deadline:
+class Deadline(NamedTuple):
     clock: Callable[[], float]
     at: float
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -44,7 +45,7 @@ def tree(tmp_path: Path) -> Path:
     return root
 
 
-def options(root: Path, **kwargs: object) -> DiscoveryOptions:
+def options(root: Path, **kwargs: Any) -> DiscoveryOptions:
     return DiscoveryOptions(root=root, **kwargs)
 
 
@@ -258,7 +259,7 @@ def test_unreadable_directory_is_skipped_with_a_note(tmp_path: Path) -> None:
             "from ollm_cli.pipeline.discovery import DiscoveryOptions, FileDiscoveryService\n"
             "r = FileDiscoveryService().scan(DiscoveryOptions(root=Path(sys.argv[1])))\n"
             "sys.stdout.buffer.write(orjson.dumps({'files': r.files,"
-            " 'notes': [n.model_dump() for n in r.notes]}))\n"
+            " 'notes': [n._asdict() for n in r.notes]}))\n"
         )
         command = [sys.executable, "-c", script, str(tmp_path)]
         if os.geteuid() == 0:  # root reads anything: drop the capabilities that allow it
@@ -478,3 +479,20 @@ def test_a_service_without_a_cache_lists_the_same_and_never_from_the_cache(tree:
     assert first.files == again.files == cached.files
     assert "nested/" in first.repositories
     assert not first.from_cache and not again.from_cache
+
+
+def test_options_check_their_values_and_stay_as_made(tmp_path: Path) -> None:
+    import copy
+    import pickle
+
+    made = DiscoveryOptions(root=str(tmp_path), include_patterns=["*.py"], max_depth=0)
+    assert made.root == tmp_path and made.include_patterns == ("*.py",)
+    assert pickle.loads(pickle.dumps(made)) == made == copy.copy(made)
+    assert hash(made) == hash(DiscoveryOptions(tmp_path, 0, ("*.py",)))
+    assert made != DiscoveryOptions(tmp_path)
+    with pytest.raises(AttributeError, match="read-only"):
+        made.max_depth = 3
+    with pytest.raises(ValueError, match="max_depth"):
+        DiscoveryOptions(tmp_path, max_depth=-1)
+    with pytest.raises(ValueError, match="max_files"):
+        DiscoveryOptions(tmp_path, max_files=0)

@@ -9,6 +9,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -31,7 +32,7 @@ from tests.discovery.git_classes import (
 from tests.discovery.trees import age, build, git, git_init, ignore_dirs, pattern_lines, trees
 
 
-def scanned(root: Path, **options: object) -> list[str]:
+def scanned(root: Path, **options: Any) -> list[str]:
     return list(FileDiscoveryService().scan(DiscoveryOptions(root=root, **options)).files)
 
 
@@ -190,7 +191,7 @@ def test_generated_trees_with_tracked_ignored_files_equal_git(
 
 
 def test_names_shown_on_a_terminal_carry_no_control_sequence() -> None:
-    from ollm_cli.cli.files_cmd import shown
+    from ollm_cli.cli.files_lean import shown
 
     assert shown("red\x1b[31m.txt") == "red\\x1b[31m.txt"
     assert shown(os.fsdecode(b"caf\xe9\x9b.txt")) == "caf\\xe9\\x9b.txt"

@@ -17,10 +17,12 @@ from ollm_cli.pipeline.discovery import DiscoveryOptions, FileDiscoveryService
 from ollm_cli.pipeline.discovery._ignore_rules import (
     IgnoreStack,
     RuleSet,
+    _literal,
     builtin_rules,
     find_git_dir,
     root_stack,
 )
+from tests.discovery.trees import build, git_init, git_listing
 
 
 @pytest.mark.parametrize("line", ["", "# comment", "/", "!"])
@@ -123,3 +125,43 @@ def test_property_a_builtin_ignore_is_accepted_exactly_when_the_parser_accepts_i
         parsed = False
     accepted = FileDiscoverySettings(builtin_ignores=[line]).builtin_ignores == [line]
     assert accepted == parsed or line in DEFAULT_BUILTIN_IGNORES
+
+
+def test_literal_lines_and_patterns_pick_the_last_match_as_git_does(tmp_path: Path) -> None:
+    """A .gitignore of hundreds of literal paths (git/git's has 260: ``/git-add``...)
+    mixed with globs and re-includes: literal lines are looked up, not tried one by
+    one, and the last matching line still wins, in the listing git gives."""
+    names = [f"tool-{n}" for n in range(300)]
+    lines = [f"/{name}" for name in names] + [
+        "/tool-1*",  # a glob after literals: ignores tool-10... too
+        "!/tool-12",  # a literal re-include after the glob
+        "!/tool-2*",  # a glob re-include of literals above it
+        "/tool-25",  # a literal after that re-include wins again
+        "sub/tool-3",  # an anchored path below the root
+        "/dir.d/",  # a literal directory-only rule
+        "a\\ b.c",  # escaped characters
+    ]
+    files = {name: "" for name in names}
+    files.update({"sub/tool-3": "", "sub/tool-4": "", "dir.d/x": "", "dir.d": "", "a b.c": ""})
+    files.pop("dir.d")
+    files[".gitignore"] = "\n".join(lines) + "\n"
+    root = tmp_path / "repo"
+    build(root, files)
+    git_init(root)
+    listed = list(FileDiscoveryService().scan(DiscoveryOptions(root=root)).files)
+    assert listed == git_listing(root)
+    assert "tool-12" in listed and "tool-25" not in listed and "tool-21" in listed
+    assert "tool-5" not in listed and "sub/tool-4" in listed and "sub/tool-3" not in listed
+
+
+@pytest.mark.parametrize(
+    ("regex", "literal"),
+    [("git\\-add", "git-add"), ("a\\ b\\.c", "a b.c"), ("foo/bar", "foo/bar"), ("café", "café")],
+)
+def test_a_literal_rule_is_recognised(regex: str, literal: str) -> None:
+    assert _literal(regex) == literal
+
+
+@pytest.mark.parametrize("regex", ["Documentation/[^/]*\\.html", "a.c", "\\d", "x|y", "a\\"])
+def test_a_pattern_is_not_taken_for_a_literal(regex: str) -> None:
+    assert _literal(regex) is None
