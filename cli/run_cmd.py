@@ -47,7 +47,7 @@ from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.contract import ConversationContract
 from ollm_cli.pipeline.errors import OllmError, SessionNotFoundError, StorageError, UsageError
 from ollm_cli.pipeline.events import EventBus
-from ollm_cli.pipeline.recording import CloseReport
+from ollm_cli.pipeline.records import CloseReport
 from ollm_cli.pipeline.service import open_conversations
 from ollm_cli.pipeline.tools import ToolGrant
 
