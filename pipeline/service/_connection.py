@@ -54,7 +54,12 @@ from ollm_cli.pipeline.service._socket import (
     read_frame,
     service_lost,
 )
-from ollm_cli.pipeline.service._state import ServicePaths, ServiceState, code_version
+from ollm_cli.pipeline.service._state import (
+    ServicePaths,
+    ServiceState,
+    code_version,
+    process_started,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -106,12 +111,10 @@ class ServiceConnection:
         self._lost = None
         self._send_lock = asyncio.Lock()
         self._reading = asyncio.ensure_future(self._read())
-        import psutil
-
         hello = Hello(
             version=code_version(),
             pid=os.getpid(),
-            started=psutil.Process().create_time(),
+            started=process_started(os.getpid()),
             settings=self.settings,
             workspace=str(self.workspace.resolve()),
             environment=self.environment,
