@@ -416,6 +416,8 @@ def test_a_message_too_large_for_the_service_is_refused_before_it_is_sent() -> N
         encode_request(ClientFrame(id=2, body=huge))
     assert "16 MiB" in refused.value.message and "--runtime inprocess" in (refused.value.hint or "")
     assert refused.value.exit_code == 2
+    with pytest.raises(UsageError, match="16 MiB"):  # the client's own framing refuses it too
+        encode_body(2, huge)
 
 
 WHEN = "2026-01-05T10:00:00Z"
