@@ -12,7 +12,6 @@ Example::
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -28,7 +27,10 @@ def lazy_exports(package: str, modules: Mapping[str, Sequence[str]]) -> Callable
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         where_from = module if module.startswith("ollm_cli.") else f"{package}.{module}"
-        value = getattr(importlib.import_module(where_from), name)
+        # the import statement's machinery, not importlib.import_module: only it is
+        # timed by ``python -X importtime``, which would otherwise hide these modules
+        __import__(where_from)
+        value = getattr(sys.modules[where_from], name)
         setattr(sys.modules[package], name, value)
         return value
 

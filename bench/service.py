@@ -37,7 +37,13 @@ QUESTION = "What is 2+2?"
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
-    values = {k: v for k, v in os.environ.items() if not k.startswith(("OLLM_", "RAY_"))}
+    # bytecode is cached as on a user's machine: with PYTHONDONTWRITEBYTECODE every
+    # process would compile each of our modules it imports, and a run more than --help
+    values = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OLLM_", "RAY_")) and k != "PYTHONDONTWRITEBYTECODE"
+    }
     values.update({"OLLM_HOME": str(home), "PYTHONPATH": str(REPO), "NO_COLOR": "1", **extra})
     return values
 

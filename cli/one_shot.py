@@ -41,7 +41,7 @@ from rich.markup import escape
 
 from ollm_cli.cli.output import err_console, print_json, write_stdout
 from ollm_cli.cli.oversized_prompt import run_turn_within_window
-from ollm_cli.pipeline.coordinator._conversation import raise_if_stopped
+from ollm_cli.pipeline.coordinator._turn_result import raise_if_stopped
 from ollm_cli.pipeline.errors import UsageError
 from ollm_cli.pipeline.events import (
     ContextNotice,

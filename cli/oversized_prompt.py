@@ -20,13 +20,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ollm_cli.pipeline.compression import TokenCounter
 from ollm_cli.pipeline.errors import PromptTooLargeError
 
 if TYPE_CHECKING:
     from ollm_cli.cli.loop_thread import LoopThread
     from ollm_cli.pipeline.contract import ConversationContract
-    from ollm_cli.pipeline.coordinator._conversation import TurnResult
+    from ollm_cli.pipeline.coordinator._turn_result import TurnResult
 
 TruncatePromptOption = Annotated[
     bool,
@@ -46,6 +45,8 @@ MIN_ROOM = 64
 def cut_to_fit(text: str, error: PromptTooLargeError) -> str:
     """``text`` with its middle left out (a marker says how much) to fit the room
     ``error`` names."""
+    from ollm_cli.pipeline.compression import TokenCounter  # tiktoken: only to cut
+
     return TokenCounter(persist=False).shorten_text(text, error.room_estimate - CUT_MARGIN)
 
 

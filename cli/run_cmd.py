@@ -40,14 +40,13 @@ from ollm_cli.cli.overrides import (
     apply_overrides,
 )
 from ollm_cli.cli.oversized_prompt import TruncatePromptOption
-from ollm_cli.cli.session_picker import one_line, pick_session
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.cli.trust_cmd import TrustWorkspaceOption, settle_workspace_trust
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.contract import ConversationContract
 from ollm_cli.pipeline.errors import OllmError, SessionNotFoundError, StorageError, UsageError
 from ollm_cli.pipeline.events import EventBus
-from ollm_cli.pipeline.recording import CloseReport
+from ollm_cli.pipeline.records import CloseReport
 from ollm_cli.pipeline.service import open_conversations
 from ollm_cli.pipeline.tools import ToolGrant
 
@@ -188,7 +187,14 @@ def _run(
     failed = False
     report: CloseReport | None = None
     try:
-        with err_console.status("starting the pipeline…", spinner="dots"):
+        # a spinner only where it is seen: without a terminal rich's would draw nothing
+        # and its import (rich.live, the spinners' table) would be the client's cost
+        spinner = (
+            err_console.status("starting the pipeline…", spinner="dots")
+            if err_console.is_terminal
+            else contextlib.nullcontext()
+        )
+        with spinner:
             loop.run(lifecycle.start())
         started = True
         session_id = _open_session(
@@ -267,6 +273,8 @@ def _open_session(
     if continue_latest:
         return _continue_latest(loop, coordinator, model, anywhere=anywhere)
     if resume and session is None:
+        from ollm_cli.cli.session_picker import pick_session  # a chat's, never -p's cost
+
         session = pick_session(loop, coordinator, err_console, repl.read_line)
     return loop.run(coordinator.start_session(resume=session, model=model))
 
@@ -284,6 +292,8 @@ def _continue_latest(
             hint="start one with `ollm run`"
             + ("" if anywhere else ", or continue the latest of any folder with --continue --any"),
         )
+    from ollm_cli.cli.session_picker import one_line
+
     latest = recent[0]
     title = f" {escape(one_line(latest.title or ''))}" if latest.title else ""
     when = latest.last_activity[:16].replace("T", " ")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -207,6 +208,43 @@ def _check_env_text(name: str, raw: str) -> None:
         )
 
 
+_PLAIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9._/@+:-]*")
+_YAML_WORDS = frozenset(
+    form
+    for word in ("yes", "no", "true", "false", "on", "off", "null", "y", "n")
+    for form in (word, word.capitalize(), word.upper())
+)
+
+
+def is_plain_word(raw: str) -> bool:
+    """Whether YAML reads ``raw`` as this very string (``ollama``, ``llama3.2:latest``,
+    ``http://127.0.0.1:11434``): a letter first, no space, no quote or flow or comment
+    character, no trailing ``:``, and not a word YAML reads as a boolean or null.
+    Such a value needs no parser, and PyYAML is not imported for it."""
+    return (
+        _PLAIN_WORD.fullmatch(raw) is not None and not raw.endswith(":") and raw not in _YAML_WORDS
+    )
+
+
+def _env_value(name: str, raw: str) -> Any:
+    """The value of variable ``name``: YAML (``[a, b]``, ``0.7``, ``true``), or the text
+    itself when it is not (a plain word, a string YAML cannot parse, a mapping)."""
+    if is_plain_word(raw):
+        return raw
+    from ollm_cli.config._yaml import YamlLimit, YamlSyntax, parse_yaml
+
+    try:
+        value = parse_yaml(raw) if raw.strip() else raw
+    except YamlLimit as exc:
+        raise ConfigError(
+            f"environment variable {name} is refused: {exc}",
+            hint=f"give {name} a plain value (a number, a word, a short [list])",
+        ) from None
+    except YamlSyntax:
+        value = raw
+    return raw if isinstance(value, dict) else value
+
+
 def _env_layer(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     layer: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -224,19 +262,7 @@ def _env_layer(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
             continue
         raw = env[name]
         _check_env_text(name, raw)
-        from ollm_cli.config._yaml import YamlLimit, YamlSyntax, parse_yaml
-
-        try:
-            value = parse_yaml(raw) if raw.strip() else raw
-        except YamlLimit as exc:
-            raise ConfigError(
-                f"environment variable {name} is refused: {exc}",
-                hint=f"give {name} a plain value (a number, a word, a short [list])",
-            ) from None
-        except YamlSyntax:
-            value = raw
-        if isinstance(value, dict):
-            value = raw
+        value = _env_value(name, raw)
         cursor = layer
         for key in path[:-1]:
             cursor = cursor.setdefault(key, {})

@@ -30,18 +30,23 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
-from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.compression import CompressionResult, SnapshotInfo
-from ollm_cli.pipeline.context import ContextEntry, ContextSource
-from ollm_cli.pipeline.coordinator._conversation import TurnResult
-from ollm_cli.pipeline.events import EventBus
-from ollm_cli.pipeline.recording import CloseReport, SearchHit, StoreHealth
-from ollm_cli.pipeline.records import Session, SessionSummary
+if TYPE_CHECKING:  # types only: the contract costs a thin client of the service no import
+    from collections.abc import Mapping
 
-if TYPE_CHECKING:  # a thin client of the service imports no runtime
+    from ollm_cli.config.settings import OllmSettings
+    from ollm_cli.pipeline.compression import CompressionResult, SnapshotInfo
+    from ollm_cli.pipeline.context import ContextEntry, ContextSource
+    from ollm_cli.pipeline.coordinator import TurnResult
+    from ollm_cli.pipeline.events import EventBus
+    from ollm_cli.pipeline.records import (
+        CloseReport,
+        SearchHit,
+        Session,
+        SessionSummary,
+        StoreHealth,
+    )
     from ollm_cli.pipeline.runtime import Runtime
 
 

@@ -7,6 +7,11 @@ attributes are snake_case. Fields we do not know are kept (``extra="allow"``)
 and written back unchanged, so a file written by a newer OLLM survives a load
 and save by this one.
 
+What the session store answers beside the sessions themselves (a search hit,
+its health, what a close could not save) is here too: those records cross the
+conversation contract and the service's socket, and a thin client reads them
+without importing the store (sqlite, the journal, the index).
+
 Example::
 
     msg = SessionMessage.user("Hello")
@@ -315,3 +320,54 @@ class SessionSummary(Record):
     pinned: bool = False
     forked_from: str | None = None
     """The id of the session this one was forked from (``metadata.forkedFrom``)."""
+
+
+MARK_START = "«"
+"""What a :class:`SearchHit`'s snippet puts before each matched word."""
+MARK_END = "»"
+"""What a :class:`SearchHit`'s snippet puts after each matched word."""
+
+Where = Literal["message", "toolCall", "metadata"]
+
+
+class SearchHit(Record):
+    """One session matching a search: its best match, with a highlighted snippet.
+
+    ``snippet`` wraps each matched word in ``«`` and ``»``; ``where`` says what
+    matched (a message, whose ``role`` is given, a tool call, or the session's
+    title/notes/tags) and ``index`` its position in the session's list.
+    """
+
+    session_id: str
+    title: str | None = None
+    snippet: str
+    score: float
+    where: Where
+    role: str | None = None
+    index: int = 0
+    last_activity: str = ""
+    model: str = ""
+
+
+class StoreHealth(Record):
+    """Whether everything recorded is durable; what the pipeline shows when it is not."""
+
+    ok: bool
+    pending_writes: int = 0
+    unsaved_sessions: list[str] = Field(default_factory=list)
+    last_error: str | None = None
+
+
+class CloseReport(Record):
+    """What :meth:`ChatRecordingService.close` could not make durable in the sessions folder.
+
+    ``unsaved_records`` counts the records the disk refused to the end;
+    ``rescue_file`` is where they were kept instead (None: nowhere was writable,
+    they are lost); ``sessions`` names the sessions they belong to.
+    """
+
+    ok: bool
+    unsaved_records: int = 0
+    sessions: list[str] = Field(default_factory=list)
+    rescue_file: str | None = None
+    error: str | None = None

@@ -12,8 +12,10 @@ from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ollm_cli.pipeline.compression._active_context import ActiveContext
-    from ollm_cli.pipeline.compression._service import ChatCompressionService, CompressionResult
-    from ollm_cli.pipeline.compression._snapshots import SnapshotInfo, SnapshotManager
+    from ollm_cli.pipeline.compression._result import CompressionResult
+    from ollm_cli.pipeline.compression._service import ChatCompressionService
+    from ollm_cli.pipeline.compression._snapshot_info import SnapshotInfo
+    from ollm_cli.pipeline.compression._snapshots import SnapshotManager
     from ollm_cli.pipeline.compression._summarizer import ModelSummarizer
     from ollm_cli.pipeline.compression._tokens import TokenCounter, encoding
 
@@ -32,14 +34,10 @@ __getattr__ = lazy_exports(
     __name__,
     {
         "_active_context": ("ActiveContext",),
-        "_service": (
-            "ChatCompressionService",
-            "CompressionResult",
-        ),
-        "_snapshots": (
-            "SnapshotInfo",
-            "SnapshotManager",
-        ),
+        "_result": ("CompressionResult",),
+        "_service": ("ChatCompressionService",),
+        "_snapshot_info": ("SnapshotInfo",),
+        "_snapshots": ("SnapshotManager",),
         "_summarizer": ("ModelSummarizer",),
         "_tokens": (
             "TokenCounter",

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 import orjson
 from pydantic import Field
 
-from ollm_cli.pipeline.compression._tokens import MESSAGE_OVERHEAD, TokenCounter
 from ollm_cli.pipeline.records import (
     CompressionCheckpoint,
     Record,
@@ -29,13 +28,11 @@ from ollm_cli.pipeline.records import (
     SessionMessage,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a thin client decodes a context without the token counter (tiktoken)
+    from ollm_cli.pipeline.compression._tokens import TokenCounter
     from ollm_cli.pipeline.recording import ResumePoint
 
 SUMMARY_MARKER = "[Summary of the earlier conversation]"
-
-CHECKPOINT_OVERHEAD = MESSAGE_OVERHEAD + 12
-"""What a checkpoint costs besides its summary (framing and the marker line)."""
 
 
 def is_checkpoint(message: SessionMessage) -> bool:

@@ -43,7 +43,6 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
 
 import orjson
 from pydantic import Field, ValidationError
@@ -52,14 +51,13 @@ from ollm_cli.config.paths import ensure_private_dir
 from ollm_cli.config.settings import SnapshotSettings
 from ollm_cli.pipeline.atomic_file import write_atomic
 from ollm_cli.pipeline.compression._active_context import ActiveContext, is_checkpoint
+from ollm_cli.pipeline.compression._snapshot_info import SnapshotInfo, SnapshotReason
 from ollm_cli.pipeline.environment import Redactor
 from ollm_cli.pipeline.errors import SessionError
 from ollm_cli.pipeline.recording import checked_id, is_session_id, redact_record
 from ollm_cli.pipeline.records import Record, SessionMessage, Timestamp, now_iso
 
 logger = logging.getLogger(__name__)
-
-SnapshotReason = Literal["auto", "manual"]
 
 SNAPSHOT_FORMAT = 1
 ID_LENGTH = 12
@@ -95,19 +93,6 @@ class SnapshotMetadata(Record):
     compression_ratio: float | None = None
     total_user_messages: int = 0
     total_checkpoints: int = 0
-
-
-class SnapshotInfo(Record):
-    """One entry of a session's snapshot index: what ``list`` shows."""
-
-    id: str
-    session_id: str
-    timestamp: Timestamp
-    token_count: int
-    summary: str
-    reason: SnapshotReason
-    message_count: int = 0
-    user_message_count: int = 0
 
 
 class ContextSnapshot(Record):

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 from ollm_cli.config.settings import CompressionSettings
 from ollm_cli.pipeline.compression._active_context import (
-    CHECKPOINT_OVERHEAD,
     ActiveContext,
     checkpoint_message,
     checkpoint_text,
@@ -36,9 +35,12 @@ from ollm_cli.pipeline.compression._summary import (
     summary_problem,
     transcript,
 )
-from ollm_cli.pipeline.compression._tokens import TokenCounter
+from ollm_cli.pipeline.compression._tokens import MESSAGE_OVERHEAD, TokenCounter
 from ollm_cli.pipeline.compression._truncation import Item, Truncation
 from ollm_cli.pipeline.records import SessionMessage
+
+CHECKPOINT_OVERHEAD = MESSAGE_OVERHEAD + 12
+"""What a checkpoint costs besides its summary (framing and the marker line)."""
 
 MIN_SUMMARIZABLE_TOKENS = 64
 """Less old content than this is truncated, not summarized."""

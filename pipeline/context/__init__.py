@@ -11,13 +11,9 @@ from typing import TYPE_CHECKING
 from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ollm_cli.pipeline.context._entry import ContextEntry, ContextSource
     from ollm_cli.pipeline.context._entry_store import ContextEntryStore
-    from ollm_cli.pipeline.context._manager import (
-        ContextAdditions,
-        ContextEntry,
-        ContextManager,
-        ContextSource,
-    )
+    from ollm_cli.pipeline.context._manager import ContextAdditions, ContextManager
     from ollm_cli.pipeline.context._sessions import SessionContexts
 
 __all__ = [
@@ -32,13 +28,9 @@ __all__ = [
 __getattr__ = lazy_exports(
     __name__,
     {
+        "_entry": ("ContextEntry", "ContextSource"),
         "_entry_store": ("ContextEntryStore",),
-        "_manager": (
-            "ContextAdditions",
-            "ContextEntry",
-            "ContextManager",
-            "ContextSource",
-        ),
+        "_manager": ("ContextAdditions", "ContextManager"),
         "_sessions": ("SessionContexts",),
     },
 )

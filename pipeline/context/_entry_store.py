@@ -23,7 +23,7 @@ from pydantic import TypeAdapter
 
 from ollm_cli.config.paths import ensure_private_dir
 from ollm_cli.pipeline.atomic_file import write_atomic
-from ollm_cli.pipeline.context._manager import ContextEntry
+from ollm_cli.pipeline.context._entry import ContextEntry
 from ollm_cli.pipeline.recording import checked_id
 
 logger = logging.getLogger(__name__)

@@ -41,7 +41,6 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -49,6 +48,7 @@ from pydantic.alias_generators import to_camel
 from ollm_cli.config.paths import ollm_home
 from ollm_cli.config.settings import ContextSettings
 from ollm_cli.pipeline.compression import encoding
+from ollm_cli.pipeline.context._entry import SOURCES, ContextEntry, ContextSource
 from ollm_cli.pipeline.context._project_files import (
     MAX_PROJECT_FILE_BYTES as MAX_PROJECT_FILE_BYTES,  # a larger project file is not loaded
 )
@@ -57,8 +57,6 @@ from ollm_cli.pipeline.errors import InvalidContextError
 
 logger = logging.getLogger(__name__)
 
-ContextSource = Literal["hook", "extension", "user", "system"]
-SOURCES: tuple[str, ...] = get_args(ContextSource)
 
 PROJECT_FILE_NAME = "OLLM.md"
 #: Keys and priorities of the two project context files; the workspace's wins.
@@ -67,19 +65,6 @@ USER_FILE_KEY = "project:user/OLLM.md"
 WORKSPACE_FILE_PRIORITY = 100
 USER_FILE_PRIORITY = 90
 SECTION_SEPARATOR = "\n\n"
-
-
-class ContextEntry(BaseModel):
-    """One piece of context; ``timestamp`` and ``expires_at`` are ISO 8601 UTC."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
-
-    key: str
-    content: str
-    priority: int = 0
-    source: ContextSource = "user"
-    timestamp: str
-    expires_at: str | None = None
 
 
 class ContextAdditions(BaseModel):

@@ -26,13 +26,9 @@ from pathlib import Path
 
 from ollm_cli.config.paths import ollm_home
 from ollm_cli.config.settings import ContextSettings
+from ollm_cli.pipeline.context._entry import ContextEntry, ContextSource
 from ollm_cli.pipeline.context._entry_store import PERSISTED_SOURCES, ContextEntryStore
-from ollm_cli.pipeline.context._manager import (
-    ContextAdditions,
-    ContextEntry,
-    ContextManager,
-    ContextSource,
-)
+from ollm_cli.pipeline.context._manager import ContextAdditions, ContextManager
 from ollm_cli.pipeline.context._project_files import ProjectFileDigests
 from ollm_cli.pipeline.extensions import ExtensionContext
 

@@ -2,7 +2,8 @@
 actors, and the state it keeps of each conversation.
 
 - ``_coordinator``: :class:`Coordinator`, the session lifecycle and the turn;
-- ``_conversation``: :class:`TurnResult` and each live conversation's state;
+- ``_turn_result``: :class:`TurnResult`, what a turn returns (all a thin client needs);
+- ``_conversation``: each live conversation's state;
 - ``_provider_stream``: only new messages travel to the provider actor;
 - ``_compaction``: compression scheduled in the background, and the window checks;
 - ``_titles``: a session's title from its first exchange.
@@ -25,14 +26,14 @@ from typing import TYPE_CHECKING
 from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ollm_cli.pipeline.coordinator._conversation import (
+    from ollm_cli.pipeline.coordinator._conversation import Conversation
+    from ollm_cli.pipeline.coordinator._coordinator import Coordinator
+    from ollm_cli.pipeline.coordinator._turn_result import (
         AskCallback,
-        Conversation,
         StopReason,
         TurnResult,
         raise_if_stopped,
     )
-    from ollm_cli.pipeline.coordinator._coordinator import Coordinator
 
 __all__ = [
     "AskCallback",
@@ -47,9 +48,9 @@ __getattr__ = lazy_exports(
     __name__,
     {
         "_coordinator": ("Coordinator",),
-        "_conversation": (
+        "_conversation": ("Conversation",),
+        "_turn_result": (
             "AskCallback",
-            "Conversation",
             "StopReason",
             "TurnResult",
             "raise_if_stopped",

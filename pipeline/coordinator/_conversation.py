@@ -1,14 +1,13 @@
-"""The state of a turn and of a live conversation, shared by the coordinator's parts.
+"""The state of a live conversation, shared by the coordinator's parts.
 
-:class:`TurnResult` is what :meth:`~ollm_cli.pipeline.coordinator.Coordinator.run_turn`
-returns; :class:`Conversation` is the coordinator's own state of one conversation
-(the active context sent to the model, token accounting, the work it runs in the
-background). Everything durable lives in the recording actor. Both are re-exported
-by :mod:`ollm_cli.pipeline.coordinator`, where callers import them from.
+:class:`Conversation` is the coordinator's own state of one conversation (the
+active context sent to the model, token accounting, the work it runs in the
+background); what a turn returns is :class:`~ollm_cli.pipeline.coordinator.TurnResult`
+(``_turn_result``). Everything durable lives in the recording actor. Both are
+re-exported by :mod:`ollm_cli.pipeline.coordinator`, where callers import them from.
 
 Example::
 
-    result = TurnResult(session_id=sid, answer="")
     conversation.run_in_background(save(sid))
 """
 
@@ -16,44 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from pydantic import BaseModel
+from typing import Any
 
 from ollm_cli.pipeline.compression import ActiveContext, CompressionResult
-from ollm_cli.pipeline.errors import LoopDetectedError
-from ollm_cli.pipeline.loop_detection import LoopEvent
 from ollm_cli.pipeline.providers import ModelInfo, StreamChunk
-from ollm_cli.pipeline.records import SessionMessage, ToolCallPart
+from ollm_cli.pipeline.records import SessionMessage
 from ollm_cli.pipeline.tools import ToolGrant
-
-AskCallback = Callable[[ToolCallPart], Awaitable[bool]]
-StopReason = Literal["loop", "limit", "cancelled", "error"]
-
-
-class TurnResult(BaseModel):
-    """What one user turn produced."""
-
-    session_id: str
-    answer: str
-    stopped: StopReason | None = None
-    loop: LoopEvent | None = None
-    error: str | None = None
-    rounds: int = 0
-    tool_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    context_tokens: int = 0
-    context_window: int = 0
-    notices: list[str] = []
-    """What the user must know of this turn: messages left out of or cut in a request
-    to fit the window (the session file keeps them whole), a prompt cut with consent."""
-    finish_reason: str | None = None
-    """How the provider said the last answer ended (``"length"``: at its output limit)."""
-    token_limit: int | None = None
-    """The output limit the last answer hit, when OLLM set it (the embedded model)."""
 
 
 @dataclass
@@ -120,12 +89,3 @@ class Conversation:
         task = asyncio.ensure_future(work)
         self.background.add(task)
         task.add_done_callback(self.background.discard)
-
-
-def raise_if_stopped(result: TurnResult) -> None:
-    """Raise :class:`LoopDetectedError` when a loop or limit stopped the turn (for ``-p``)."""
-    if result.stopped in {"loop", "limit"} and result.loop is not None:
-        raise LoopDetectedError(
-            f"stopped: {result.loop.kind} ({result.loop.details}, seen {result.loop.count} times)",
-            hint="rephrase the request, or run with --no-loop-detection if this was intended",
-        )

@@ -65,15 +65,15 @@ from ollm_cli.pipeline.compression import (
 )
 from ollm_cli.pipeline.context_client import ContextClient
 from ollm_cli.pipeline.coordinator._compaction import CompressionScheduler
-from ollm_cli.pipeline.coordinator._conversation import (
+from ollm_cli.pipeline.coordinator._conversation import Conversation
+from ollm_cli.pipeline.coordinator._provider_stream import ProviderStream
+from ollm_cli.pipeline.coordinator._titles import generate_title
+from ollm_cli.pipeline.coordinator._turn_result import (
     AskCallback,
-    Conversation,
     StopReason,
     TurnResult,
     raise_if_stopped,
 )
-from ollm_cli.pipeline.coordinator._provider_stream import ProviderStream
-from ollm_cli.pipeline.coordinator._titles import generate_title
 from ollm_cli.pipeline.errors import ActorFailedError, OllmError, ProviderError
 from ollm_cli.pipeline.events import (
     ContextNotice,

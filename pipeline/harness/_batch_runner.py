@@ -46,7 +46,7 @@ from pydantic.alias_generators import to_camel
 
 from ollm_cli.pipeline.atomic_file import write_atomic
 from ollm_cli.pipeline.contract import ConversationContract
-from ollm_cli.pipeline.coordinator._conversation import TurnResult
+from ollm_cli.pipeline.coordinator._turn_result import TurnResult
 from ollm_cli.pipeline.environment import redact
 from ollm_cli.pipeline.errors import ActorFailedError, OllmError, SessionError
 from ollm_cli.pipeline.events import LoopDetectedEvent, PipelineEvent

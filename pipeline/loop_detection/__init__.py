@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ollm_cli.pipeline.loop_detection._service import LoopDetectionService, LoopEvent
+    from ollm_cli.pipeline.loop_detection._event import LoopEvent
+    from ollm_cli.pipeline.loop_detection._service import LoopDetectionService
 
 __all__ = [
     "LoopDetectionService",
@@ -21,9 +22,7 @@ __all__ = [
 __getattr__ = lazy_exports(
     __name__,
     {
-        "_service": (
-            "LoopDetectionService",
-            "LoopEvent",
-        ),
+        "_event": ("LoopEvent",),
+        "_service": ("LoopDetectionService",),
     },
 )

@@ -14,7 +14,6 @@ from typing import Literal
 from pydantic import BaseModel
 
 from ollm_cli.config.settings import LoopDetectionSettings
-from ollm_cli.pipeline.environment import redact
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +100,10 @@ class Verdicts:
             action = "nudge"
             state.nudged.add(kind)
             state.pending_nudge = NUDGES[kind].format(count=count)
+        # the redactor's patterns are compiled when a loop is first seen: a client
+        # that only decodes a LoopEvent (the service's thin client) never pays for them
+        from ollm_cli.pipeline.environment import redact
+
         event = LoopEvent(
             kind=kind,
             details=details,

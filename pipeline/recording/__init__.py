@@ -43,11 +43,16 @@ if TYPE_CHECKING:
         tool_call_ids,
     )
     from ollm_cli.pipeline.recording._ids import canonical_id, checked_id, is_session_id
-    from ollm_cli.pipeline.recording._index import MARK_END, MARK_START, SearchHit
     from ollm_cli.pipeline.recording._recorder import SessionRecorder, redact_record
-    from ollm_cli.pipeline.recording._recovery import CloseReport
-    from ollm_cli.pipeline.recording._store import ChatRecordingService, StoreHealth
+    from ollm_cli.pipeline.recording._store import ChatRecordingService
     from ollm_cli.pipeline.recording._stream import StreamedSession, gc_relaxed
+    from ollm_cli.pipeline.records import (
+        MARK_END,
+        MARK_START,
+        CloseReport,
+        SearchHit,
+        StoreHealth,
+    )
 
 __all__ = [
     "FORKED_FROM",
@@ -135,23 +140,22 @@ __getattr__ = lazy_exports(
             "checked_id",
             "is_session_id",
         ),
-        "_index": (
-            "MARK_END",
-            "MARK_START",
-            "SearchHit",
-        ),
         "_recorder": (
             "SessionRecorder",
             "redact_record",
         ),
-        "_recovery": ("CloseReport",),
-        "_store": (
-            "ChatRecordingService",
-            "StoreHealth",
-        ),
+        "_store": ("ChatRecordingService",),
         "_stream": (
             "StreamedSession",
             "gc_relaxed",
+        ),
+        # records the store answers with, light enough for a thin client
+        "ollm_cli.pipeline.records": (
+            "MARK_END",
+            "MARK_START",
+            "CloseReport",
+            "SearchHit",
+            "StoreHealth",
         ),
     },
 )

@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 
@@ -53,12 +53,10 @@ from ollm_cli.pipeline.recording._document import (
     gc_paused,
 )
 from ollm_cli.pipeline.recording._ids import session_id_of_file
-from ollm_cli.pipeline.records import Record, SessionSummary, parse_iso
+from ollm_cli.pipeline.records import MARK_END, MARK_START, SearchHit, SessionSummary, parse_iso
 
 logger = logging.getLogger(__name__)
 
-MARK_START = "«"
-MARK_END = "»"
 SNIPPET_ELLIPSIS = "…"
 SCHEMA_VERSION = "4"
 INDEX_DIR = ".index"
@@ -75,8 +73,6 @@ SORT_COLUMNS: dict[str, str] = {
     "model": "model",
     "provider": "provider",
 }
-
-Where = Literal["message", "toolCall", "metadata"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -122,25 +118,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, tokenize='unicode61 remo
 """
 
 FileSig = tuple[int, int, int]
-
-
-class SearchHit(Record):
-    """One session matching a search: its best match, with a highlighted snippet.
-
-    ``snippet`` wraps each matched word in ``«`` and ``»``; ``where`` says what
-    matched (a message, whose ``role`` is given, a tool call, or the session's
-    title/notes/tags) and ``index`` its position in the session's list.
-    """
-
-    session_id: str
-    title: str | None = None
-    snippet: str
-    score: float
-    where: Where
-    role: str | None = None
-    index: int = 0
-    last_activity: str = ""
-    model: str = ""
 
 
 class SessionView:

@@ -30,7 +30,7 @@ import os
 import stat
 from pathlib import Path
 
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from ollm_cli.pipeline.atomic_file import write_atomic
 from ollm_cli.pipeline.errors import (
@@ -69,24 +69,9 @@ from ollm_cli.pipeline.recording._sessions import (
     rebuild_from_journal,
     replay,
 )
-from ollm_cli.pipeline.records import Record
+from ollm_cli.pipeline.records import CloseReport, Record
 
 logger = logging.getLogger(__name__)
-
-
-class CloseReport(Record):
-    """What :meth:`ChatRecordingService.close` could not make durable in the sessions folder.
-
-    ``unsaved_records`` counts the records the disk refused to the end;
-    ``rescue_file`` is where they were kept instead (None: nowhere was writable,
-    they are lost); ``sessions`` names the sessions they belong to.
-    """
-
-    ok: bool
-    unsaved_records: int = 0
-    sessions: list[str] = Field(default_factory=list)
-    rescue_file: str | None = None
-    error: str | None = None
 
 
 class DoctorFinding(Record):

@@ -60,7 +60,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from ollm_cli.config.settings import SessionSettings
 from ollm_cli.pipeline.errors import SessionError, SessionNotFoundError
@@ -75,9 +75,9 @@ from ollm_cli.pipeline.recording._delayed_saves import DelayedSaves
 from ollm_cli.pipeline.recording._document import PARTIAL_KEY, SessionDocument
 from ollm_cli.pipeline.recording._fork import Forking, ForkResult
 from ollm_cli.pipeline.recording._ids import canonical_id, new_session_id
-from ollm_cli.pipeline.recording._index import SearchHit, SessionIndex, SessionView, file_sig
+from ollm_cli.pipeline.recording._index import SessionIndex, SessionView, file_sig
 from ollm_cli.pipeline.recording._journal import Change, SessionJournal, entries_for
-from ollm_cli.pipeline.recording._recovery import CloseReport, DoctorFinding, Recovery
+from ollm_cli.pipeline.recording._recovery import DoctorFinding, Recovery
 from ollm_cli.pipeline.recording._retention import Retention, TrashEntry
 from ollm_cli.pipeline.recording._sessions import (
     DamagedFiles,
@@ -91,13 +91,15 @@ from ollm_cli.pipeline.recording._sessions import (
 from ollm_cli.pipeline.recording._sessions._folder import MAX_NOTICES
 from ollm_cli.pipeline.recording._stream import StreamedSession
 from ollm_cli.pipeline.records import (
+    CloseReport,
     CompressionEvent,
-    Record,
+    SearchHit,
     Session,
     SessionMessage,
     SessionMetadata,
     SessionSummary,
     SessionToolCall,
+    StoreHealth,
     ThinkingPart,
     now_iso,
 )
@@ -110,15 +112,6 @@ __all__ = ["MAX_NOTICES", "ChatRecordingService", "StoreHealth", "check_tags"]
 
 CLOSE_RETRY_S = 1.0
 """How often a session whose close could not save its file (a full disk) tries again."""
-
-
-class StoreHealth(Record):
-    """Whether everything recorded is durable; what the pipeline shows when it is not."""
-
-    ok: bool
-    pending_writes: int = 0
-    unsaved_sessions: list[str] = Field(default_factory=list)
-    last_error: str | None = None
 
 
 class ChatRecordingService:

@@ -36,11 +36,16 @@ from typing import TYPE_CHECKING, TypeVar
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.compression import CompressionResult, SnapshotInfo
 from ollm_cli.pipeline.context import ContextEntry, ContextSource
-from ollm_cli.pipeline.coordinator._conversation import AskCallback, TurnResult
+from ollm_cli.pipeline.coordinator._turn_result import AskCallback, TurnResult
 from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.events import EventBus
-from ollm_cli.pipeline.recording import CloseReport, SearchHit, StoreHealth
-from ollm_cli.pipeline.records import Session, SessionSummary
+from ollm_cli.pipeline.records import (
+    CloseReport,
+    SearchHit,
+    Session,
+    SessionSummary,
+    StoreHealth,
+)
 from ollm_cli.pipeline.service._connection import ServiceConnection
 from ollm_cli.pipeline.service._protocol import (
     AddContext,

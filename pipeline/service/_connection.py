@@ -7,6 +7,12 @@ many conversations); a reader task hands each reply to the request of its ``id``
 If the connection ends, every call waiting or to come raises
 :class:`~ollm_cli.pipeline.errors.ServiceLostError` (exit code 8).
 
+Frames are those of :func:`~ollm_cli.pipeline.service._protocol.encode_request` and
+:func:`~ollm_cli.pipeline.service._protocol.decode_service`, byte for byte, but made
+with the model of each message sent or received alone: a command builds the schemas
+of the few messages it uses, not of every request and reply (about as long as the
+rest of a warm ``ollm run -p``).
+
 Example::
 
     connection = ServiceConnection(settings, Path.cwd())
@@ -25,14 +31,18 @@ import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import cast, get_args
 
-from pydantic import ValidationError
+import orjson
+from pydantic import BaseModel, ValidationError
 
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import OllmError, ServiceError
 from ollm_cli.pipeline.service._protocol import (
     ENDING,
+    HEADER,
     MAX_REPLY_BYTES,
+    MAX_REQUEST_BYTES,
     ClientFrame,
     Failed,
     Hello,
@@ -41,6 +51,7 @@ from ollm_cli.pipeline.service._protocol import (
     Request,
     RunLoad,
     RunTurn,
+    ServiceFrame,
     SessionRequest,
     Welcome,
     decode_service,
@@ -54,9 +65,46 @@ from ollm_cli.pipeline.service._socket import (
     read_frame,
     service_lost,
 )
-from ollm_cli.pipeline.service._state import ServicePaths, ServiceState, code_version
+from ollm_cli.pipeline.service._state import (
+    ServicePaths,
+    ServiceState,
+    code_version,
+    process_started,
+)
 
 logger = logging.getLogger(__name__)
+
+
+_REPLIES: dict[str, type[BaseModel]] = {
+    model.model_fields["type"].default: model for model in get_args(get_args(Reply)[0])
+}
+"""Each reply's model by its ``type``."""
+
+
+def encode_body(request_id: int, body: Request) -> bytes:
+    """What ``encode_request(ClientFrame(id=request_id, body=body))`` sends, serialized
+    by the body's model alone. A request the service would refuse for its size is
+    :func:`encode_request`'s :class:`~ollm_cli.pipeline.errors.UsageError`."""
+    data = b'{"id":%d,"body":%s}' % (request_id, body.model_dump_json(by_alias=True).encode())
+    if len(data) > MAX_REQUEST_BYTES:
+        return encode_request(ClientFrame(id=request_id, body=body))
+    return HEADER.pack(len(data)) + data
+
+
+def decode_reply(data: bytes) -> ServiceFrame:
+    """What ``decode_service(data)`` returns, validated by the model of the reply's
+    ``type`` alone; a frame that is not one (not JSON, no known type, another key) is
+    left to :func:`decode_service`, whose error says what is wrong with it."""
+    try:
+        frame = orjson.loads(data)
+        model = _REPLIES[frame["body"]["type"]]
+        request_id = frame["id"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return decode_service(data)
+    if frame.keys() != {"id", "body"} or type(request_id) is not int:
+        return decode_service(data)
+    body = cast(Reply, model.model_validate_json(orjson.dumps(frame["body"])))
+    return ServiceFrame.model_construct(id=request_id, body=body)
 
 
 class ServiceConnection:
@@ -106,12 +154,10 @@ class ServiceConnection:
         self._lost = None
         self._send_lock = asyncio.Lock()
         self._reading = asyncio.ensure_future(self._read())
-        import psutil
-
         hello = Hello(
             version=code_version(),
             pid=os.getpid(),
-            started=psutil.Process().create_time(),
+            started=process_started(os.getpid()),
             settings=self.settings,
             workspace=str(self.workspace.resolve()),
             environment=self.environment,
@@ -126,7 +172,7 @@ class ServiceConnection:
         assert self._reader is not None
         try:
             while (data := await read_frame(self._reader, MAX_REPLY_BYTES)) is not None:
-                frame = decode_service(data)
+                frame = decode_reply(data)
                 queue = self._queues.get(frame.id)
                 if queue is not None:
                     queue.put_nowait(frame.body)
@@ -142,7 +188,7 @@ class ServiceConnection:
             raise self._lost
         assert self._writer is not None and self._send_lock is not None
         request_id = next(self._ids)
-        data = encode_request(ClientFrame(id=request_id, body=body))
+        data = encode_body(request_id, body)
         self._queues[request_id] = asyncio.Queue()
         async with self._send_lock:
             try:

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.compression import CompressionResult, SnapshotInfo
 from ollm_cli.pipeline.context import ContextEntry, ContextSource
-from ollm_cli.pipeline.coordinator._conversation import TurnResult
+from ollm_cli.pipeline.coordinator._turn_result import TurnResult
 from ollm_cli.pipeline.errors import (
     ActorFailedError,
     ConfigError,
@@ -51,8 +51,13 @@ from ollm_cli.pipeline.errors import (
 )
 from ollm_cli.pipeline.events import AnyEvent
 from ollm_cli.pipeline.harness._load_models import HarnessOptions, LoadReport
-from ollm_cli.pipeline.recording import SearchHit, StoreHealth
-from ollm_cli.pipeline.records import Session, SessionSummary, ToolCallPart
+from ollm_cli.pipeline.records import (
+    SearchHit,
+    Session,
+    SessionSummary,
+    StoreHealth,
+    ToolCallPart,
+)
 from ollm_cli.pipeline.tools import ToolGrant
 
 HEADER = struct.Struct(">I")

@@ -392,3 +392,72 @@ def test_the_chat_takes_the_same_flags(
             child.close()
         assert child.exitstatus == 0, child.before
         assert (tmp_path / name).exists() is runs
+
+
+# ------------------------------------------------------------- the thin client
+
+NOT_IN_THE_CLIENT = (
+    "ray",
+    "sqlite3",
+    "ijson",
+    "tiktoken",
+    "psutil",
+    "ollm_cli.actors",
+    "ollm_cli.pipeline.runtime",
+    "ollm_cli.pipeline.coordinator._coordinator",
+    "ollm_cli.pipeline.coordinator._conversation",
+    "ollm_cli.pipeline.compression._service",
+    "ollm_cli.pipeline.compression._tokens",
+    "ollm_cli.pipeline.compression._secret_cuts",
+    "ollm_cli.pipeline.compression._snapshots",
+    "ollm_cli.pipeline.compression._summarizer",
+    "ollm_cli.pipeline.loop_detection._service",
+    "ollm_cli.pipeline.context._manager",
+    "ollm_cli.base.redaction",
+)
+"""What a warm ``ollm run -p`` on the service must not import: Ray, the session store's
+sqlite index and streaming reader, the token counter, the services and the runtime
+(all of them the service's), and psutil. Nor any module of ``pipeline.recording``:
+the package itself only names its exports, and the records the store answers with
+are in ``pipeline.records``."""
+
+
+def _not_for_the_client(module: str) -> bool:
+    return module.startswith("ollm_cli.pipeline.recording.") or any(
+        module == name or module.startswith(name + ".") for name in NOT_IN_THE_CLIENT
+    )
+
+
+def test_a_warm_run_p_imports_none_of_the_services_it_is_a_client_of(
+    server: FakeOllama, ollm_home: Path, tmp_path: Path
+) -> None:
+    """A warm ``ollm run -p`` took 2.7x ``ollm --help``: to name the types of the
+    contract and the protocol, its process imported the session store (sqlite3,
+    ijson), tiktoken, the loop detector and the context manager. ``python -X
+    importtime`` lists every module the command imports (the packages' lazy
+    exports included)."""
+    with ollm_env("service", server.url, ollm_home, tmp_path) as values:
+        first = _run(values, tmp_path, "-p", "hello")  # starts the service
+        assert first.returncode == 0, first.stderr.decode()
+        warm = subprocess.run(
+            [sys.executable, "-X", "importtime", *OLLM[1:], "run", "-p", "hello again"],
+            env=values,
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=180,
+        )
+        assert warm.returncode == 0, warm.stderr.decode()
+    assert warm.stdout == b"You said: hello again\n"
+    imported = [
+        line.rsplit("|", 1)[-1].strip()
+        for line in warm.stderr.decode().splitlines()
+        if line.startswith("import time:")
+    ]
+    # the list is the whole command's: the client, the protocol, what the turn returned
+    assert {
+        "ollm_cli.pipeline.service._client",
+        "ollm_cli.pipeline.service._protocol",
+        "ollm_cli.pipeline.coordinator._turn_result",
+    } <= set(imported)
+    assert [m for m in imported if _not_for_the_client(m)] == []

@@ -27,8 +27,8 @@ from ollm_cli.pipeline.errors import (
     SessionError,
     SessionNotFoundError,
 )
-from ollm_cli.pipeline.recording import ChatRecordingService, SearchHit
-from ollm_cli.pipeline.recording._index import MARK_END, MARK_START, SORT_COLUMNS
+from ollm_cli.pipeline.recording import MARK_END, MARK_START, ChatRecordingService, SearchHit
+from ollm_cli.pipeline.recording._index import SORT_COLUMNS
 from ollm_cli.pipeline.records import (
     ImagePart,
     Session,

@@ -6,11 +6,14 @@ import logging
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from ollm_cli.cli import config_cmd
-from ollm_cli.config.loader import effective_items, load_settings
+from ollm_cli.config._yaml import parse_yaml
+from ollm_cli.config.loader import effective_items, is_plain_word, load_settings
 from ollm_cli.config.settings import DEFAULT_DENY_PATTERNS, ConfigModel, OllmSettings
 from ollm_cli.pipeline.errors import ConfigError
 
@@ -244,3 +247,31 @@ def test_a_misspelt_section_names_the_file_it_is_in(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_settings(tmp_path, env={}, user_file=user)
     assert f"{user}: services.compresion: a mapping: unknown key" in caught.value.message
+
+
+WORDISH = st.one_of(
+    st.text(alphabet="abyYnNoOfFtTlLeEuU0123456789._/@+:- #'\"[]{},!&*|>%=~?<", max_size=16),
+    st.sampled_from(["yes", "No", "TRUE", "off", "ON", "null", "Null", "y", "n", "a:", "a: b"]),
+    st.sampled_from(["llama3.2:latest", "http://127.0.0.1:11434", "ollama", "x.inf"]),
+)
+
+
+@settings(max_examples=300)
+@given(WORDISH)
+def test_an_env_value_read_without_the_yaml_parser_is_what_the_parser_reads(raw: str) -> None:
+    """``OLLM_MODEL=llama3.2:latest`` is taken as it is, PyYAML not imported: only
+    where YAML would read that very string."""
+    if is_plain_word(raw):
+        assert parse_yaml(raw) == raw
+
+
+def test_env_values_yaml_reads_otherwise_still_go_through_it(tmp_path: Path) -> None:
+    env = {
+        "OLLM_MODEL": "llama3.2:latest",
+        "OLLM_SERVICES__COMPRESSION__THRESHOLD": "0.5",
+        "OLLM_SERVICES__LOOP_DETECTION__ENABLED": "off",
+    }
+    loaded = load_settings(tmp_path, env=env, user_file=tmp_path / "none.yaml")
+    assert loaded.settings.provider.model == "llama3.2:latest"
+    assert loaded.settings.services.compression.threshold == 0.5
+    assert loaded.settings.services.loop_detection.enabled is False

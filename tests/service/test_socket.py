@@ -27,26 +27,48 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.errors import OllmError, ServiceError, SessionNotFoundError, UsageError
+from ollm_cli.pipeline.coordinator import TurnResult
+from ollm_cli.pipeline.errors import (
+    OllmError,
+    ServiceError,
+    SessionNotFoundError,
+    UsageError,
+)
 from ollm_cli.pipeline.events import EventBus, TextDelta
 from ollm_cli.pipeline.harness import HarnessOptions, LoadReport
+from ollm_cli.pipeline.records import SessionSummary
 from ollm_cli.pipeline.service import _launch
 from ollm_cli.pipeline.service._client import RemoteCoordinator
-from ollm_cli.pipeline.service._connection import ServiceConnection, _open
+from ollm_cli.pipeline.service._connection import (
+    ServiceConnection,
+    _open,
+    decode_reply,
+    encode_body,
+)
 from ollm_cli.pipeline.service._host import PipelineHost
 from ollm_cli.pipeline.service._load_client import RemoteLoad
 from ollm_cli.pipeline.service._protocol import (
     HEADER,
     MAX_REQUEST_BYTES,
     ClientFrame,
+    Done,
     Failed,
     Hello,
+    OpenSession,
+    PromptSizes,
     RecentSessions,
+    Request,
     RunLoad,
     RunTurn,
     ServiceFrame,
+    SessionOpened,
+    Sessions,
+    TurnEnded,
+    TurnEvent,
+    Welcome,
     decode_service,
     encode,
     encode_request,
@@ -394,6 +416,91 @@ def test_a_message_too_large_for_the_service_is_refused_before_it_is_sent() -> N
         encode_request(ClientFrame(id=2, body=huge))
     assert "16 MiB" in refused.value.message and "--runtime inprocess" in (refused.value.hint or "")
     assert refused.value.exit_code == 2
+    with pytest.raises(UsageError, match="16 MiB"):  # the client's own framing refuses it too
+        encode_body(2, huge)
+
+
+WHEN = "2026-01-05T10:00:00Z"
+
+
+def test_the_client_frames_every_message_as_the_protocol_does() -> None:
+    """The thin client encodes and decodes with each message's model alone (building
+    every request's and reply's schema was a third of a warm ``ollm run -p``): the
+    bytes and the messages are the protocol's own, and what is not a reply is still
+    refused as the protocol refuses it."""
+    requests: list[Request] = [
+        Hello(
+            version="1",
+            pid=7,
+            started=None,
+            settings=OllmSettings(),
+            workspace="/w",
+            environment={"A": "b"},
+        ),
+        OpenSession(resume="3f1c2a9e", tags=["x"], discard_failed=True),
+        RunTurn(session_id="s", text='é \u2028 "quoted"', kinds=["model:text"]),
+        RecentSessions(limit=3, this_folder=True),
+    ]
+    for number, request in enumerate(requests, 1):
+        assert encode_body(number, request) == encode_request(ClientFrame(id=number, body=request))
+    replies = [
+        Welcome(version="1"),
+        SessionOpened(session_id="s", model="m"),
+        Done(),
+        Failed(
+            error="PromptTooLargeError",
+            message="m",
+            hint="h",
+            sizes=PromptSizes(prompt_tokens=9, room_tokens=4, window=8, room_estimate=3),
+        ),
+        TurnEvent(event=TextDelta(session_id="s", text="Hel")),
+        TurnEnded(result=TurnResult(session_id="s", answer="Hello", notices=["cut"])),
+        Sessions(
+            sessions=[
+                SessionSummary(
+                    session_id="s",
+                    start_time="2026-01-05T10:00:00Z",
+                    last_activity="2026-01-05T10:00:00Z",
+                    model="m",
+                    tags=["t"],
+                )
+            ]
+        ),
+    ]
+    for number, reply in enumerate(replies, 1):
+        data = encode(ServiceFrame(id=number, body=reply))[HEADER.size :]
+        decoded = decode_reply(data)
+        assert decoded == decode_service(data)
+        assert type(decoded.body) is type(reply) and decoded.body == reply
+    for bad in (
+        b"not json",
+        b"[1]",
+        b'{"id": 1}',
+        b'{"id": 1, "body": {"type": "no-such-reply"}}',
+        b'{"id": 1, "body": {"type": "done"}, "more": 1}',
+        b'{"id": 1, "body": {"type": "welcome"}}',
+        b'{"id": 1, "body": {"type": "done", "extra": 1}}',
+    ):
+        with pytest.raises(ValidationError):
+            decode_reply(bad)
+    lax = b'{"id": true, "body": {"type": "done"}}'  # what the protocol takes, the client takes
+    assert decode_reply(lax) == decode_service(lax)
+
+
+def test_the_client_builds_the_schemas_of_the_messages_it_uses_only() -> None:
+    """In a fresh process, a hello and its welcome build neither frame's schema."""
+    code = (
+        "from ollm_cli.config.settings import OllmSettings\n"
+        "from ollm_cli.pipeline.service import _connection as c, _protocol as p\n"
+        "c.encode_body(1, p.Hello(version='1', pid=1, started=None,"
+        " settings=OllmSettings(), workspace='/', environment={}))\n"
+        'c.decode_reply(b\'{"id":1,"body":{"type":"welcome","version":"1"}}\')\n'
+        "print(p.ClientFrame.__pydantic_complete__, p.ServiceFrame.__pydantic_complete__,"
+        " p.Sessions.__pydantic_complete__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False", "False"]
 
 
 # ------------------------------------------------------------------ load runs
