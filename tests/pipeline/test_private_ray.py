@@ -128,7 +128,7 @@ def test_the_ray_of_one_command_refuses_a_client_without_its_token(tmp_path: Pat
         address = said[-1].removeprefix("gcs ").strip()
         assert address.startswith("127.0.0.1:"), said
         token = str(home / "ray" / "token")
-        for auth, said in (
+        for auth, expected in (
             ({"RAY_AUTH_MODE": "disabled"}, "AuthenticationError"),  # before: it answered
             ({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": token}, "answered"),
         ):
@@ -139,7 +139,7 @@ def test_the_ray_of_one_command_refuses_a_client_without_its_token(tmp_path: Pat
                 text=True,
                 timeout=120,
             )
-            assert client.stdout.strip() == said, client.stderr
+            assert client.stdout.strip() == expected, client.stderr
         runtime.stdin.write("\n")
         runtime.stdin.flush()
         assert runtime.wait(timeout=120) == 0
