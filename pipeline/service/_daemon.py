@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -51,9 +52,11 @@ from ollm_cli.pipeline.service._hosts import (
     daemon_host,
     drain_hosts,
     host_activities,
+    list_hosts,
     retire_host,
 )
 from ollm_cli.pipeline.service._launch import CLUSTER_REFUSED
+from ollm_cli.pipeline.service._protocol import Activity
 from ollm_cli.pipeline.service._ray_head import (
     close_ray_folders,
     start_head,
@@ -72,12 +75,12 @@ from ollm_cli.pipeline.service._state import (
 logger = logging.getLogger(__name__)
 
 
-def idle_for(activities: Sequence[dict[str, Any]], now: float, since: float) -> float:
+def idle_for(activities: Sequence[Activity], now: float, since: float) -> float:
     """How long the service has been idle at ``now``: 0 while any host has a client or
     background work, else the time since the last activity (or ``since``)."""
-    if any(a["clients"] or a["background"] for a in activities):
+    if any(a.clients or a.background for a in activities):
         return 0.0
-    last = max([since, *(float(a["last_active"]) for a in activities)])
+    last = max([since, *(a.last_active for a in activities)])
     return max(0.0, now - last)
 
 
@@ -224,7 +227,7 @@ class _Watch:
             for handle, activity in hosts if retire else []:
                 # a pipeline unused that long goes (its model and memory with it)
                 if idle_for([activity], now, self.started) >= self.idle_timeout:
-                    logger.info("retiring the idle pipeline of %s", activity.get("workspace"))
+                    logger.info("retiring the idle pipeline of %s", activity.workspace)
                     retire_host(handle, self.stop_timeout)
 
 
@@ -263,7 +266,11 @@ def _serve_socket(
     listener = bind_socket(paths)
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
-    server = ServiceServer(cluster_host if cluster else daemon_host, retire_host)
+    server = ServiceServer(
+        cluster_host if cluster else daemon_host,
+        retire_host,
+        functools.partial(list_hosts, paths.namespace),
+    )
 
     def run() -> None:
         asyncio.set_event_loop(loop)

@@ -37,6 +37,7 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,7 @@ from ollm_cli.pipeline.service._protocol import (
     GetSession,
     GetStoreHealth,
     Health,
+    HostActivity,
     ListContext,
     ListModels,
     LoadItem,
@@ -152,7 +154,14 @@ class Hosted:
 class PipelineHost:
     """A pipeline and its conversations inside the local service (see the module)."""
 
-    def __init__(self, settings: OllmSettings, workspace: str, version: str) -> None:
+    def __init__(
+        self,
+        settings: OllmSettings,
+        workspace: str,
+        version: str,
+        *,
+        on_retire: Callable[[], None] | None = None,
+    ) -> None:
         self.settings = settings
         self.workspace = Path(workspace)
         self.version = version
@@ -169,6 +178,8 @@ class PipelineHost:
         _log_to_service_log()
         self._start: asyncio.Task[None] | None = None
         self._watch: asyncio.Task[None] | None = None
+        self._on_retire = on_retire or _end_this_actor
+        """What ends the host once it retired itself (its Ray actor is killed)."""
 
     # ----------------------------------------------------------------- basics
 
@@ -201,7 +212,6 @@ class PipelineHost:
         started: float | None,
         *,
         resume: str | None = None,
-        continue_latest: bool = False,
         environment: dict[str, str] | None = None,
         interactive: bool = False,
         grant: ToolGrant | None = None,
@@ -220,13 +230,6 @@ class PipelineHost:
         is not kept)."""
         await self.ready()
         self._touch()
-        if continue_latest:
-            recent = await self.runtime.recording.call(RecordingShell.list_sessions, limit=1)
-            if not recent:
-                raise SessionNotFoundError(
-                    "there is no session to continue", hint="start one with `ollm run`"
-                )
-            resume = recent[0].session_id
         if resume is not None:
             resume = await self._resolve(resume)
             held = self.hosted.get(resume)
@@ -633,21 +636,19 @@ class PipelineHost:
         work) stops itself, as the local service retires its idle hosts."""
         service = self.settings.runtime.service
         activity = await self.activity()
-        if activity["clients"] or activity["background"]:
+        if activity.clients or activity.background:
             return False
         if time.time() - self.last_active < service.idle_timeout:
             return False
         logger.info("idle for %.0f s on the cluster: stopping", time.time() - self.last_active)
         self._watch = None  # this task: shutdown must not cancel it
         await self.shutdown(service.stop_timeout)
-        import ray
-
-        ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
+        self._on_retire()
         return True
 
     # ----------------------------------------------------------------- status
 
-    async def activity(self) -> dict[str, Any]:
+    async def activity(self) -> HostActivity:
         """What ``ollm service status`` and the idle check need."""
         turns = sum(1 for h in self.hosted.values() if h.turn is not None and not h.turn.done())
         turns += sum(1 for load in self.loads.values() if not load.done())
@@ -665,17 +666,17 @@ class PipelineHost:
             import psutil
 
             rss = int(psutil.Process(os.getpid()).memory_info().rss)
-        return {
-            "workspace": str(self.workspace),
-            "version": self.version,
-            "pid": os.getpid(),
-            "sessions": attached,
-            "clients": attached + len(self.clients),
-            "turns": turns,
-            "background": background + turns,
-            "last_active": self.last_active,
-            "memory_rss": rss,
-        }
+        return HostActivity(
+            workspace=str(self.workspace),
+            version=self.version,
+            pid=os.getpid(),
+            sessions=attached,
+            clients=attached + len(self.clients),
+            turns=turns,
+            background=background + turns,
+            last_active=self.last_active,
+            memory_rss=rss,
+        )
 
     async def shutdown(self, timeout_s: float) -> dict[str, int]:
         """Stop: finish turns and background work within ``timeout_s``, close every
@@ -721,6 +722,13 @@ def _log_to_service_log() -> None:
     logging.getLogger().addHandler(handler)
     with contextlib.suppress(Exception):
         configure_logging(logging.INFO)  # redacts on every handler, ours included
+
+
+def _end_this_actor() -> None:
+    """Kill the Ray actor this host is (it retired itself on a cluster)."""
+    import ray
+
+    ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
 
 
 def host_name(key: str) -> str:
