@@ -31,6 +31,11 @@ logger = logging.getLogger(__name__)
 HOST_PREFIX = "pipeline-"
 
 
+def host_name(key: str) -> str:
+    """The Ray actor name of the host for one configuration and workspace."""
+    return f"{HOST_PREFIX}{key}"
+
+
 def settings_key(settings: OllmSettings, workspace: Path) -> str:
     """Which pipeline host serves this configuration in this workspace."""
     data = settings.model_dump(mode="json")
@@ -54,7 +59,7 @@ def host_actor(
     environment its process needs (on a cluster, whose workers lack ours)."""
     import ray
 
-    from ollm_cli.pipeline.service._host import PipelineHost, host_name
+    from ollm_cli.pipeline.service._host import PipelineHost
 
     remote: Any = ray.remote(PipelineHost)
     options: dict[str, Any] = {}
@@ -165,6 +170,7 @@ __all__ = [
     "drain_hosts",
     "host_activities",
     "host_actor",
+    "host_name",
     "list_hosts",
     "retire_host",
     "settings_key",

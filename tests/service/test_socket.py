@@ -671,7 +671,6 @@ def test_a_client_that_dies_is_seen_by_the_watchdog_and_its_session_released(
         host = hosts[0]
         sid, _ = service.run(host.open_session(child.pid, started, interactive=True))
         hosted = host.hosted[sid]
-        asker = host._asker(hosted)
         call = ToolCallPart(id="c1", name="write_file", args={"path": "x"})
         assert service.run(host.activity()).sessions == 1
     finally:
@@ -679,7 +678,7 @@ def test_a_client_that_dies_is_seen_by_the_watchdog_and_its_session_released(
         child.stdin.close()
         child.wait(timeout=30)
     wait_for(lambda: sid not in host.hosted, what="the dead client's session closed")
-    assert service.run(asker(call)) is False  # nobody to ask
+    assert service.run(hosted.ask(call)) is False  # nobody to ask
     # the lock is released: another client resumes the session at once
     again, _ = service.run(host.open_session(os.getpid(), None, resume=sid[:8]))
     assert again == sid
