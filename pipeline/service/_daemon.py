@@ -44,24 +44,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ollm_cli.config.paths import ray_temp_dir
-from ollm_cli.pipeline.service._hosts import (
-    cluster_host,
-    daemon_host,
-    drain_hosts,
-    host_activities,
-    list_hosts,
-    retire_host,
-)
-from ollm_cli.pipeline.service._launch import CLUSTER_REFUSED
-from ollm_cli.pipeline.service._protocol import Activity
 from ollm_cli.pipeline.service._ray_head import (
     close_ray_folders,
     start_head,
 )
-from ollm_cli.pipeline.service._socket import ServiceServer
 from ollm_cli.pipeline.service._state import (
     ServicePaths,
     ServiceState,
@@ -72,7 +61,20 @@ from ollm_cli.pipeline.service._state import (
     write_state,
 )
 
+if TYPE_CHECKING:
+    from ollm_cli.pipeline.service._protocol import Activity
+    from ollm_cli.pipeline.service._socket import ServiceServer
+
 logger = logging.getLogger(__name__)
+
+PRELOADED = (
+    "ollm_cli.pipeline.service._host",
+    "ollm_cli.pipeline.service._hosts",
+    "ollm_cli.pipeline.service._socket",
+)
+"""What the daemon imports while its Ray head starts, instead of before it (the
+protocol's models) or when the first client says hello (the host's class, which
+``ray.remote`` needs): on a cold start both were on the way to the first answer."""
 
 
 def idle_for(activities: Sequence[Activity], now: float, since: float) -> float:
@@ -116,9 +118,15 @@ def serve(idle_timeout: float, stop_timeout: float, ray_address: str | None = No
         stopping.set()
 
     started = time.time()
+    logger.info("daemon up %.2f s after its process started", started - _process_started())
+    preload = threading.Thread(target=_preload, name="ollm-preload", daemon=True)
+    preload.start()
     own = _start_ray(paths, ray_address)
     if own is None:
+        from ollm_cli.pipeline.service._launch import CLUSTER_REFUSED
+
         return CLUSTER_REFUSED
+    preload.join()
     # after ray.init: Ray installs its own handlers, which would end us undrained
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -128,9 +136,26 @@ def serve(idle_timeout: float, stop_timeout: float, ray_address: str | None = No
     watch.until_idle_or(stopping, own, retire=ray_address is None)
     socket_stop()
     if ray_address is None:  # a cluster's hosts stay for --continue, and retire when idle
+        from ollm_cli.pipeline.service._hosts import drain_hosts
+
         drain_hosts(paths.namespace, stop_timeout)
     _stop(paths, own)
     return 0
+
+
+def _preload() -> None:
+    import importlib
+
+    started = time.perf_counter()
+    for name in PRELOADED:
+        importlib.import_module(name)
+    logger.info("pipeline modules imported in %.2f s", time.perf_counter() - started)
+
+
+def _process_started() -> float:
+    import psutil
+
+    return float(psutil.Process().create_time())
 
 
 def _start_ray(paths: ServicePaths, ray_address: str | None) -> _OwnRay | None:
@@ -211,6 +236,8 @@ class _Watch:
         or Ray no longer answers; with ``retire``, hosts idle that long go meanwhile
         (on a cluster the hosts retire themselves)."""
         check_s = min(5.0, max(self.idle_timeout / 4, 0.2))
+        from ollm_cli.pipeline.service._hosts import host_activities, retire_host
+
         while not stopping.wait(check_s):
             own.close_folders()
             try:
@@ -261,7 +288,8 @@ def _serve_socket(
     function that stops it (no new client; the conversations stay in their hosts)."""
     import asyncio
 
-    from ollm_cli.pipeline.service._socket import bind_socket
+    from ollm_cli.pipeline.service._hosts import cluster_host, daemon_host, list_hosts, retire_host
+    from ollm_cli.pipeline.service._socket import ServiceServer, bind_socket
 
     listener = bind_socket(paths)
     loop = asyncio.new_event_loop()

@@ -118,6 +118,7 @@ class PipelineHost:
         self.started_at = time.time()
         self.last_active = time.time()
         _log_to_service_log()
+        logger.info("pipeline host up %.2f s after its process started", _process_age())
         self._start: asyncio.Task[None] | None = None
         self._watch: asyncio.Task[None] | None = None
         self._on_retire = on_retire or _end_this_actor
@@ -128,10 +129,15 @@ class PipelineHost:
     async def ready(self) -> str:
         """Start the shells once; the version of OLLM this host runs."""
         if self._start is None:
-            self._start = asyncio.ensure_future(self.runtime.start())
+            self._start = asyncio.ensure_future(self._start_shells())
             self._watch = asyncio.ensure_future(self._watchdog())
         await asyncio.shield(self._start)
         return self.version
+
+    async def _start_shells(self) -> None:
+        started = time.perf_counter()
+        await self.runtime.start()
+        logger.info("shells started in %.2f s", time.perf_counter() - started)
 
     def _touch(self) -> None:
         self.last_active = time.time()
@@ -177,7 +183,9 @@ class PipelineHost:
             held = self.hosted.get(resume)
             if held is not None:
                 return await self._reattach(held, Client(pid, started), interactive, model, grant)
+        began = time.perf_counter()
         coordinator = self.coordinators.for_conversation(environment, interactive=interactive)
+        made = time.perf_counter()
         sid = await coordinator.start_session(
             resume=resume,
             model=model,
@@ -186,6 +194,12 @@ class PipelineHost:
             system_prompt=system_prompt,
             grant=grant,
             discard_failed=discard_failed,
+        )
+        logger.info(
+            "session %s opened in %.2f s (its coordinator %.2f s)",
+            sid[:8],
+            time.perf_counter() - began,
+            made - began,
         )
         hosted = Hosted(sid, coordinator, Client(pid, started))
         self._wire(hosted)
@@ -544,6 +558,16 @@ class PipelineHost:
             with contextlib.suppress(Exception):
                 await self.runtime.shutdown()
         return {"unfinished": unfinished}
+
+
+def _process_age() -> float:
+    """Seconds since this process started (the cold start's breakdown in the log)."""
+    try:
+        import psutil
+
+        return time.time() - psutil.Process().create_time()
+    except Exception:  # pragma: no cover - psutil is a dependency
+        return 0.0
 
 
 def _log_to_service_log() -> None:
