@@ -17,7 +17,7 @@ from ollm_cli.pipeline.records import ToolCallPart
 from ollm_cli.pipeline.runtime import create_runtime
 from ollm_cli.pipeline.service import _hosted
 from ollm_cli.pipeline.service._hosted import Client, Hosted
-from ollm_cli.pipeline.service._protocol import ApprovalAsked, TurnEnded, TurnEvent, TurnItem
+from ollm_cli.pipeline.service._protocol import ApprovalAsked, TurnCancelled, TurnEvent, TurnItem
 
 SMALL_KEEP = 8
 
@@ -82,7 +82,7 @@ def test_a_new_turn_keeps_unread_events_and_drops_how_the_last_one_ended(
     hosted = Hosted("s", coordinator, None)
     hosted.push(_event(1))
     asyncio.run(hosted.take(0, 0.0))  # read
-    hosted.push(TurnEnded.model_construct())
+    hosted.push(TurnCancelled())
     hosted.push(_event(2))
     cursor = hosted.unread_for_new_turn()
     assert cursor == 1
