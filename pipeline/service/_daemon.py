@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ollm_cli.config.paths import ray_temp_dir
+from ollm_cli.pipeline.service._launch import CLUSTER_REFUSED
 from ollm_cli.pipeline.service._ray_head import (
     close_ray_folders,
     start_head,
@@ -122,11 +123,9 @@ def serve(idle_timeout: float, stop_timeout: float, ray_address: str | None = No
     preload = threading.Thread(target=_preload, name="ollm-preload", daemon=True)
     preload.start()
     own = _start_ray(paths, ray_address)
+    preload.join()  # before any return: an interpreter must not exit under an import
     if own is None:
-        from ollm_cli.pipeline.service._launch import CLUSTER_REFUSED
-
         return CLUSTER_REFUSED
-    preload.join()
     # after ray.init: Ray installs its own handlers, which would end us undrained
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
