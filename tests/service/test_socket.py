@@ -31,7 +31,13 @@ import orjson
 import pytest
 
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.errors import OllmError, ServiceError, SessionNotFoundError, UsageError
+from ollm_cli.pipeline.errors import (
+    OllmError,
+    ServiceError,
+    SessionLockedError,
+    SessionNotFoundError,
+    UsageError,
+)
 from ollm_cli.pipeline.events import EventBus, TextDelta
 from ollm_cli.pipeline.harness import HarnessOptions, LoadReport
 from ollm_cli.pipeline.records import ToolCallPart
@@ -59,7 +65,7 @@ from ollm_cli.pipeline.service._protocol import (
 from ollm_cli.pipeline.service._socket import ServiceServer, bind_socket, peer
 from ollm_cli.pipeline.service._state import ServicePaths, ServiceState, code_version
 from ollm_cli.pipeline.service._status import ask_status
-from tests.fake_ollama import FakeOllama, Reply
+from tests.fake_ollama import FakeModel, FakeOllama, Reply
 from tests.service.conftest import wait_for
 
 MODEL = "llama3.2:latest"
@@ -725,3 +731,70 @@ def test_a_host_on_a_cluster_retires_itself_once_idle(
         assert host._watch is None and not host.hosted
 
     asyncio.run(scenario())
+
+
+def test_a_second_terminal_is_refused_one_turn_runs_at_a_time_and_ctrl_c_cancels_it(
+    served: tuple[Served, OllmSettings, list[PipelineHost]],
+    server: FakeOllama,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While its terminal lives, a session is not attached again; a turn does not start
+    while another runs; Ctrl-C cancels the turn in the host; once the terminal is
+    gone, the next command reattaches to the conversation as the host holds it, with
+    the model it asks for."""
+    import psutil
+
+    from ollm_cli.pipeline.service import _host
+
+    monkeypatch.setattr(_host, "WATCH_S", 3600.0)  # this test sees the client die itself
+    service, settings, hosts = served
+    gate = threading.Event()
+    server.default_reply = lambda body: Reply.text("held", chunks=2, hold=gate, hold_after=1)
+    server.models.append(FakeModel(name="qwen3:latest"))
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=PIPE)
+
+    async def scenario() -> None:
+        connection = ServiceConnection(settings, tmp_path)
+        client = RemoteCoordinator(connection)
+        sid = await client.start_session()
+        turn = asyncio.ensure_future(client.run_turn(sid, "hold on"))
+        host = hosts[0]
+        await asyncio.to_thread(
+            wait_for, lambda: host.hosted[sid].turn_running(), what="the turn running"
+        )
+        with pytest.raises(OllmError, match="already running"):
+            await asyncio.wrap_future(
+                asyncio.run_coroutine_threadsafe(
+                    host.start_turn(sid, os.getpid(), "again"), service.loop
+                )
+            )
+        turn.cancel()  # Ctrl-C: the client asks the host to cancel
+        with pytest.raises(asyncio.CancelledError):
+            await turn
+        await asyncio.to_thread(
+            wait_for, lambda: not host.hosted[sid].turn_running(), what="the turn cancelled"
+        )
+        await client.end_session(sid)
+        await connection.shutdown()
+
+    try:
+        asyncio.run(scenario())
+        host = hosts[0]
+        started = psutil.Process(child.pid).create_time()
+        sid, _ = service.run(host.open_session(child.pid, started, interactive=True))
+        with pytest.raises(SessionLockedError, match="open in another terminal"):
+            service.run(host.open_session(os.getpid(), None, resume=sid))
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=30)
+    again, model = service.run(
+        host.open_session(os.getpid(), None, resume=sid, interactive=True, model="qwen3:latest")
+    )
+    assert (again, model) == (sid, "qwen3:latest")
+    hosted = host.hosted[sid]
+    assert hosted.client is not None and hosted.client.pid == os.getpid()
+    assert hosted.coordinator.ask == hosted.ask  # a chat's questions go to this terminal
+    gate.set()
+    service.run(host.detach(sid, os.getpid()))
