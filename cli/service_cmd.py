@@ -48,16 +48,17 @@ def start(json_output: JsonOption = False) -> None:
 
 @app.command("status")
 def status(json_output: JsonOption = False) -> None:
-    """Whether the service runs, where, since when, and what it is doing.
+    """Whether the service runs, where, since when, and what it is doing (asked on its
+    socket: the command does not start it, and imports no Ray).
+
+    Exit code 0 whether it runs or not (`running` in `--json` says which); 8 if a
+    running service does not answer.
 
     Example: `ollm service status --json`.
     """
-    from ollm_cli.pipeline.service import disconnect, service_status
+    from ollm_cli.pipeline.service import service_status
 
-    try:
-        report = service_status()
-    finally:
-        disconnect()
+    report = service_status()
     if json_output:
         print_json(report)
         return

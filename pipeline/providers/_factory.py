@@ -21,11 +21,6 @@ from ollm_cli.pipeline.errors import ProviderError
 from ollm_cli.pipeline.providers._base import Provider, display_host
 from ollm_cli.pipeline.providers._embedded import EmbeddedProvider, embedded_model_available
 from ollm_cli.pipeline.providers._ollama import OllamaProvider, ollama_answers
-from ollm_cli.pipeline.providers._openai import (
-    OpenAIProvider,
-    display_url,
-    openai_server_answers,
-)
 from ollm_cli.pipeline.providers._simulated import SimulatedProvider
 
 logger = logging.getLogger(__name__)
@@ -40,6 +35,10 @@ def create_provider(
     if settings.name == "ollama":
         return OllamaProvider(settings.ollama, model=settings.model, thinking=settings.thinking)
     if settings.name == "openai":
+        # imported when named: the OpenAI SDK takes most of a second to import, which
+        # a first Ollama answer (a cold service's, or `--runtime inprocess`) never needs
+        from ollm_cli.pipeline.providers._openai import OpenAIProvider
+
         return OpenAIProvider(settings.openai, model=settings.model)
     if settings.name == "embedded":
         return EmbeddedProvider(settings.embedded)
@@ -53,6 +52,12 @@ def _auto(settings: ProviderSettings, probe_timeout: float) -> Provider:
     if ollama_answers(settings.ollama, min(probe_timeout, settings.ollama.timeout)):
         logger.info("provider auto: Ollama answers at %s", host)
         return OllamaProvider(settings.ollama, model=settings.model, thinking=settings.thinking)
+    from ollm_cli.pipeline.providers._openai import (
+        OpenAIProvider,
+        display_url,
+        openai_server_answers,
+    )
+
     url = display_url(settings.openai.base_url)
     if openai_server_answers(settings.openai, min(probe_timeout, settings.openai.timeout)):
         logger.info(

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from ollm_cli.pipeline.service._launch import start_service
     from ollm_cli.pipeline.service._load_client import RemoteLoad
     from ollm_cli.pipeline.service._processes import find_service, stop_service
-    from ollm_cli.pipeline.service._ray_driver import disconnect
     from ollm_cli.pipeline.service._state import ServicePaths
     from ollm_cli.pipeline.service._status import service_status
 
@@ -24,7 +23,6 @@ __all__ = [
     "RemoteCoordinator",
     "RemoteLoad",
     "ServicePaths",
-    "disconnect",
     "find_service",
     "open_conversations",
     "service_status",
@@ -38,7 +36,6 @@ __getattr__ = lazy_exports(
         "_client": ("RemoteCoordinator", "open_conversations"),
         "_launch": ("start_service",),
         "_processes": ("find_service", "stop_service"),
-        "_ray_driver": ("disconnect",),
         "_status": ("service_status",),
         "_load_client": ("RemoteLoad",),
         "_state": ("ServicePaths",),

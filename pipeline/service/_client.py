@@ -179,13 +179,11 @@ class RemoteCoordinator:
         title: str | None = None,
         tags: list[str] | None = None,
         system_prompt: str | None = None,
-        continue_latest: bool = False,
     ) -> str:
         """Attach to a new conversation, or to ``resume`` (as the service holds it)."""
         opened = await self.ask(
             OpenSession(
                 resume=resume,
-                continue_latest=continue_latest,
                 model=model,
                 title=title,
                 tags=tags,

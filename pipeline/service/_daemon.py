@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -43,22 +44,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ollm_cli.config.paths import ray_temp_dir
-from ollm_cli.pipeline.service._hosts import (
-    cluster_host,
-    daemon_host,
-    drain_hosts,
-    host_activities,
-    retire_host,
-)
 from ollm_cli.pipeline.service._launch import CLUSTER_REFUSED
 from ollm_cli.pipeline.service._ray_head import (
     close_ray_folders,
     start_head,
 )
-from ollm_cli.pipeline.service._socket import ServiceServer
 from ollm_cli.pipeline.service._state import (
     ServicePaths,
     ServiceState,
@@ -69,15 +62,28 @@ from ollm_cli.pipeline.service._state import (
     write_state,
 )
 
+if TYPE_CHECKING:
+    from ollm_cli.pipeline.service._protocol import Activity
+    from ollm_cli.pipeline.service._socket import ServiceServer
+
 logger = logging.getLogger(__name__)
 
+PRELOADED = (
+    "ollm_cli.pipeline.service._host",
+    "ollm_cli.pipeline.service._hosts",
+    "ollm_cli.pipeline.service._socket",
+)
+"""What the daemon imports while its Ray head starts, instead of before it (the
+protocol's models) or when the first client says hello (the host's class, which
+``ray.remote`` needs): on a cold start both were on the way to the first answer."""
 
-def idle_for(activities: Sequence[dict[str, Any]], now: float, since: float) -> float:
+
+def idle_for(activities: Sequence[Activity], now: float, since: float) -> float:
     """How long the service has been idle at ``now``: 0 while any host has a client or
     background work, else the time since the last activity (or ``since``)."""
-    if any(a["clients"] or a["background"] for a in activities):
+    if any(a.clients or a.background for a in activities):
         return 0.0
-    last = max([since, *(float(a["last_active"]) for a in activities)])
+    last = max([since, *(a.last_active for a in activities)])
     return max(0.0, now - last)
 
 
@@ -113,7 +119,11 @@ def serve(idle_timeout: float, stop_timeout: float, ray_address: str | None = No
         stopping.set()
 
     started = time.time()
+    logger.info("daemon up %.2f s after its process started", started - _process_started())
+    preload = threading.Thread(target=_preload, name="ollm-preload", daemon=True)
+    preload.start()
     own = _start_ray(paths, ray_address)
+    preload.join()  # before any return: an interpreter must not exit under an import
     if own is None:
         return CLUSTER_REFUSED
     # after ray.init: Ray installs its own handlers, which would end us undrained
@@ -125,9 +135,26 @@ def serve(idle_timeout: float, stop_timeout: float, ray_address: str | None = No
     watch.until_idle_or(stopping, own, retire=ray_address is None)
     socket_stop()
     if ray_address is None:  # a cluster's hosts stay for --continue, and retire when idle
+        from ollm_cli.pipeline.service._hosts import drain_hosts
+
         drain_hosts(paths.namespace, stop_timeout)
     _stop(paths, own)
     return 0
+
+
+def _preload() -> None:
+    import importlib
+
+    started = time.perf_counter()
+    for name in PRELOADED:
+        importlib.import_module(name)
+    logger.info("pipeline modules imported in %.2f s", time.perf_counter() - started)
+
+
+def _process_started() -> float:
+    import psutil
+
+    return float(psutil.Process().create_time())
 
 
 def _start_ray(paths: ServicePaths, ray_address: str | None) -> _OwnRay | None:
@@ -208,6 +235,8 @@ class _Watch:
         or Ray no longer answers; with ``retire``, hosts idle that long go meanwhile
         (on a cluster the hosts retire themselves)."""
         check_s = min(5.0, max(self.idle_timeout / 4, 0.2))
+        from ollm_cli.pipeline.service._hosts import host_activities, retire_host
+
         while not stopping.wait(check_s):
             own.close_folders()
             try:
@@ -224,7 +253,7 @@ class _Watch:
             for handle, activity in hosts if retire else []:
                 # a pipeline unused that long goes (its model and memory with it)
                 if idle_for([activity], now, self.started) >= self.idle_timeout:
-                    logger.info("retiring the idle pipeline of %s", activity.get("workspace"))
+                    logger.info("retiring the idle pipeline of %s", activity.workspace)
                     retire_host(handle, self.stop_timeout)
 
 
@@ -258,12 +287,17 @@ def _serve_socket(
     function that stops it (no new client; the conversations stay in their hosts)."""
     import asyncio
 
-    from ollm_cli.pipeline.service._socket import bind_socket
+    from ollm_cli.pipeline.service._hosts import cluster_host, daemon_host, list_hosts, retire_host
+    from ollm_cli.pipeline.service._socket import ServiceServer, bind_socket
 
     listener = bind_socket(paths)
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
-    server = ServiceServer(cluster_host if cluster else daemon_host, retire_host)
+    server = ServiceServer(
+        cluster_host if cluster else daemon_host,
+        retire_host,
+        functools.partial(list_hosts, paths.namespace),
+    )
 
     def run() -> None:
         asyncio.set_event_loop(loop)

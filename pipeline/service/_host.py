@@ -26,37 +26,36 @@ per attached conversation. The command line is a thin client:
   the client reads its progress and report with :meth:`~PipelineHost.load_progress`.
 - :meth:`~PipelineHost.activity` reports what the idle check and
   ``ollm service status`` need.
+
+Its parts: a conversation held, with its unread items and approval questions
+(:mod:`~ollm_cli.pipeline.service._hosted`); the coordinators, shared or a
+chat's own (:mod:`~ollm_cli.pipeline.service._host_coordinators`); the requests
+answered by the store and provider whatever the conversation
+(:mod:`~ollm_cli.pipeline.service._store_requests`); a load run
+(:mod:`~ollm_cli.pipeline.service._host_load`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import os
 import time
-import uuid
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-import orjson
-
-from ollm_cli.actors.provider import ProviderShell
 from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.coordinator import Coordinator, TurnResult
 from ollm_cli.pipeline.errors import OllmError, SessionLockedError, SessionNotFoundError
-from ollm_cli.pipeline.events import AnyEvent, EventBus, PipelineEvent
-from ollm_cli.pipeline.records import ToolCallPart
+from ollm_cli.pipeline.events import AnyEvent, PipelineEvent
 from ollm_cli.pipeline.runtime import create_runtime
+from ollm_cli.pipeline.service._host_coordinators import HostCoordinators
 from ollm_cli.pipeline.service._host_load import HostedLoad
+from ollm_cli.pipeline.service._hosted import Client, Hosted
 from ollm_cli.pipeline.service._protocol import (
-    SETTLING,
     AddContext,
     AnswerApproval,
-    ApprovalAsked,
     CancelTurn,
     Compressed,
     CompressNow,
@@ -64,102 +63,54 @@ from ollm_cli.pipeline.service._protocol import (
     Done,
     EndSession,
     Failed,
-    GetSession,
-    GetStoreHealth,
-    Health,
+    HostActivity,
     ListContext,
-    ListModels,
     LoadItem,
-    Models,
-    Notices,
     OpenSession,
     Pending,
     PendingEvents,
-    RecentSessions,
     RemoveContext,
     Removed,
     Reply,
     RunLoad,
     RunTurn,
-    SearchHits,
-    SearchSessions,
-    SessionRecord,
     SessionRequest,
-    Sessions,
-    SetTitle,
     SnapshotNow,
     SnapshotSaved,
     StopLoad,
     SwitchModel,
-    TakeNotices,
     TurnCancelled,
     TurnEnded,
     TurnEvent,
     TurnFailed,
-    TurnItem,
     TurnItems,
 )
-from ollm_cli.pipeline.service._state import process_alive
+from ollm_cli.pipeline.service._store_requests import STORE_REQUESTS, answer_store_request
 from ollm_cli.pipeline.tools import ToolGrant
 
 logger = logging.getLogger(__name__)
 
 WATCH_S = 0.5
 """How often the host looks for clients that died."""
-KEEP_EVENTS = 4096
-"""A conversation keeps at most this many events no client has read."""
-
-
-@dataclass
-class Client:
-    """The process attached to a conversation."""
-
-    pid: int
-    started: float | None
-
-    def alive(self) -> bool:
-        return process_alive(self.pid, self.started)
-
-
-@dataclass
-class Hosted:
-    """One conversation held by the host."""
-
-    session_id: str
-    coordinator: Coordinator
-    client: Client | None
-    items: list[TurnItem] = field(default_factory=list)
-    first: int = 0
-    """The index of ``items[0]`` among every item this conversation produced."""
-    read: int = 0
-    """The index of the first item its client has not read."""
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
-    turn: asyncio.Task[None] | None = None
-    approvals: dict[str, asyncio.Future[bool]] = field(default_factory=dict)
-    closing: asyncio.Task[None] | None = None
-    kinds: frozenset[str] | None = None
-    """The event kinds the client wants (``None``: every kind)."""
-
-    def push(self, item: TurnItem) -> None:
-        self.items.append(item)
-        if len(self.items) > KEEP_EVENTS:  # nobody reads: keep the newest
-            drop = len(self.items) - KEEP_EVENTS
-            del self.items[:drop]
-            self.first += drop
-        self.wake.set()
 
 
 class PipelineHost:
     """A pipeline and its conversations inside the local service (see the module)."""
 
-    def __init__(self, settings: OllmSettings, workspace: str, version: str) -> None:
+    def __init__(
+        self,
+        settings: OllmSettings,
+        workspace: str,
+        version: str,
+        *,
+        on_retire: Callable[[], None] | None = None,
+    ) -> None:
         self.settings = settings
         self.workspace = Path(workspace)
         self.version = version
         self.runtime = create_runtime(settings, self.workspace, kind="inprocess")
         self.hosted: dict[str, Hosted] = {}
-        self.shared: dict[str, Coordinator] = {}
-        """The coordinators shared by conversations that ask nothing, by environment."""
+        self.coordinators = HostCoordinators(self.runtime, settings, self.workspace, self._route)
         self.clients: dict[str, Client] = {}
         """The clients connected to this host (each keeps it from idling out)."""
         self.loads: dict[str, HostedLoad] = {}
@@ -167,18 +118,26 @@ class PipelineHost:
         self.started_at = time.time()
         self.last_active = time.time()
         _log_to_service_log()
+        logger.info("pipeline host up %.2f s after its process started", _process_age())
         self._start: asyncio.Task[None] | None = None
         self._watch: asyncio.Task[None] | None = None
+        self._on_retire = on_retire or _end_this_actor
+        """What ends the host once it retired itself (its Ray actor is killed)."""
 
     # ----------------------------------------------------------------- basics
 
     async def ready(self) -> str:
         """Start the shells once; the version of OLLM this host runs."""
         if self._start is None:
-            self._start = asyncio.ensure_future(self.runtime.start())
+            self._start = asyncio.ensure_future(self._start_shells())
             self._watch = asyncio.ensure_future(self._watchdog())
         await asyncio.shield(self._start)
         return self.version
+
+    async def _start_shells(self) -> None:
+        started = time.perf_counter()
+        await self.runtime.start()
+        logger.info("shells started in %.2f s", time.perf_counter() - started)
 
     def _touch(self) -> None:
         self.last_active = time.time()
@@ -201,7 +160,6 @@ class PipelineHost:
         started: float | None,
         *,
         resume: str | None = None,
-        continue_latest: bool = False,
         environment: dict[str, str] | None = None,
         interactive: bool = False,
         grant: ToolGrant | None = None,
@@ -220,19 +178,14 @@ class PipelineHost:
         is not kept)."""
         await self.ready()
         self._touch()
-        if continue_latest:
-            recent = await self.runtime.recording.call(RecordingShell.list_sessions, limit=1)
-            if not recent:
-                raise SessionNotFoundError(
-                    "there is no session to continue", hint="start one with `ollm run`"
-                )
-            resume = recent[0].session_id
         if resume is not None:
             resume = await self._resolve(resume)
             held = self.hosted.get(resume)
             if held is not None:
                 return await self._reattach(held, Client(pid, started), interactive, model, grant)
-        coordinator = self._coordinator(environment, interactive)
+        began = time.perf_counter()
+        coordinator = self.coordinators.for_conversation(environment, interactive=interactive)
+        made = time.perf_counter()
         sid = await coordinator.start_session(
             resume=resume,
             model=model,
@@ -241,6 +194,12 @@ class PipelineHost:
             system_prompt=system_prompt,
             grant=grant,
             discard_failed=discard_failed,
+        )
+        logger.info(
+            "session %s opened in %.2f s (its coordinator %.2f s)",
+            sid[:8],
+            time.perf_counter() - began,
+            made - began,
         )
         hosted = Hosted(sid, coordinator, Client(pid, started))
         self._wire(hosted)
@@ -273,40 +232,14 @@ class PipelineHost:
                 hint="close it there first, or start a new session",
             )
         held.client = client
-        if held.coordinator not in self.shared.values():
+        if not self.coordinators.is_shared(held.coordinator):
             # a shared coordinator's conversations ask nothing, whoever reattaches
             held.coordinator.approval.interactive = interactive
-            held.coordinator.ask = self._asker(held) if interactive else None
+            held.coordinator.ask = held.ask if interactive else None
         held.coordinator.conversations[held.session_id].grant = grant  # this command's
         if model:  # recorded in modeHistory, as a resume in a new conversation records it
             await held.coordinator.switch_model(held.session_id, model, trigger="--model")
         return held.session_id, held.coordinator.conversations[held.session_id].model
-
-    def _coordinator(self, environment: dict[str, str] | None, interactive: bool) -> Coordinator:
-        """The coordinator of a new conversation. Conversations that ask the user
-        nothing and run with one environment (a batch's, a load's, ``ollm run -p``
-        from one terminal) share one: a coordinator costs far more to make (hooks,
-        extensions, tool schemas, the environment's secrets) than a turn. A chat,
-        which asks its own terminal for approvals, has its own."""
-        env = environment if environment is not None else dict(os.environ)
-        key = None
-        if not interactive:
-            key = hashlib.sha256(orjson.dumps(env, option=orjson.OPT_SORT_KEYS)).hexdigest()
-            shared = self.shared.get(key)
-            if shared is not None:
-                return shared
-        coordinator = Coordinator(
-            self.runtime,
-            self.settings,
-            workspace=self.workspace,
-            events=EventBus(),
-            environment=env,
-        )
-        coordinator.approval.interactive = interactive
-        coordinator.events.subscribe(self._route)
-        if key is not None:
-            self.shared[key] = coordinator
-        return coordinator
 
     def _route(self, event: PipelineEvent) -> None:
         """An event of a hosted conversation goes to its client, if of a kind it wants."""
@@ -316,31 +249,14 @@ class PipelineHost:
 
     def _wire(self, hosted: Hosted) -> None:
         if hosted.coordinator.approval.interactive:
-            hosted.coordinator.ask = self._asker(hosted)
+            hosted.coordinator.ask = hosted.ask
 
     def _forget(self, hosted: Hosted) -> None:
         """The conversation is closed: a shared coordinator no conversation uses goes."""
         del self.hosted[hosted.session_id]
         coordinator = hosted.coordinator
-        if any(h.coordinator is coordinator for h in self.hosted.values()):
-            return
-        for key, shared in list(self.shared.items()):
-            if shared is coordinator:
-                del self.shared[key]
-
-    def _asker(self, hosted: Hosted) -> Any:
-        async def ask(call: ToolCallPart) -> bool:
-            if hosted.client is None or not hosted.client.alive():
-                return False  # nobody to ask: a tool that needs approval is not run
-            future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-            hosted.approvals[call.id] = future
-            hosted.push(ApprovalAsked(call=call))
-            try:
-                return await future
-            finally:
-                hosted.approvals.pop(call.id, None)
-
-        return ask
+        used = any(h.coordinator is coordinator for h in self.hosted.values())
+        self.coordinators.release(coordinator, still_used=used)
 
     def _held(self, session_id: str, pid: int) -> Hosted:
         hosted = self.hosted.get(session_id)
@@ -365,23 +281,17 @@ class PipelineHost:
         it published within ``wait_s`` (up to its result) and the cursor from which
         :meth:`next_events` reports the rest."""
         hosted = self._held(session_id, pid)
-        if hosted.turn is not None and not hosted.turn.done():
+        if hosted.turn_running():
             raise OllmError(
                 "a turn is already running in this session", hint="wait for it or cancel it"
             )
         self._touch()
         hosted.kinds = frozenset(kinds) if kinds is not None else None
-        # what happened since the client last read (a compression that finished in
-        # the background) comes first; what ended an earlier turn does not
-        unread = max(hosted.read - hosted.first, 0)
-        events = [item for item in hosted.items[unread:] if isinstance(item, TurnEvent)]
-        del hosted.items[unread:]
-        hosted.items.extend(events)
-        cursor = hosted.read
+        cursor = hosted.unread_for_new_turn()
         hosted.turn = asyncio.ensure_future(self._run_turn(hosted, text))
         if wait_s <= 0:
             return TurnItems(items=[], cursor=cursor)
-        return await self._take(hosted, cursor, wait_s, until_done=True)
+        return await hosted.take(cursor, wait_s, until_done=True)
 
     async def _run_turn(self, hosted: Hosted, text: str) -> None:
         try:
@@ -399,51 +309,23 @@ class PipelineHost:
         self, session_id: str, pid: int, cursor: int, wait_s: float = 5.0
     ) -> TurnItems:
         """The items after ``cursor`` (waiting up to ``wait_s`` for one) and the new cursor."""
-        return await self._take(self._held(session_id, pid), cursor, wait_s)
-
-    async def _take(
-        self, hosted: Hosted, cursor: int, wait_s: float, *, until_done: bool = False
-    ) -> TurnItems:
-        """The items after ``cursor``, waiting up to ``wait_s`` for one (with
-        ``until_done``: for the turn to end or to ask for an approval, so a quick
-        turn's events and result come back at once)."""
-        deadline = asyncio.get_running_loop().time() + wait_s
-        while True:
-            new = hosted.items[max(cursor - hosted.first, 0) :]
-            if new and (not until_done or any(isinstance(item, SETTLING) for item in new)):
-                break
-            left = deadline - asyncio.get_running_loop().time()
-            if left <= 0:
-                break
-            hosted.wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(hosted.wake.wait(), left)
-        start = max(cursor - hosted.first, 0)
-        items = hosted.items[start:]
-        # what every reader has seen can go
-        end = hosted.first + len(hosted.items)
-        del hosted.items[:start]
-        hosted.first += start
-        hosted.read = end
-        return TurnItems(items=items, cursor=end)
+        return await self._held(session_id, pid).take(cursor, wait_s)
 
     async def pending(self, session_id: str, pid: int) -> list[AnyEvent]:
         """The events of the conversation its client has not read (a compression it
         asked for, one that finished in the background), at once."""
         hosted = self._held(session_id, pid)
-        unread = await self._take(hosted, hosted.read, 0.0)
+        unread = await hosted.take(hosted.read, 0.0)
         return [item.event for item in unread.items if isinstance(item, TurnEvent)]
 
     async def answer(self, session_id: str, pid: int, call_id: str, approved: bool) -> None:
         """The user's answer to a tool-approval question."""
-        future = self._held(session_id, pid).approvals.get(call_id)
-        if future is not None and not future.done():
-            future.set_result(approved)
+        self._held(session_id, pid).answer(call_id, approved)
 
     async def cancel_turn(self, session_id: str, pid: int) -> None:
         """Ctrl-C: stop the turn in flight (it is recorded as cancelled)."""
         hosted = self._held(session_id, pid)
-        if hosted.turn is not None and not hosted.turn.done():
+        if hosted.turn is not None and hosted.turn_running():
             hosted.turn.cancel()
             await asyncio.gather(hosted.turn, return_exceptions=True)
 
@@ -494,7 +376,8 @@ class PipelineHost:
             self._touch()
 
     async def _handle(self, pid: int, request: SessionRequest) -> Reply:
-        recording = self.runtime.recording
+        if isinstance(request, STORE_REQUESTS):
+            return await answer_store_request(self.runtime, self.workspace, request)
         match request:
             case ListContext(session_id=sid):
                 entries = await self._held(sid, pid).coordinator.context.entries(sid)
@@ -517,54 +400,34 @@ class PipelineHost:
                 result = await self._held(sid, pid).coordinator.compress_now(sid, focus)
                 return Compressed(result=result)
             case SnapshotNow(session_id=sid):
-                info = await self._held(sid, pid).coordinator.snapshot_now(sid)
-                return SnapshotSaved(info=info)
-            case AnswerApproval(session_id=sid, call_id=call_id, approved=approved):
-                await self.answer(sid, pid, call_id, approved)
-                return Done()
-            case CancelTurn(session_id=sid):
-                await self.cancel_turn(sid, pid)
-                return Done()
-            case EndSession(session_id=sid):
-                await self.detach(sid, pid)
-                return Done()
-            case RecentSessions(limit=limit):
-                found = await recording.call(
-                    RecordingShell.list_sessions,
-                    limit=limit,
-                    working_dir=str(self.workspace) if request.this_folder else None,
-                    min_messages=1 if request.with_messages else 0,
-                )
-                return Sessions(sessions=found)
-            case SearchSessions(query=query, limit=limit):
-                return SearchHits(hits=await recording.call(RecordingShell.search, query, limit))
+                return SnapshotSaved(info=await self._held(sid, pid).coordinator.snapshot_now(sid))
             case SwitchModel(session_id=sid, model=model):
                 await self._held(sid, pid).coordinator.switch_model(sid, model)
                 return Done()
-            case ListModels():
-                return Models(names=await self.runtime.provider.call(ProviderShell.list_models))
-            case GetSession(session_id=sid):
-                session = await recording.call(RecordingShell.get_session, sid)
-                return SessionRecord(session=session)
-            case SetTitle(session_id=sid, title=title):
-                await recording.call(RecordingShell.set_title, sid, title)
-                return Done()
-            case GetStoreHealth():
-                return Health(health=await recording.call(RecordingShell.health))
-            case TakeNotices():
-                return Notices(lines=await recording.call(RecordingShell.take_notices))
             case PendingEvents(session_id=sid):
                 return Pending(events=await self.pending(sid, pid))
+        return await self._control(pid, request)
+
+    async def _control(self, pid: int, request: SessionRequest) -> Reply:
+        """The requests that steer a turn, a session or a load run."""
+        match request:
+            case AnswerApproval(session_id=sid, call_id=call_id, approved=approved):
+                await self.answer(sid, pid, call_id, approved)
+            case CancelTurn(session_id=sid):
+                await self.cancel_turn(sid, pid)
+            case EndSession(session_id=sid):
+                await self.detach(sid, pid)
             case StopLoad(tag=tag):
                 if tag in self.loads:
                     self.loads[tag].request_stop()
-                return Done()
             case OpenSession() | RunTurn() | RunLoad():
                 raise OllmError(
                     f"{request.type} has its own call on the pipeline host",
                     hint="this is a bug of OLLM's client: report it",
                 )
-        raise OllmError(f"unknown request {type(request).__name__}")  # pragma: no cover
+            case _:  # pragma: no cover
+                raise OllmError(f"unknown request {type(request).__name__}")
+        return Done()
 
     async def detach(self, session_id: str, pid: int) -> None:
         """The client is done with the conversation: finish its background work, then
@@ -576,9 +439,7 @@ class PipelineHost:
 
     def _release(self, hosted: Hosted) -> None:
         hosted.client = None
-        for future in hosted.approvals.values():
-            if not future.done():
-                future.set_result(False)
+        hosted.refuse_questions()
         if hosted.closing is None or hosted.closing.done():
             hosted.closing = asyncio.ensure_future(self._close(hosted))
 
@@ -633,49 +494,40 @@ class PipelineHost:
         work) stops itself, as the local service retires its idle hosts."""
         service = self.settings.runtime.service
         activity = await self.activity()
-        if activity["clients"] or activity["background"]:
+        if activity.clients or activity.background:
             return False
         if time.time() - self.last_active < service.idle_timeout:
             return False
         logger.info("idle for %.0f s on the cluster: stopping", time.time() - self.last_active)
         self._watch = None  # this task: shutdown must not cancel it
         await self.shutdown(service.stop_timeout)
-        import ray
-
-        ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
+        self._on_retire()
         return True
 
     # ----------------------------------------------------------------- status
 
-    async def activity(self) -> dict[str, Any]:
+    async def activity(self) -> HostActivity:
         """What ``ollm service status`` and the idle check need."""
-        turns = sum(1 for h in self.hosted.values() if h.turn is not None and not h.turn.done())
+        turns = sum(1 for h in self.hosted.values() if h.turn_running())
         turns += sum(1 for load in self.loads.values() if not load.done())
-        background = 0
-        for hosted in self.hosted.values():
-            if hosted.closing is not None and not hosted.closing.done():
-                background += 1
-                continue
-            for conversation in hosted.coordinator.conversations.values():
-                pending = [conversation.title, conversation.compression, *conversation.background]
-                background += sum(1 for t in pending if t is not None and not t.done())
+        background = sum(h.background() for h in self.hosted.values())
         attached = sum(1 for h in self.hosted.values() if h.client is not None)
         rss = 0
         with contextlib.suppress(Exception):
             import psutil
 
             rss = int(psutil.Process(os.getpid()).memory_info().rss)
-        return {
-            "workspace": str(self.workspace),
-            "version": self.version,
-            "pid": os.getpid(),
-            "sessions": attached,
-            "clients": attached + len(self.clients),
-            "turns": turns,
-            "background": background + turns,
-            "last_active": self.last_active,
-            "memory_rss": rss,
-        }
+        return HostActivity(
+            workspace=str(self.workspace),
+            version=self.version,
+            pid=os.getpid(),
+            sessions=attached,
+            clients=attached + len(self.clients),
+            turns=turns,
+            background=background + turns,
+            last_active=self.last_active,
+            memory_rss=rss,
+        )
 
     async def shutdown(self, timeout_s: float) -> dict[str, int]:
         """Stop: finish turns and background work within ``timeout_s``, close every
@@ -699,13 +551,23 @@ class PipelineHost:
             with contextlib.suppress(Exception):
                 await hosted.coordinator.end_session(hosted.session_id)
         self.hosted.clear()
-        self.shared.clear()
+        self.coordinators.clear()
         if self._watch is not None:
             self._watch.cancel()
         if self._start is not None:
             with contextlib.suppress(Exception):
                 await self.runtime.shutdown()
         return {"unfinished": unfinished}
+
+
+def _process_age() -> float:
+    """Seconds since this process started (the cold start's breakdown in the log)."""
+    try:
+        import psutil
+
+        return time.time() - psutil.Process().create_time()
+    except Exception:  # pragma: no cover - psutil is a dependency
+        return 0.0
 
 
 def _log_to_service_log() -> None:
@@ -723,13 +585,11 @@ def _log_to_service_log() -> None:
         configure_logging(logging.INFO)  # redacts on every handler, ours included
 
 
-def host_name(key: str) -> str:
-    """The Ray actor name of the host for one configuration and workspace."""
-    return f"pipeline-{key}"
+def _end_this_actor() -> None:
+    """Kill the Ray actor this host is (it retired itself on a cluster)."""
+    import ray
+
+    ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
 
 
-def new_client_id() -> str:
-    return uuid.uuid4().hex
-
-
-__all__ = ["Client", "Hosted", "PipelineHost", "TurnResult", "host_name", "new_client_id"]
+__all__ = ["PipelineHost"]

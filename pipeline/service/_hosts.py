@@ -19,6 +19,7 @@ import orjson
 
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import ServiceError
+from ollm_cli.pipeline.service._protocol import HostActivity
 from ollm_cli.pipeline.service._state import (
     ServicePaths,
     code_version,
@@ -28,6 +29,11 @@ logger = logging.getLogger(__name__)
 
 
 HOST_PREFIX = "pipeline-"
+
+
+def host_name(key: str) -> str:
+    """The Ray actor name of the host for one configuration and workspace."""
+    return f"{HOST_PREFIX}{key}"
 
 
 def settings_key(settings: OllmSettings, workspace: Path) -> str:
@@ -53,7 +59,7 @@ def host_actor(
     environment its process needs (on a cluster, whose workers lack ours)."""
     import ray
 
-    from ollm_cli.pipeline.service._host import PipelineHost, host_name
+    from ollm_cli.pipeline.service._host import PipelineHost
 
     remote: Any = ray.remote(PipelineHost)
     options: dict[str, Any] = {}
@@ -116,16 +122,13 @@ def list_hosts(namespace: str) -> list[Any]:
     return handles
 
 
-def activities(namespace: str, timeout_s: float = 10.0) -> list[dict[str, Any]]:
-    return [activity for _, activity in host_activities(namespace, timeout_s)]
-
-
-def host_activities(namespace: str, timeout_s: float = 10.0) -> list[tuple[Any, dict[str, Any]]]:
+def host_activities(namespace: str, timeout_s: float = 10.0) -> list[tuple[Any, HostActivity]]:
+    """Each running host of ``namespace`` with what it is doing (the idle check)."""
     import ray
 
     handles = list_hosts(namespace)
     refs = [h.activity.remote() for h in handles]
-    done: list[tuple[Any, dict[str, Any]]] = []
+    done: list[tuple[Any, HostActivity]] = []
     for handle, ref in zip(handles, refs, strict=True):
         with contextlib.suppress(Exception):
             done.append((handle, ray.get(ref, timeout=timeout_s)))
@@ -162,12 +165,12 @@ def drain_hosts(namespace: str, stop_timeout: float) -> None:
 
 __all__ = [
     "HOST_PREFIX",
-    "activities",
     "cluster_host",
     "daemon_host",
     "drain_hosts",
     "host_activities",
     "host_actor",
+    "host_name",
     "list_hosts",
     "retire_host",
     "settings_key",

@@ -25,9 +25,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from ollm_cli.config.paths import private_dir_problem
-from ollm_cli.pipeline.service._ray_driver import (
-    disconnect,
-)
 from ollm_cli.pipeline.service._state import (
     ServicePaths,
     ServiceState,
@@ -141,7 +138,6 @@ def stop_service(paths: ServicePaths | None = None, *, timeout_s: float = 30.0) 
     """Stop the service: SIGTERM to the daemon, which drains and stops Ray; whatever
     is still alive after ``timeout_s`` (plus a margin) is killed."""
     paths = paths or ServicePaths.for_home()
-    disconnect()
     state = read_state(paths)
     if state is None:
         return StopReport(was_running=False)

@@ -90,7 +90,6 @@ class Hello(Message):
 class OpenSession(Message):
     type: Literal["open_session"] = "open_session"
     resume: str | None = None
-    continue_latest: bool = False
     model: str | None = None
     title: str | None = None
     tags: list[str] | None = None
@@ -488,7 +487,7 @@ class ServiceFrame(Message):
     body: Reply
 
 
-def encode(frame: ClientFrame | ServiceFrame) -> bytes:
+def encode(frame: Message) -> bytes:
     """The frame as sent: its length, then its JSON (field aliases, as records are stored)."""
     data = frame.model_dump_json(by_alias=True).encode()
     return HEADER.pack(len(data)) + data
@@ -553,9 +552,12 @@ __all__ = [
     "ENDING",
     "ERRORS",
     "SETTLING",
+    "Activity",
+    "AskStatus",
     "ClientFrame",
     "Failed",
     "Hello",
+    "HostActivity",
     "LoadEnded",
     "LoadItem",
     "LoadProgress",
@@ -564,10 +566,78 @@ __all__ = [
     "RunLoad",
     "ServiceFrame",
     "SessionRequest",
+    "StatusAnswer",
+    "StatusQuestion",
+    "StatusReport",
     "StopLoad",
     "TurnItem",
     "TurnItems",
     "decode_client",
+    "decode_opening",
     "decode_service",
     "encode",
 ]
+
+
+# ------------------------------------------------------------ service status
+
+
+class AskStatus(Message):
+    """The one request of ``ollm service status``'s connection, sent instead of
+    :class:`Hello`: it needs no pipeline, and a command of another version may ask
+    (to say that the service is not its version)."""
+
+    type: Literal["ask_status"] = "ask_status"
+
+
+class Activity(Message):
+    """What the idle check needs of a part of the service (the socket, a host)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
+    clients: int
+    background: int
+    last_active: float
+
+
+class HostActivity(Activity):
+    """What a pipeline host is doing (``ollm service status``, the idle check)."""
+
+    workspace: str
+    version: str
+    pid: int
+    sessions: int
+    turns: int
+    memory_rss: int
+
+
+class StatusReport(Message):
+    """The service's answer to :class:`AskStatus`. Fields unknown to this version are
+    ignored: the report of a service of another version is still read."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
+    type: Literal["status_report"] = "status_report"
+    version: str
+    socket: Activity
+    hosts: list[HostActivity]
+
+
+class StatusQuestion(Message):
+    """The frame of :class:`AskStatus` (the first and only of its connection)."""
+
+    id: int
+    body: AskStatus
+
+
+class StatusAnswer(Message):
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
+    id: int
+    body: Annotated[StatusReport | Failed, Field(discriminator="type")]
+
+
+def decode_opening(data: bytes) -> ClientFrame | StatusQuestion:
+    """The first frame of a connection: a status question, or a client's frame (its
+    :class:`Hello`, else the caller refuses the connection)."""
+    from pydantic import TypeAdapter  # the daemon's only: this module's imports are the client's
+
+    adapter: TypeAdapter[ClientFrame | StatusQuestion] = TypeAdapter(ClientFrame | StatusQuestion)
+    return adapter.validate_json(data)

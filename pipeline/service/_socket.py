@@ -46,8 +46,10 @@ from ollm_cli.pipeline.service._protocol import (
     ENDING,
     HEADER,
     MAX_REQUEST_BYTES,
+    Activity,
     Failed,
     Hello,
+    HostActivity,
     LoadItem,
     LoadProgress,
     OpenSession,
@@ -57,9 +59,13 @@ from ollm_cli.pipeline.service._protocol import (
     RunTurn,
     ServiceFrame,
     SessionOpened,
+    StatusAnswer,
+    StatusQuestion,
+    StatusReport,
     TurnItems,
     Welcome,
     decode_client,
+    decode_opening,
     encode,
 )
 from ollm_cli.pipeline.service._state import ServicePaths, code_version
@@ -75,6 +81,8 @@ LIVE_KINDS = frozenset(
 """Event kinds shown as they happen; a client that wants none of them (a batch, a load)
 gets a quick turn's items in one round trip to the host."""
 _SOCKET_PATH_MAX = 100
+STATUS_WAIT_S = 10.0
+"""How long ``ollm service status`` waits for a host's answer (a busy host's is late)."""
 
 
 class FrameError(Exception):
@@ -153,22 +161,41 @@ class ServiceServer:
     """Relays clients' requests to the pipeline hosts (see the module).
 
     ``host_for`` gives the Ray handle of the host of a configuration and workspace
-    (blocking: it runs on a thread); ``retire_host`` stops one (a load run's own).
+    (blocking: it runs on a thread); ``retire_host`` stops one (a load run's own);
+    ``list_hosts`` gives the handles of the running hosts (blocking), whose
+    activities ``ollm service status`` reports.
     """
 
     def __init__(
         self,
         host_for: Callable[[OllmSettings, Path], Any],
         retire_host: Callable[[Any, float], Any] | None = None,
+        list_hosts: Callable[[], list[Any]] | None = None,
     ) -> None:
         self.host_for = host_for
         self.retire_host = retire_host
+        self.list_hosts = list_hosts
         self.clients = 0
         self.last_active = time.time()
 
-    def activity(self) -> dict[str, Any]:
+    def activity(self) -> Activity:
         """The socket's part of the idle check: a connected client keeps the service."""
-        return {"clients": self.clients, "background": 0, "last_active": self.last_active}
+        return Activity(clients=self.clients, background=0, last_active=self.last_active)
+
+    async def status(self) -> StatusReport:
+        """What ``ollm service status`` shows: this version, and what each host does
+        (a host that does not answer within :data:`STATUS_WAIT_S` is left out)."""
+        handles: list[Any] = []
+        if self.list_hosts is not None:
+            handles = await asyncio.get_running_loop().run_in_executor(None, self.list_hosts)
+        answers = await asyncio.gather(
+            *(asyncio.wait_for(_Relay._call(h.activity), STATUS_WAIT_S) for h in handles),
+            return_exceptions=True,
+        )
+        hosts = [answer for answer in answers if isinstance(answer, HostActivity)]
+        # the connection that asks is not one of the clients reported
+        socket = self.activity().model_copy(update={"clients": max(self.clients - 1, 0)})
+        return StatusReport(version=code_version(), socket=socket, hosts=hosts)
 
     async def retire(self, host: Any, settings: OllmSettings) -> None:
         """Stop ``host`` once its sessions are closed (blocking: it runs on a thread)."""
@@ -231,7 +258,10 @@ class _Relay:
         data = await read_frame(reader, MAX_REQUEST_BYTES)
         if data is None:
             return
-        first = decode_client(data)
+        first = decode_opening(data)
+        if isinstance(first, StatusQuestion):
+            await self._status(first.id)
+            return
         if not isinstance(first.body, Hello):
             raise FrameError(f"the first message is {first.body.type}, not hello")
         if not await self._welcome(first.id, first.body):
@@ -241,6 +271,16 @@ class _Relay:
             task = asyncio.ensure_future(self._serve(frame.id, frame.body))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
+
+    async def _status(self, request_id: int) -> None:
+        """Answer ``ollm service status`` (of any version: it reads what it knows)."""
+        try:
+            answer = StatusAnswer(id=request_id, body=await self.server.status())
+        except OllmError as error:
+            answer = StatusAnswer(id=request_id, body=Failed.of(error))
+        async with self._lock:
+            self.writer.write(encode(answer))
+            await self.writer.drain()
 
     async def _welcome(self, request_id: int, hello: Hello) -> bool:
         import psutil
@@ -299,7 +339,6 @@ class _Relay:
             self.pid,
             self.started,
             resume=body.resume,
-            continue_latest=body.continue_latest,
             environment=self.hello.environment,
             interactive=body.interactive,
             grant=body.grant,

@@ -7,7 +7,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
@@ -15,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ollm_cli.pipeline.service._daemon import idle_for
+from ollm_cli.pipeline.service._protocol import Activity
 from ollm_cli.pipeline.service._state import (
     ServicePaths,
     ServiceState,
@@ -34,25 +34,24 @@ from tests.service.conftest import (
     wait_for,
 )
 
-activity = st.fixed_dictionaries(
-    {
-        "clients": st.integers(0, 3),
-        "background": st.integers(0, 3),
-        "last_active": st.floats(0, 1000),
-    }
+activity = st.builds(
+    Activity,
+    clients=st.integers(0, 3),
+    background=st.integers(0, 3),
+    last_active=st.floats(0, 1000),
 )
 
 
 @given(activities=st.lists(activity, max_size=4), now=st.floats(0, 2000), since=st.floats(0, 1000))
 def test_idle_only_without_clients_and_background_work(
-    activities: list[dict[str, Any]], now: float, since: float
+    activities: list[Activity], now: float, since: float
 ) -> None:
     idle = idle_for(activities, now, since)
-    busy = any(a["clients"] or a["background"] for a in activities)
+    busy = any(a.clients or a.background for a in activities)
     if busy:
         assert idle == 0.0
     else:
-        last = max([since, *(a["last_active"] for a in activities)])
+        last = max([since, *(a.last_active for a in activities)])
         assert idle == max(0.0, now - last)
 
 

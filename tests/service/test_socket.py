@@ -23,9 +23,11 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from subprocess import PIPE
 from types import SimpleNamespace
 from typing import Any
 
+import orjson
 import pytest
 from pydantic import ValidationError
 
@@ -34,12 +36,13 @@ from ollm_cli.pipeline.coordinator import TurnResult
 from ollm_cli.pipeline.errors import (
     OllmError,
     ServiceError,
+    SessionLockedError,
     SessionNotFoundError,
     UsageError,
 )
 from ollm_cli.pipeline.events import EventBus, TextDelta
 from ollm_cli.pipeline.harness import HarnessOptions, LoadReport
-from ollm_cli.pipeline.records import SessionSummary
+from ollm_cli.pipeline.records import SessionSummary, ToolCallPart
 from ollm_cli.pipeline.service import _launch
 from ollm_cli.pipeline.service._client import RemoteCoordinator
 from ollm_cli.pipeline.service._connection import (
@@ -66,6 +69,8 @@ from ollm_cli.pipeline.service._protocol import (
     ServiceFrame,
     SessionOpened,
     Sessions,
+    StatusAnswer,
+    StatusReport,
     TurnEnded,
     TurnEvent,
     Welcome,
@@ -75,7 +80,8 @@ from ollm_cli.pipeline.service._protocol import (
 )
 from ollm_cli.pipeline.service._socket import ServiceServer, bind_socket, peer
 from ollm_cli.pipeline.service._state import ServicePaths, ServiceState, code_version
-from tests.fake_ollama import FakeOllama, Reply
+from ollm_cli.pipeline.service._status import ask_status
+from tests.fake_ollama import FakeModel, FakeOllama, Reply
 from tests.service.conftest import wait_for
 
 MODEL = "llama3.2:latest"
@@ -95,9 +101,14 @@ class LocalHandle:
 class Served:
     """A service in this process: a server thread with its own loop, as the daemon runs it."""
 
-    def __init__(self, paths: ServicePaths, host_for: Callable[[OllmSettings, Path], Any]) -> None:
+    def __init__(
+        self,
+        paths: ServicePaths,
+        host_for: Callable[[OllmSettings, Path], Any],
+        list_hosts: Callable[[], list[Any]] | None = None,
+    ) -> None:
         self.paths = paths
-        self.server = ServiceServer(host_for)
+        self.server = ServiceServer(host_for, list_hosts=list_hosts)
         self.loop = asyncio.new_event_loop()
         self.stop = asyncio.Event()
         listener = bind_socket(paths)
@@ -167,7 +178,9 @@ def served(
     monkeypatch.setattr(_launch, "ensure_service", lambda settings, paths=None: _this_process())
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
-    service = Served(ServicePaths.for_home(), host_for)
+    service = Served(
+        ServicePaths.for_home(), host_for, lambda: [LocalHandle(host) for host in hosts]
+    )
     try:
         yield service, settings, hosts
     finally:
@@ -595,3 +608,294 @@ def test_the_load_client_imports_no_ray() -> None:
     assert "ollm_cli.cli.load_cmd" in imported  # the list is the one asked for
     assert not [m for m in imported if m == "ray" or m.startswith("ray.")]
     assert "ollm_cli.pipeline.runtime" not in imported
+
+
+# ------------------------------------------------------ the host's own work
+
+
+def test_service_status_is_asked_on_the_socket_and_counts_a_turn_in_flight(
+    served: tuple[Served, OllmSettings, list[PipelineHost]],
+    server: FakeOllama,
+    tmp_path: Path,
+) -> None:
+    """``ollm service status`` asks the daemon on its socket (no Ray in the command):
+    each host's sessions, clients, turns and memory, as the host counts them."""
+    service, settings, _ = served
+    gate = threading.Event()
+    server.default_reply = lambda body: Reply.text("slow answer", chunks=2, hold=gate, hold_after=1)
+
+    def report() -> StatusReport:
+        return ask_status(service.paths, _this_process())
+
+    async def scenario() -> None:
+        connection = ServiceConnection(settings, tmp_path)
+        client = RemoteCoordinator(connection)
+        sid = await client.start_session()
+        turn = asyncio.ensure_future(client.run_turn(sid, "take your time"))
+        await asyncio.to_thread(wait_for, lambda: report().hosts[0].turns == 1, what="a turn")
+        busy = await asyncio.to_thread(report)
+        gate.set()
+        assert (await turn).answer == "slow answer"
+        assert busy.version == code_version() and busy.socket.clients == 1
+        [host] = busy.hosts
+        assert host.workspace == str(tmp_path.resolve()) and host.pid == os.getpid()
+        assert (host.sessions, host.clients, host.turns) == (1, 2, 1)  # the hello, the session
+        assert host.background >= 1 and host.memory_rss > 10_000_000
+        await client.end_session(sid)
+        await connection.shutdown()
+
+    asyncio.run(scenario())
+    # the client gone, its session closed once its background work (a title) ended
+    wait_for(
+        lambda: (
+            report().hosts[0].model_dump(include={"clients", "sessions", "turns", "background"})
+            == {"clients": 0, "sessions": 0, "turns": 0, "background": 0}
+        ),
+        what="the host idle",
+    )
+
+
+def test_a_status_report_of_another_version_is_still_read() -> None:
+    """A service of another version may report more than this command knows: the
+    fields it knows are read, the others ignored."""
+    frame = {
+        "id": 1,
+        "body": {
+            "type": "status_report",
+            "version": "9.9.9",
+            "socket": {"clients": 0, "background": 0, "lastActive": 1.0, "last_active": 1.0},
+            "hosts": [
+                {
+                    "workspace": "/w",
+                    "version": "9.9.9",
+                    "pid": 7,
+                    "sessions": 1,
+                    "clients": 1,
+                    "turns": 0,
+                    "background": 0,
+                    "last_active": 1.0,
+                    "memory_rss": 5,
+                    "gpu_memory": 3,
+                }
+            ],
+            "queued": 4,
+        },
+    }
+    answer = StatusAnswer.model_validate_json(orjson.dumps(frame))
+    assert isinstance(answer.body, StatusReport)
+    assert answer.body.version == "9.9.9" and answer.body.hosts[0].sessions == 1
+
+
+def test_service_status_imports_no_ray(tmp_path: Path) -> None:
+    """``ollm service status`` was a Ray driver (0.6 s of imports, and a join of the
+    service's Ray): ``python -X importtime`` of the command lists no Ray module."""
+    code = (
+        "import sys\n"
+        "sys.argv = ['ollm', 'service', 'status', '--json']\n"
+        "from ollm_cli.cli.app import main\n"
+        "import ollm_cli.pipeline.service._status\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "OLLM_HOME": str(tmp_path / "home")},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert orjson.loads(done.stdout)["running"] is False
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()]
+    assert "ollm_cli.pipeline.service._status" in imported
+    assert not [m for m in imported if m == "ray" or m.startswith("ray.")]
+
+
+def test_a_tool_needing_approval_asks_the_client_through_the_socket(
+    served: tuple[Served, OllmSettings, list[PipelineHost]],
+    server: FakeOllama,
+    tmp_path: Path,
+) -> None:
+    """The host's question reaches the client's terminal as a typed item, and its
+    answer decides: yes writes the file, no does not."""
+    _, settings, _ = served
+
+    def reply(body: dict[str, Any]) -> Reply:
+        last = body["messages"][-1]
+        if str(last.get("content", "")).startswith("Write a title"):
+            return Reply.text("Files")
+        if last["role"] == "tool":
+            return Reply.text("tool done")
+        name = str(last["content"]).split()[-1]
+        return Reply.tool_call("write_file", {"path": name, "content": "written"})
+
+    server.default_reply = reply
+    asked: list[str] = []
+
+    async def ask(call: ToolCallPart) -> bool:
+        asked.append(str(call.args["path"]))
+        return call.args["path"] == "yes.txt"
+
+    async def scenario() -> None:
+        connection = ServiceConnection(settings, tmp_path)
+        client = RemoteCoordinator(connection, ask=ask)
+        sid = await client.start_session()
+        await client.run_turn(sid, "write yes.txt")
+        await client.run_turn(sid, "write no.txt")
+        await client.end_session(sid)
+        await connection.shutdown()
+
+    asyncio.run(scenario())
+    assert asked == ["yes.txt", "no.txt"]
+    assert (tmp_path / "yes.txt").read_text() == "written"
+    assert not (tmp_path / "no.txt").exists()
+
+
+def test_a_client_that_dies_is_seen_by_the_watchdog_and_its_session_released(
+    served: tuple[Served, OllmSettings, list[PipelineHost]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A killed ``ollm run`` never says goodbye: the host's watchdog sees its process
+    gone, closes the session (its lock released) and forgets it; a tool that needs
+    approval is then refused, as nobody is there to ask."""
+    import psutil
+
+    from ollm_cli.pipeline.service import _host
+
+    monkeypatch.setattr(_host, "WATCH_S", 0.05)
+    service, settings, hosts = served
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=PIPE)
+    try:
+        started = psutil.Process(child.pid).create_time()
+
+        async def scenario() -> None:
+            connection = ServiceConnection(settings, tmp_path)  # makes the host
+            await RemoteCoordinator(connection).recent_sessions(1)
+            await connection.shutdown()
+
+        asyncio.run(scenario())
+        host = hosts[0]
+        sid, _ = service.run(host.open_session(child.pid, started, interactive=True))
+        hosted = host.hosted[sid]
+        call = ToolCallPart(id="c1", name="write_file", args={"path": "x"})
+        assert service.run(host.activity()).sessions == 1
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=30)
+    wait_for(lambda: sid not in host.hosted, what="the dead client's session closed")
+    assert service.run(hosted.ask(call)) is False  # nobody to ask
+    # the lock is released: another client resumes the session at once
+    again, _ = service.run(host.open_session(os.getpid(), None, resume=sid[:8]))
+    assert again == sid
+    service.run(host.detach(sid, os.getpid()))
+
+
+@pytest.fixture
+def root_logging() -> Iterator[None]:
+    """A host adds the service log's handler to the root logger: it goes after."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in set(root.handlers) - set(handlers):
+        root.removeHandler(handler)
+        handler.close()
+    root.setLevel(level)
+
+
+def test_a_host_on_a_cluster_retires_itself_once_idle(
+    server: FakeOllama, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, root_logging: None
+) -> None:
+    """On a Ray cluster no daemon of ours watches the hosts: one with no client and no
+    background work for ``runtime.service.idleTimeout`` shuts down and ends its actor;
+    a connected client, or recent activity, keeps it."""
+    from ollm_cli.pipeline.service import _host
+
+    monkeypatch.setattr(_host, "WATCH_S", 0.02)
+    settings = _settings(server, tmp_path)
+    settings.runtime.ray_address = "127.0.0.1:6379"
+    settings.runtime.service.idle_timeout = 60.0
+    retired = threading.Event()
+    ServicePaths.for_home().ensure()  # where the host logs
+
+    async def scenario() -> None:
+        host = PipelineHost(settings, str(tmp_path), code_version(), on_retire=retired.set)
+        await host.hello("client", os.getpid(), None)
+        host.last_active -= 3600
+        assert await host._retire_when_idle() is False  # a client is connected
+        await host.bye("client")
+        assert await host._retire_when_idle() is False  # active a moment ago
+        assert not retired.is_set()
+        host.last_active -= 3600  # an hour without anyone: the watchdog retires it
+        await asyncio.wait_for(asyncio.to_thread(retired.wait), 60)
+        assert host._watch is None and not host.hosted
+
+    asyncio.run(scenario())
+
+
+def test_a_second_terminal_is_refused_one_turn_runs_at_a_time_and_ctrl_c_cancels_it(
+    served: tuple[Served, OllmSettings, list[PipelineHost]],
+    server: FakeOllama,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While its terminal lives, a session is not attached again; a turn does not start
+    while another runs; Ctrl-C cancels the turn in the host; once the terminal is
+    gone, the next command reattaches to the conversation as the host holds it, with
+    the model it asks for."""
+    import psutil
+
+    from ollm_cli.pipeline.service import _host
+
+    monkeypatch.setattr(_host, "WATCH_S", 3600.0)  # this test sees the client die itself
+    service, settings, hosts = served
+    gate = threading.Event()
+    server.default_reply = lambda body: Reply.text("held", chunks=2, hold=gate, hold_after=1)
+    server.models.append(FakeModel(name="qwen3:latest"))
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=PIPE)
+
+    async def scenario() -> None:
+        connection = ServiceConnection(settings, tmp_path)
+        client = RemoteCoordinator(connection)
+        sid = await client.start_session()
+        turn = asyncio.ensure_future(client.run_turn(sid, "hold on"))
+        host = hosts[0]
+        await asyncio.to_thread(
+            wait_for, lambda: host.hosted[sid].turn_running(), what="the turn running"
+        )
+        with pytest.raises(OllmError, match="already running"):
+            await asyncio.wrap_future(
+                asyncio.run_coroutine_threadsafe(
+                    host.start_turn(sid, os.getpid(), "again"), service.loop
+                )
+            )
+        turn.cancel()  # Ctrl-C: the client asks the host to cancel
+        with pytest.raises(asyncio.CancelledError):
+            await turn
+        await asyncio.to_thread(
+            wait_for, lambda: not host.hosted[sid].turn_running(), what="the turn cancelled"
+        )
+        await client.end_session(sid)
+        await connection.shutdown()
+
+    try:
+        asyncio.run(scenario())
+        host = hosts[0]
+        started = psutil.Process(child.pid).create_time()
+        sid, _ = service.run(host.open_session(child.pid, started, interactive=True))
+        with pytest.raises(SessionLockedError, match="open in another terminal"):
+            service.run(host.open_session(os.getpid(), None, resume=sid))
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=30)
+    again, model = service.run(
+        host.open_session(os.getpid(), None, resume=sid, interactive=True, model="qwen3:latest")
+    )
+    assert (again, model) == (sid, "qwen3:latest")
+    hosted = host.hosted[sid]
+    assert hosted.client is not None and hosted.client.pid == os.getpid()
+    assert hosted.coordinator.ask == hosted.ask  # a chat's questions go to this terminal
+    gate.set()
+    service.run(host.detach(sid, os.getpid()))
