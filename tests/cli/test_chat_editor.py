@@ -16,7 +16,7 @@ from typing import Any
 import pexpect
 import pytest
 
-from tests.cli.conftest import ollm_env
+from tests.cli.conftest import ollm_env, shared_for
 from tests.cli.test_run_cmd import OLLM, RUNTIMES, sessions
 from tests.fake_ollama import FakeOllama, Reply
 
@@ -43,11 +43,13 @@ def _echo(body: dict[str, Any]) -> Reply:
 def env(
     request: pytest.FixtureRequest, server: FakeOllama, ollm_home: Path, tmp_path: Path
 ) -> Iterator[dict[str, str]]:
+    runtime = str(request.param)
     with ollm_env(
-        str(request.param),
+        runtime,
         server.url,
         ollm_home,
         tmp_path,
+        shared=shared_for(request, runtime),
         TERM="xterm",
         # room for the 30,000-character paste in the window OLLM asks for
         OLLM_PROVIDER__OLLAMA__MAX_CONTEXT_WINDOW="32768",

@@ -26,7 +26,7 @@ from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import ToolCallPart
 from ollm_cli.pipeline.runtime import create_runtime
-from tests.cli.conftest import ollm_env
+from tests.cli.conftest import ollm_env, shared_for
 from tests.fake_ollama import FakeModel, FakeOllama, Reply
 
 MODEL = "llama3.2:latest"
@@ -49,9 +49,14 @@ def runtime(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def env(
-    server: FakeOllama, ollm_home: Path, runtime: str, tmp_path: Path
+    request: pytest.FixtureRequest,
+    server: FakeOllama,
+    ollm_home: Path,
+    runtime: str,
+    tmp_path: Path,
 ) -> Iterator[dict[str, str]]:
-    with ollm_env(runtime, server.url, ollm_home, tmp_path, COLUMNS="120") as values:
+    shared = shared_for(request, runtime)
+    with ollm_env(runtime, server.url, ollm_home, tmp_path, shared=shared, COLUMNS="120") as values:
         yield values
 
 
