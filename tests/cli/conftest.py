@@ -107,6 +107,20 @@ def shared_for(request: pytest.FixtureRequest, runtime: str) -> Path | None:
     return shared
 
 
+def join_shared_service(home: Path, shared: Path) -> dict[str, str]:
+    """Make the commands of ``home`` reach the service of ``shared`` (its service folder
+    is that service's); the variables they need for it."""
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (home / "service").symlink_to(shared / "service", target_is_directory=True)
+    return {"OLLM_RUNTIME__SERVICE__IDLE_TIMEOUT": SHARED_IDLE_TIMEOUT_S}
+
+
+def assert_service_alive(shared: Path) -> None:
+    """Fail when the shared service died during the test (see ``_dead_service``)."""
+    problem = _dead_service(shared)
+    assert problem is None, problem
+
+
 @contextlib.contextmanager
 def ollm_env(
     runtime: str,
@@ -140,9 +154,7 @@ def ollm_env(
         }
     )
     if runtime == "service" and shared is not None:
-        home.mkdir(mode=0o700, parents=True, exist_ok=True)
-        (home / "service").symlink_to(shared / "service", target_is_directory=True)
-        values["OLLM_RUNTIME__SERVICE__IDLE_TIMEOUT"] = SHARED_IDLE_TIMEOUT_S
+        values.update(join_shared_service(home, shared))
     yield values
     if runtime != "service":
         return
