@@ -44,9 +44,10 @@ REPO = Path(__file__).resolve().parents[2]
 OLLM_SCRIPT = "from ollm_cli.cli.app import main\nmain()\n"
 
 
-SHARED_IDLE_TIMEOUT_S = "30"
+SHARED_IDLE_TIMEOUT_S = "90"
 """How long the shared service keeps a finished test's pipeline host (and itself, with
-no client at all): a few hosts at a time, not one per test of the session."""
+no client at all): a few hosts at a time, not one per test of the session, and long
+enough that the service outlives the in-process tests run between its own."""
 
 
 def _ollm_command(home: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
