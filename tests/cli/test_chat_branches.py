@@ -20,7 +20,7 @@ from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import Session
 from ollm_cli.pipeline.runtime import create_runtime
-from tests.cli.conftest import ollm_env
+from tests.cli.conftest import ollm_env, shared_for
 from tests.fake_ollama import FakeOllama, Reply
 
 
@@ -121,7 +121,9 @@ OLLM = [sys.executable, "-c", "from ollm_cli.cli.app import main; main()"]
 def pty_env(
     request: pytest.FixtureRequest, server: FakeOllama, ollm_home: Path, tmp_path: Path
 ) -> Iterator[dict[str, str]]:
-    with ollm_env(str(request.param), server.url, ollm_home, tmp_path, COLUMNS="120") as values:
+    runtime = str(request.param)
+    shared = shared_for(request, runtime)
+    with ollm_env(runtime, server.url, ollm_home, tmp_path, shared=shared, COLUMNS="120") as values:
         yield values
 
 

@@ -7,6 +7,7 @@ Ctrl-D leaving with the command that resumes, and an approval answered "always".
 
 from __future__ import annotations
 
+import re
 import stat
 import subprocess
 from collections.abc import Iterator
@@ -16,13 +17,21 @@ from typing import Any
 import pexpect
 import pytest
 
-from tests.cli.conftest import ollm_env
+from tests.cli.conftest import ollm_env, shared_for
 from tests.cli.test_run_cmd import OLLM, RUNTIMES, sessions
 from tests.fake_ollama import FakeOllama, Reply
 
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
 UP, ALT_ENTER, CTRL_L, TAB, ENTER = "\x1b[A", "\x1b\r", "\x0c", "\t", "\r"
+_REDRAW = r"(?:\x1b\[[0-9;?]*[A-Za-z])*"
+
+
+def drawn(text: str) -> str:
+    """A pattern of ``text`` as the line editor draws it: what was typed, then the
+    completed part, may come in two screen updates, with escape sequences (cursor,
+    wrap and style switches) between them."""
+    return _REDRAW.join(re.escape(char) for char in text)
 
 
 @pytest.fixture
@@ -43,11 +52,13 @@ def _echo(body: dict[str, Any]) -> Reply:
 def env(
     request: pytest.FixtureRequest, server: FakeOllama, ollm_home: Path, tmp_path: Path
 ) -> Iterator[dict[str, str]]:
+    runtime = str(request.param)
     with ollm_env(
-        str(request.param),
+        runtime,
         server.url,
         ollm_home,
         tmp_path,
+        shared=shared_for(request, runtime),
         TERM="xterm",
         # room for the 30,000-character paste in the window OLLM asks for
         OLLM_PROVIDER__OLLAMA__MAX_CONTEXT_WINDOW="32768",
@@ -133,9 +144,9 @@ def test_the_line_editor_in_a_terminal(
         child.expect("› ")
         # Tab completes the command, then the session id
         child.send(f"/res{TAB}")
-        child.expect_exact("/resume")
+        child.expect(drawn("/resume"))
         child.send(f" {earlier[:3]}{TAB}")
-        child.expect_exact(earlier[:8])
+        child.expect(drawn(earlier[:8]))
         child.send(ENTER)
         child.expect_exact(f"resumed {earlier[:8]}")
         child.expect("› ")

@@ -26,7 +26,7 @@ from ollm_cli.pipeline.errors import UsageError
 from ollm_cli.pipeline.events import ToolCallEvent
 from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.tools import ApprovalPolicy, ToolGrant
-from tests.cli.conftest import ollm_env
+from tests.cli.conftest import ollm_env, shared_for
 from tests.fake_ollama import FakeOllama, Reply
 
 OLLM = [sys.executable, "-c", "from ollm_cli.cli.app import main; main()"]
@@ -44,7 +44,9 @@ def env(
 ) -> Iterator[dict[str, str]]:
     """The variables of ``ollm`` on each runtime a user can choose; the local service
     (its own Ray head in this test's home) is stopped after the test."""
-    with ollm_env(str(request.param), server.url, ollm_home, tmp_path, COLUMNS="120") as values:
+    runtime = str(request.param)
+    shared = shared_for(request, runtime)
+    with ollm_env(runtime, server.url, ollm_home, tmp_path, shared=shared, COLUMNS="120") as values:
         yield values
 
 
@@ -226,6 +228,7 @@ def test_stdin_is_the_message_byte_for_byte_and_stdout_only_the_answer(
     )
 
 
+@pytest.mark.own_service  # asserts that no service started for its home
 def test_a_piped_chat_and_empty_messages_are_refused_before_anything_starts(
     server: FakeOllama, env: dict[str, str], ollm_home: Path, tmp_path: Path
 ) -> None:

@@ -26,7 +26,7 @@ from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import ToolCallPart
 from ollm_cli.pipeline.runtime import create_runtime
-from tests.cli.conftest import ollm_env
+from tests.cli.conftest import ollm_env, shared_for
 from tests.fake_ollama import FakeModel, FakeOllama, Reply
 
 MODEL = "llama3.2:latest"
@@ -49,9 +49,14 @@ def runtime(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def env(
-    server: FakeOllama, ollm_home: Path, runtime: str, tmp_path: Path
+    request: pytest.FixtureRequest,
+    server: FakeOllama,
+    ollm_home: Path,
+    runtime: str,
+    tmp_path: Path,
 ) -> Iterator[dict[str, str]]:
-    with ollm_env(runtime, server.url, ollm_home, tmp_path, COLUMNS="120") as values:
+    shared = shared_for(request, runtime)
+    with ollm_env(runtime, server.url, ollm_home, tmp_path, shared=shared, COLUMNS="120") as values:
         yield values
 
 
@@ -146,6 +151,10 @@ def spawn(env: dict[str, str], cwd: Path, *args: str) -> pexpect.spawn:
     return child
 
 
+# On a service that already served other tests' pipelines, Ctrl-C did not cancel the
+# held answer (nothing after "^C" for 90 s; alone on its service it passes): a bug of
+# the service's cancel path, reported, not hidden here; until fixed, its own service
+@pytest.mark.own_service
 def test_interactive_chat_cancel_resume_and_exit(
     server: FakeOllama, env: dict[str, str], ollm_home: Path, tmp_path: Path
 ) -> None:

@@ -19,7 +19,7 @@ from ollm_cli.cli.session_picker import Choice, SessionChoices, _numbered_pick, 
 from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import SessionMessage, SessionSummary
 from ollm_cli.pipeline.terminal_text import has_control, strip_control
-from tests.cli.conftest import ollm_env
+from tests.cli.conftest import ollm_env, shared_for
 from tests.cli.test_run_cmd import OLLM, RUNTIMES, sessions
 from tests.fake_ollama import FakeModel, FakeOllama, Reply
 
@@ -45,11 +45,13 @@ def server() -> Iterator[FakeOllama]:
 def env(
     request: pytest.FixtureRequest, server: FakeOllama, ollm_home: Path, tmp_path: Path
 ) -> Iterator[dict[str, str]]:
+    runtime = str(request.param)
     with ollm_env(
-        str(request.param),
+        runtime,
         server.url,
         ollm_home,
         tmp_path,
+        shared=shared_for(request, runtime),
         check_stop=False,
         COLUMNS="80",
         PROMPT_TOOLKIT_NO_CPR="1",  # pexpect's pty answers no cursor-position query

@@ -19,6 +19,7 @@ import pytest
 
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.recording import ChatRecordingService
+from tests.cli.conftest import assert_service_alive, join_shared_service, shared_for
 from tests.fake_ollama import FakeOllama
 
 OLLM = [sys.executable, "-c", "from ollm_cli.cli.app import main; main()"]
@@ -63,8 +64,13 @@ def attacker() -> Iterator[FakeOllama]:
         yield fake
 
 
-def _env(home: Path, ollama: FakeOllama, runtime: str) -> dict[str, str]:
+def _env(
+    home: Path, ollama: FakeOllama, runtime: str, shared: Path | None = None
+) -> dict[str, str]:
+    """``ollm``'s variables; with ``shared``, on the service the tests share."""
     values = {k: v for k, v in os.environ.items() if not k.startswith(("OLLM_", "RAY_"))}
+    if shared is not None:
+        values.update(join_shared_service(home, shared))
     values.update(
         {
             "OLLM_HOME": str(home),
@@ -106,26 +112,24 @@ def test_an_untrusted_repository_gets_neither_the_token_the_prompts_nor_the_hist
     attacker: FakeOllama,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
 ) -> None:
     home = tmp_path / "home"
     repo = tmp_path / "cloned"
     (repo / ".ollm").mkdir(parents=True)
     (repo / ".ollm" / "config.yaml").write_text(HOSTILE.format(attacker=attacker.url))
-    env = _env(home, ollama, runtime)
-    try:
-        first = _run(env, repo, "run", "-p", "hello")
-        second = _run(env, repo, "run", "-p", "again")
-    finally:
-        if runtime == "service":
-            _run(env, tmp_path, "service", "stop")
+    shared = shared_for(request, runtime)
+    env = _env(home, ollama, runtime, shared)
+    first = _run(env, repo, "run", "-p", "hello")
+    second = _run(env, repo, "run", "-p", "again")
     assert first.returncode == 0, first.stderr
     assert second.returncode == 0, second.stderr
     # the user's own Ollama answered (the fake echoes the prompt)
     assert first.stdout.strip() == "You said: hello"
     assert second.stdout.strip() == "You said: again"
     assert attacker.requests == []
-    for request in ollama.requests:
-        assert TOKEN not in str(request.headers) and TOKEN not in str(request.body)
+    for sent in ollama.requests:
+        assert TOKEN not in str(sent.headers) and TOKEN not in str(sent.body)
     warning = [line for line in first.stderr.splitlines() if "not trusted" in line]
     assert len(warning) == 1, first.stderr
     for key in IGNORED:
@@ -133,6 +137,8 @@ def test_an_untrusted_repository_gets_neither_the_token_the_prompts_nor_the_hist
     assert f"ollm trust {repo.resolve()}" in warning[0]
     # maxSessions: 1 with trashDays: 0 would have expired the first session
     assert _session_count(home, monkeypatch) == 2
+    if shared is not None:
+        assert_service_alive(shared)
 
 
 def test_a_trusted_repository_is_obeyed(
@@ -158,7 +164,7 @@ HOOK = "hooks:\n  - event: session:start\n    command: touch {marker}\n"
 
 @pytest.mark.parametrize("runtime", ["inprocess", "service"])
 def test_a_trusted_hook_changed_afterwards_runs_only_once_trusted_again(
-    runtime: str, ollama: FakeOllama, tmp_path: Path
+    runtime: str, ollama: FakeOllama, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """Issue 21: trust pins the config's content; a changed hook is not run (on the
     service, where hooks run, as in the command) until the user trusts it again."""
@@ -167,26 +173,25 @@ def test_a_trusted_hook_changed_afterwards_runs_only_once_trusted_again(
     (repo / ".ollm").mkdir(parents=True)
     config = repo / ".ollm" / "config.yaml"
     config.write_text(HOOK.format(marker="first-hook-ran"))
-    env = _env(home, ollama, runtime)
-    try:
-        assert _run(env, repo, "trust").returncode == 0
-        done = _run(env, repo, "run", "-p", "one")
-        assert done.returncode == 0, done.stderr
-        assert (repo / "first-hook-ran").exists()
-        (repo / "first-hook-ran").unlink()
-        config.write_text(HOOK.format(marker="changed-hook-ran"))
-        done = _run(env, repo, "run", "-p", "two")
-        assert done.returncode == 0, done.stderr
-        assert not (repo / "changed-hook-ran").exists()
-        assert not (repo / "first-hook-ran").exists()
-        warning = [line for line in done.stderr.splitlines() if "changed since" in line]
-        assert len(warning) == 1 and "(hooks)" in warning[0], done.stderr
-        assert f"`ollm trust {repo.resolve()}`" in warning[0]
-        review = _run(env, repo, "trust")
-        assert "~ hooks:" in review.stdout and "changed-hook-ran" in review.stdout
-        done = _run(env, repo, "run", "-p", "three")
-        assert done.returncode == 0, done.stderr
-        assert (repo / "changed-hook-ran").exists()
-    finally:
-        if runtime == "service":
-            _run(env, tmp_path, "service", "stop")
+    shared = shared_for(request, runtime)
+    env = _env(home, ollama, runtime, shared)
+    assert _run(env, repo, "trust").returncode == 0
+    done = _run(env, repo, "run", "-p", "one")
+    assert done.returncode == 0, done.stderr
+    assert (repo / "first-hook-ran").exists()
+    (repo / "first-hook-ran").unlink()
+    config.write_text(HOOK.format(marker="changed-hook-ran"))
+    done = _run(env, repo, "run", "-p", "two")
+    assert done.returncode == 0, done.stderr
+    assert not (repo / "changed-hook-ran").exists()
+    assert not (repo / "first-hook-ran").exists()
+    warning = [line for line in done.stderr.splitlines() if "changed since" in line]
+    assert len(warning) == 1 and "(hooks)" in warning[0], done.stderr
+    assert f"`ollm trust {repo.resolve()}`" in warning[0]
+    review = _run(env, repo, "trust")
+    assert "~ hooks:" in review.stdout and "changed-hook-ran" in review.stdout
+    done = _run(env, repo, "run", "-p", "three")
+    assert done.returncode == 0, done.stderr
+    assert (repo / "changed-hook-ran").exists()
+    if shared is not None:
+        assert_service_alive(shared)
