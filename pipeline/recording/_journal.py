@@ -371,6 +371,7 @@ class SessionJournal:
         self._queue: list[tuple[Ticket, JournalEntry]] = []
         self._queued_sessions: set[str] = set()  # the sessions of the queued entries
         self._retry: list[tuple[Ticket, JournalEntry]] = []
+        self._retrying = 0  # entries of _retry the flusher is trying again right now
         self._retry_at = 0.0
         self._retry_delay = _RETRY_FIRST_S
         self._next_ticket = 0
@@ -425,14 +426,15 @@ class SessionJournal:
 
     @property
     def pending(self) -> int:
-        """How many submitted entries are not durable yet because a write failed."""
+        """How many submitted entries are not durable yet because a write failed
+        (those being tried again count until the try succeeds)."""
         with self._lock:
-            return len(self._retry)
+            return len(self._retry) + self._retrying
 
     def flush(self) -> bool:
         """Wait for everything submitted so far; True when all of it is durable."""
         with self._lock:
-            if not self._queue and not self._retry:
+            if not self._queue and not self._retry and not self._retrying:
                 return True
             if self._closing or self._thread is None:
                 return False
@@ -517,6 +519,7 @@ class SessionJournal:
                     return
                 self._gather()
                 batch = self._retry + self._queue
+                self._retrying = len(self._retry)
                 self._retry, self._queue = [], []
                 self._queued_sessions.clear()
                 rotate, self._rotate_next = self._rotate_next, False
@@ -527,6 +530,7 @@ class SessionJournal:
                 self._resolved = max(self._resolved, top)
                 self._last_writers = len({entry.session_id for _, entry in batch})
                 self._attempts += 1
+                self._retrying = 0
                 if ok:
                     self._durable = top
                     self._retry_delay = _RETRY_FIRST_S

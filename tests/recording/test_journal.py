@@ -16,6 +16,7 @@ from ollm_cli.pipeline.recording._journal import (
     HEADER,
     JournalEntry,
     SessionJournal,
+    Ticket,
     claim_dead_logs,
     encode_frame,
     entries_for,
@@ -227,3 +228,30 @@ def test_a_journal_folder_that_cannot_be_created_is_a_failed_write(tmp_path: Pat
 
 def test_header_layout_is_stable() -> None:
     assert HEADER.size == 42
+
+
+def test_entries_tried_again_stay_pending_until_written(tmp_path: Path) -> None:
+    """While the flusher tries a refused batch again, the store's health still counts
+    it: the chat asks at each prompt, and a retry in flight once read as all saved."""
+    journal = SessionJournal(tmp_path)
+    write = journal._write
+    tries: list[int] = []
+    retrying, release = threading.Event(), threading.Event()
+
+    def refused_then_held(batch: list[tuple[Ticket, JournalEntry]], rotate: bool) -> bool:
+        tries.append(len(batch))
+        if len(tries) == 1:
+            return False  # the disk refused the first try
+        retrying.set()
+        assert release.wait(30)
+        return write(batch, rotate)
+
+    journal._write = refused_then_held  # type: ignore[method-assign]
+    assert not journal.wait(journal.submit(JournalEntry(str(uuid.uuid4()), 1, 1, b"kept")))
+    assert journal.pending == 1
+    assert retrying.wait(30)  # the retry's timer fired: the batch is being written again
+    assert journal.pending == 1  # before: 0 while the retry was in flight
+    release.set()
+    assert journal.flush()
+    assert journal.pending == 0 and tries == [1, 1]
+    journal.close()
