@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ollm_cli.cli.chat_render import StreamWriter, tool_call_lines
-from ollm_cli.cli.loop_thread import LoopThread
+from ollm_cli.cli.loop_thread import LoopThread, ctrl_c_interrupts
 from ollm_cli.cli.oversized_prompt import run_turn_within_window
 from ollm_cli.pipeline.contract import ConversationContract
 from ollm_cli.pipeline.errors import OllmError
@@ -236,7 +236,12 @@ class ChatRepl:
     # -------------------------------------------------------------------- chat
 
     def chat(self, session_id: str) -> None:
-        """The read–answer loop, until Ctrl-D or /exit."""
+        """The read–answer loop, until Ctrl-D or /exit. Ctrl-C cancels a turn even when
+        this process was started with SIGINT ignored (see :func:`ctrl_c_interrupts`)."""
+        with ctrl_c_interrupts():
+            self._chat(session_id)
+
+    def _chat(self, session_id: str) -> None:
         self.session_id = session_id
         self.err.print(
             f"[dim]session {session_id[:8]} · {escape(self._model())} · "
