@@ -19,7 +19,7 @@ killed and its files replaced. A service of another OLLM version is restarted
 when idle; when busy the command says what to do.
 
 The pipelines live in the service as named detached actors
-(:class:`~ollm_cli.pipeline.service._host.PipelineHost`, one per configuration and
+(:class:`~ollm_cli.pipeline.service.hosting._host.PipelineHost`, one per configuration and
 workspace) in the home's own namespace.
 
 Example::
@@ -69,13 +69,13 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PRELOADED = (
-    "ollm_cli.pipeline.service._host",
+    "ollm_cli.pipeline.service.hosting._host",
     "ollm_cli.pipeline.service._hosts",
     "ollm_cli.pipeline.service._socket",
 )
-"""What the daemon imports while its Ray head starts, instead of before it (the
+"""What the daemon imports once its Ray head runs, instead of before it (the
 protocol's models) or when the first client says hello (the host's class, which
-``ray.remote`` needs): on a cold start both were on the way to the first answer."""
+``ray.remote`` needs)."""
 
 
 def idle_for(activities: Sequence[Activity], now: float, since: float) -> float:
@@ -120,12 +120,13 @@ def serve(idle_timeout: float, stop_timeout: float, ray_address: str | None = No
 
     started = time.time()
     logger.info("daemon up %.2f s after its process started", started - _process_started())
-    preload = threading.Thread(target=_preload, name="ollm-preload", daemon=True)
-    preload.start()
     own = _start_ray(paths, ray_address)
-    preload.join()  # before any return: an interpreter must not exit under an import
     if own is None:
         return CLUSTER_REFUSED
+    # here, not at the first client's hello; and not in a thread beside `import ray`:
+    # two threads importing a package that imports itself back (ctypes) is
+    # CPython's deadlock avoidance, and a KeyError ended a daemon that way
+    _preload()
     # after ray.init: Ray installs its own handlers, which would end us undrained
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
