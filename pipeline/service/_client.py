@@ -9,7 +9,7 @@ turn's events are pushed as they happen and published on this process's
 does in-process. A tool-approval question comes the same way; the answer goes
 back as a request. The conversation itself (its active context, the turn in
 flight, its background work) lives in the service's
-:class:`~ollm_cli.pipeline.service._host.PipelineHost`; this process imports no
+:class:`~ollm_cli.pipeline.service.hosting._host.PipelineHost`; this process imports no
 Ray.
 
 If the service dies under a call, the call raises

@@ -59,7 +59,7 @@ def host_actor(
     environment its process needs (on a cluster, whose workers lack ours)."""
     import ray
 
-    from ollm_cli.pipeline.service._host import PipelineHost
+    from ollm_cli.pipeline.service.hosting._host import PipelineHost
 
     remote: Any = ray.remote(PipelineHost)
     options: dict[str, Any] = {}

@@ -3,7 +3,7 @@
 ``ollm load`` and ``ollm soak`` on the service runtime send one
 :class:`~ollm_cli.pipeline.service._protocol.RunLoad` over the service's socket;
 the pipeline host runs the harness on its shells, verifies the sessions and
-answers with the report (see :mod:`ollm_cli.pipeline.service._host_load`). This
+answers with the report (see :mod:`ollm_cli.pipeline.service.hosting._host_load`). This
 process imports no Ray and no runtime; it shows the turns as they finish and
 asks the run to stop on Ctrl-C.
 

@@ -2,7 +2,7 @@
 request, reply and turn item, so that nothing crosses the boundary as a method
 name in a string or a tuple tagged by a string.
 
-A conversation held by the service (:class:`~ollm_cli.pipeline.service._host.PipelineHost`)
+A conversation held by the service (:class:`~ollm_cli.pipeline.service.hosting._host.PipelineHost`)
 is asked with a :data:`Request` and answers with a :data:`Reply`; a turn answers
 with a stream of :data:`TurnItem` (its events as they happen, the tool-approval
 questions it asks, then how it ended).

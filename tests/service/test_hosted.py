@@ -15,9 +15,9 @@ from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.events import EventBus, TextDelta
 from ollm_cli.pipeline.records import ToolCallPart
 from ollm_cli.pipeline.runtime import create_runtime
-from ollm_cli.pipeline.service import _hosted
-from ollm_cli.pipeline.service._hosted import Client, Hosted
 from ollm_cli.pipeline.service._protocol import ApprovalAsked, TurnCancelled, TurnEvent, TurnItem
+from ollm_cli.pipeline.service.hosting import _hosted
+from ollm_cli.pipeline.service.hosting._hosted import Client, Hosted
 
 SMALL_KEEP = 8
 

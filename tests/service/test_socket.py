@@ -51,7 +51,6 @@ from ollm_cli.pipeline.service._connection import (
     decode_reply,
     encode_body,
 )
-from ollm_cli.pipeline.service._host import PipelineHost
 from ollm_cli.pipeline.service._load_client import RemoteLoad
 from ollm_cli.pipeline.service._protocol import (
     HEADER,
@@ -81,6 +80,7 @@ from ollm_cli.pipeline.service._protocol import (
 from ollm_cli.pipeline.service._socket import ServiceServer, bind_socket, peer
 from ollm_cli.pipeline.service._state import ServicePaths, ServiceState, code_version
 from ollm_cli.pipeline.service._status import ask_status
+from ollm_cli.pipeline.service.hosting._host import PipelineHost
 from tests.fake_ollama import FakeModel, FakeOllama, Reply
 from tests.service.conftest import wait_for
 
@@ -761,7 +761,7 @@ def test_a_client_that_dies_is_seen_by_the_watchdog_and_its_session_released(
     approval is then refused, as nobody is there to ask."""
     import psutil
 
-    from ollm_cli.pipeline.service import _host
+    from ollm_cli.pipeline.service.hosting import _host
 
     monkeypatch.setattr(_host, "WATCH_S", 0.05)
     service, settings, hosts = served
@@ -810,7 +810,7 @@ def test_a_host_on_a_cluster_retires_itself_once_idle(
     """On a Ray cluster no daemon of ours watches the hosts: one with no client and no
     background work for ``runtime.service.idleTimeout`` shuts down and ends its actor;
     a connected client, or recent activity, keeps it."""
-    from ollm_cli.pipeline.service import _host
+    from ollm_cli.pipeline.service.hosting import _host
 
     monkeypatch.setattr(_host, "WATCH_S", 0.02)
     settings = _settings(server, tmp_path)
@@ -846,7 +846,7 @@ def test_a_second_terminal_is_refused_one_turn_runs_at_a_time_and_ctrl_c_cancels
     the model it asks for."""
     import psutil
 
-    from ollm_cli.pipeline.service import _host
+    from ollm_cli.pipeline.service.hosting import _host
 
     monkeypatch.setattr(_host, "WATCH_S", 3600.0)  # this test sees the client die itself
     service, settings, hosts = served

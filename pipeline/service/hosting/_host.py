@@ -22,17 +22,17 @@ per attached conversation. The command line is a thin client:
   its lock. A client that reattaches before that finds the conversation as
   the host holds it.
 - :meth:`~PipelineHost.start_load` runs ``ollm load`` or ``ollm soak`` on the
-  host's shells (:class:`~ollm_cli.pipeline.service._host_load.HostedLoad`);
+  host's shells (:class:`~ollm_cli.pipeline.service.hosting._host_load.HostedLoad`);
   the client reads its progress and report with :meth:`~PipelineHost.load_progress`.
 - :meth:`~PipelineHost.activity` reports what the idle check and
   ``ollm service status`` need.
 
 Its parts: a conversation held, with its unread items and approval questions
-(:mod:`~ollm_cli.pipeline.service._hosted`); the coordinators, shared or a
-chat's own (:mod:`~ollm_cli.pipeline.service._host_coordinators`); the requests
+(:mod:`~ollm_cli.pipeline.service.hosting._hosted`); the coordinators, shared or a
+chat's own (:mod:`~ollm_cli.pipeline.service.hosting._host_coordinators`); the requests
 answered by the store and provider whatever the conversation
-(:mod:`~ollm_cli.pipeline.service._store_requests`); a load run
-(:mod:`~ollm_cli.pipeline.service._host_load`).
+(:mod:`~ollm_cli.pipeline.service.hosting._store_requests`); a load run
+(:mod:`~ollm_cli.pipeline.service.hosting._host_load`).
 """
 
 from __future__ import annotations
@@ -50,9 +50,6 @@ from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import OllmError, SessionLockedError, SessionNotFoundError
 from ollm_cli.pipeline.events import AnyEvent, PipelineEvent
 from ollm_cli.pipeline.runtime import create_runtime
-from ollm_cli.pipeline.service._host_coordinators import HostCoordinators
-from ollm_cli.pipeline.service._host_load import HostedLoad
-from ollm_cli.pipeline.service._hosted import Client, Hosted
 from ollm_cli.pipeline.service._protocol import (
     AddContext,
     AnswerApproval,
@@ -85,7 +82,10 @@ from ollm_cli.pipeline.service._protocol import (
     TurnFailed,
     TurnItems,
 )
-from ollm_cli.pipeline.service._store_requests import STORE_REQUESTS, answer_store_request
+from ollm_cli.pipeline.service.hosting._host_coordinators import HostCoordinators
+from ollm_cli.pipeline.service.hosting._host_load import HostedLoad
+from ollm_cli.pipeline.service.hosting._hosted import Client, Hosted
+from ollm_cli.pipeline.service.hosting._store_requests import STORE_REQUESTS, answer_store_request
 from ollm_cli.pipeline.tools import ToolGrant
 
 logger = logging.getLogger(__name__)
