@@ -363,9 +363,10 @@ def test_short_soak_with_an_injected_actor_kill_loses_nothing(
     assert report.retried_turns >= 1
     assert report.verified, report.verification.missing
     assert report.failed_turns == 0, report.errors
-    # turns went on after the last restart (how many fit in 7 s depends on the machine)
-    at_last_kill = next(s for s in report.samples if s.kills == len(report.kills))
-    assert report.turns > at_last_kill.turns
+    # turns went on after the first restart (how many fit in 7 s depends on the
+    # machine; the last kill, near the end, may leave no time for a turn after it)
+    at_first_kill = next(s for s in report.samples if s.kills >= 1)
+    assert report.turns > at_first_kill.turns
     for name in ("recording", "provider"):
         seen = {
             service.pid
