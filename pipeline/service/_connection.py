@@ -61,6 +61,7 @@ from ollm_cli.pipeline.service._socket import (
     FrameError,
     _first_line,
     _reachable_path,
+    foreign_peer,
     peer,
     read_frame,
     service_lost,
@@ -271,13 +272,10 @@ async def _open(
         if folder is not None:
             os.close(folder)
     pid, uid = peer(writer.get_extra_info("socket"))
-    if uid != os.getuid() or pid != state.pid:
+    refused = foreign_peer(path, pid, uid, state.pid)
+    if refused is not None:
         writer.close()
-        raise ServiceError(
-            f"the socket {path} is not the OLLM service's (its peer is process {pid} of "
-            f"user {uid}); it was not used",
-            hint="`ollm service stop` replaces it with the service's own",
-        )
+        raise refused
     return reader, writer
 
 

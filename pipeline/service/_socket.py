@@ -112,6 +112,18 @@ def peer(sock: socket.socket) -> tuple[int, int]:
     return pid, uid
 
 
+def foreign_peer(path: Path, pid: int, uid: int, service_pid: int) -> ServiceError | None:
+    """Why the process at the other end of the socket at ``path`` is not this user's
+    service (its daemon, ``service_pid``), or None when it is."""
+    if uid == os.getuid() and pid == service_pid:
+        return None
+    return ServiceError(
+        f"the socket {path} is not the OLLM service's (its peer is process {pid} of "
+        f"user {uid}); it was not used",
+        hint="`ollm service stop` replaces it with the service's own",
+    )
+
+
 def _reachable_path(path: Path) -> tuple[str, int | None]:
     """A path to ``path`` short enough for a Unix socket address (108 bytes): the
     path itself, or the same file through an open descriptor of its folder."""
@@ -421,6 +433,7 @@ __all__ = [
     "FrameError",
     "ServiceServer",
     "bind_socket",
+    "foreign_peer",
     "read_frame",
     "service_lost",
 ]

@@ -31,7 +31,7 @@ from ollm_cli.pipeline.service._protocol import (
     StatusReport,
     encode,
 )
-from ollm_cli.pipeline.service._socket import _reachable_path, peer
+from ollm_cli.pipeline.service._socket import _reachable_path, foreign_peer, peer
 from ollm_cli.pipeline.service._state import ServicePaths, ServiceState, code_version
 
 logger = logging.getLogger(__name__)
@@ -127,13 +127,10 @@ def _connect(paths: ServicePaths, state: ServiceState, timeout_s: float) -> sock
     finally:
         if folder is not None:
             os.close(folder)
-    if uid != os.getuid() or pid != state.pid:
+    refused = foreign_peer(paths.socket, pid, uid, state.pid)
+    if refused is not None:
         connection.close()
-        raise ServiceError(
-            f"the socket {paths.socket} is not the OLLM service's (its peer is process "
-            f"{pid} of user {uid}); it was not used",
-            hint="`ollm service stop` replaces it with the service's own",
-        )
+        raise refused
     return connection
 
 
