@@ -103,6 +103,7 @@ def mtime_ns(path: str) -> int:
 # (absolute dir, relative dir, depth, rules, ancestors' (dev, inode), tracked files only)
 _Pending = tuple[str, str, int, IgnoreStack, tuple[tuple[int, int], ...], bool]
 _Batch = list[tuple[str, EntryKind]]
+_NOTHING: frozenset[str] = frozenset()
 
 
 def walk(
@@ -251,6 +252,10 @@ class _Walker:
         max_files, streaming = plan.max_files, self.on_batch is not None
         include, exclude, follow = plan.include, plan.exclude, plan.follow_symlinks
         verdict_here = rules.for_directory(rel_dir).verdict
+        # A file git tracks is listed whatever git's ignore rules say: only a
+        # .ollmignore rule or --exclude could drop it, so without those its name
+        # is not matched at all (in a clean clone: every file but the untracked).
+        tracked_listed = tracked.files if not rules.ollm and exclude is None else _NOTHING
         prefix = rel_dir + "/" if rel_dir else ""
         enter = depth < plan.max_depth
         subdirs: list[_Pending] = []
@@ -259,24 +264,35 @@ class _Walker:
             if name == ".git":
                 continue
             try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-                is_link = not is_dir and entry.is_symlink()
-                if is_link and follow:
-                    is_dir = entry.is_dir()
-                special = not is_dir and not is_link and not entry.is_file(follow_symlinks=False)
+                if entry.is_file(follow_symlinks=False):  # the common case: one call
+                    is_dir = is_link = special = False
+                else:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    is_link = not is_dir and entry.is_symlink()
+                    if is_link and follow:
+                        is_dir = entry.is_dir()
+                    special = not is_dir and not is_link
             except OSError:  # pragma: no cover - is_dir() swallows all but rare errors
                 is_dir = is_link = special = False
             relative = prefix + name
-            verdict = verdict_here(name, is_dir)
-            if verdict == KEPT and exclude is not None and exclude.match(relative, name, is_dir):
-                verdict = IGNORED_BY_OLLM
-            only_tracked = tracked_only
-            if verdict != KEPT or tracked_only:
+            if not is_dir and relative in tracked_listed:
+                verdict = KEPT
+                only_tracked = False
+            else:
+                verdict = verdict_here(name, is_dir)
+                if (
+                    verdict != IGNORED_BY_OLLM  # --exclude drops what git tracks too
+                    and exclude is not None
+                    and exclude.match(relative, name, is_dir)
+                ):
+                    verdict = IGNORED_BY_OLLM
+                only_tracked = tracked_only
+            if verdict != KEPT or only_tracked:
                 # Ignored (or below an ignored directory): what git tracks stays.
                 if not self._tracked_stays(relative, is_dir, verdict):
                     continue
                 only_tracked = True
-            if is_dir and relative not in tracked:
+            if is_dir and relative not in tracked.files:
                 # A directory git tracks is a submodule: one entry, never walked into.
                 if not enter:
                     found.depth_cut += 1

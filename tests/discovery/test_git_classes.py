@@ -78,6 +78,41 @@ def test_ollmignore_still_hides_a_tracked_file(tmp_path: Path) -> None:
     assert not tree.should_ignore("app.py")
 
 
+def test_tracked_files_skip_git_rules_but_not_ollmignore_or_exclude(tmp_path: Path) -> None:
+    """The walker lists a tracked file without matching git's rules against it; a
+    nested ``.ollmignore`` and ``--exclude`` must still reach tracked files."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    git_init(root)
+    build(
+        root,
+        {
+            ".gitignore": "*.log\n*.env\n",
+            "app.log": "",
+            "app.env": "",
+            "main.py": "",
+            "sub/.ollmignore": "*.env\n",
+            "sub/db.env": "",
+            "sub/run.log": "",
+            "sub/deeper/key.env": "",
+            "sub/untracked.log": "",
+        },
+    )
+    commit(root, "app.log", "app.env", "main.py", "sub/db.env", "sub/run.log", "sub/deeper/key.env")
+    with git_environment(tmp_path):
+        plain = scanned(root)
+        excluded = scanned(root, exclude_patterns=("*.log",))
+    assert plain == [
+        ".gitignore",
+        "app.env",
+        "app.log",
+        "main.py",
+        "sub/.ollmignore",
+        "sub/run.log",
+    ]
+    assert excluded == [".gitignore", "app.env", "main.py", "sub/.ollmignore"]
+
+
 def test_should_ignore_agrees_with_the_scan_on_tracked_files(tmp_path: Path) -> None:
     root = prepare(PROBES[0], tmp_path)
     with git_environment(tmp_path):
