@@ -52,7 +52,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Sequence
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import NamedTuple
 
 from ollm_cli.config.ignore_syntax import IgnoreRule, NeverMatchesError, parse_rule
@@ -88,16 +88,13 @@ def _read_regular(path: str, limit: int) -> bytes:
         os.close(fd)
 
 
-def _alternation(
-    rules: Sequence[tuple[int, IgnoreRule]],
-) -> tuple[re.Pattern[str] | None, tuple[int, ...]]:
-    """One regex for ``rules``, last rule first, so the first alternative that matches
-    is the rule git would pick; group ``k`` (1-based) stands for ``order[k - 1]``."""
-    if not rules:
-        return None, ()
+def _alternation(rules: Sequence[tuple[int, str]]) -> tuple[str, tuple[int, ...]]:
+    """One regex source for ``rules`` (index, regex), last rule first, so the first
+    alternative that matches is the rule git would pick; group ``k`` (1-based) stands
+    for ``order[k - 1]``."""
     ordered = list(reversed(rules))
-    source = "|".join(f"({rule.regex})" for _, rule in ordered)
-    return re.compile(f"(?s:{source})"), tuple(index for index, _ in ordered)
+    source = "|".join(f"({regex})" for _, regex in ordered)
+    return f"(?s:{source})", tuple(index for index, _ in ordered)
 
 
 class _Matcher:
@@ -105,38 +102,49 @@ class _Matcher:
     literal ones (``/git-add``: most lines of a large ``.gitignore``) and one regex
     for the rest. A match is the index of the last matching rule (git's winner), -1
     for none: a dict lookup and at most one regex, where one regex of hundreds of
-    alternatives tried each in turn for every entry."""
+    alternatives tried each in turn for every entry.
 
-    __slots__ = ("literals", "order", "regex")
+    The regex is compiled when first needed: compiling is most of what a one-shot
+    scan spends on rules, and a clean clone never matches a file's name at all
+    (the walker lists tracked files without asking)."""
 
-    def __init__(self, rules: Sequence[tuple[int, IgnoreRule]]) -> None:
+    __slots__ = ("_patterned", "_regex", "literals", "order")
+
+    def __init__(self, rules: Sequence[tuple[int, str, str | None]]) -> None:
         self.literals: dict[str, int] = {}
-        patterned: list[tuple[int, IgnoreRule]] = []
-        for index, rule in rules:
-            literal = _literal(rule.regex)
+        self._patterned: list[tuple[int, str]] = []
+        for index, regex, literal in rules:
             if literal is None:
-                patterned.append((index, rule))
+                self._patterned.append((index, regex))
             else:
                 self.literals[literal] = max(index, self.literals.get(literal, -1))
-        self.regex, self.order = _alternation(patterned)
+        self._regex: re.Pattern[str] | None = None
+        self.order: tuple[int, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.literals) or self.regex is not None
+        return bool(self.literals) or bool(self._patterned)
 
     def index(self, text: str) -> int:
         best = self.literals.get(text, -1)
-        if self.regex is not None:
-            found = self.regex.fullmatch(text)
+        if self._patterned:
+            regex = self._regex or self._compile()
+            found = regex.fullmatch(text)
             if found is not None:
                 best = max(best, self.order[found.lastindex - 1])  # type: ignore[operator]
         return best
+
+    def _compile(self) -> re.Pattern[str]:
+        source, self.order = _alternation(self._patterned)
+        self._regex = re.compile(source)
+        return self._regex
 
 
 def _literal(regex: str) -> str | None:
     """The text ``regex`` matches when that is one fixed string (it is that string
     with every special character escaped, as :func:`re.escape` writes it), else
-    ``None``."""
-    text = re.sub(r"\\(.)", r"\1", regex, flags=re.DOTALL)
+    ``None``. (Dropping every backslash undoes :func:`re.escape`; where that was
+    wrong, an escaped backslash, the check fails and the rule stays a regex.)"""
+    text = regex.replace("\\", "")
     return text if re.escape(text) == regex else None
 
 
@@ -160,15 +168,17 @@ class RuleSet:
         self.base = base
         self.rules = rules
         self.source = source
-        indexed = list(enumerate(rules))
+        indexed = [(i, r, r.regex, _literal(r.regex)) for i, r in enumerate(rules)]
         self._name_file = _Matcher(
-            [(i, r) for i, r in indexed if r.basename_only and not r.dir_only]
+            [(i, rx, lit) for i, r, rx, lit in indexed if r.basename_only and not r.dir_only]
         )
-        self._name_dir = _Matcher([(i, r) for i, r in indexed if r.basename_only])
+        self._name_dir = _Matcher([(i, rx, lit) for i, r, rx, lit in indexed if r.basename_only])
         self._path_file = _Matcher(
-            [(i, r) for i, r in indexed if not r.basename_only and not r.dir_only]
+            [(i, rx, lit) for i, r, rx, lit in indexed if not r.basename_only and not r.dir_only]
         )
-        self._path_dir = _Matcher([(i, r) for i, r in indexed if not r.basename_only])
+        self._path_dir = _Matcher(
+            [(i, rx, lit) for i, r, rx, lit in indexed if not r.basename_only]
+        )
         self.has_path_rules = bool(self._path_dir)
 
     def __eq__(self, other: object) -> bool:
@@ -235,51 +245,18 @@ class RuleSet:
 
         ``rel`` is the entry's path relative to ``base``; ``name`` its last component.
         """
-        best = self.path_index(rel, is_dir)
-        best = max(best, (self._name_dir if is_dir else self._name_file).index(name))
+        best = self.winner(rel, name, is_dir)
         if best < 0:
             return None
         return not self.rules[best].negated
 
-    def path_index(self, rel: str, is_dir: bool) -> int:
-        """The index of the last anchored (path) rule matching ``rel``, or -1."""
-        return (self._path_dir if is_dir else self._path_file).index(rel)
-
-
-_RANK_STRIDE = 1 << 32
-
-
-@lru_cache(maxsize=1024)
-def _compile(source: str) -> re.Pattern[str]:
-    return re.compile(f"(?s:{source})")
-
-
-class NameRules:
-    """The name-only rules of a whole stack of ignore files (most rules: ``*.log``,
-    ``build/``) as one regex per entry kind, alternatives from the highest precedence
-    down, so one call finds the winning rule."""
-
-    __slots__ = ("dir_rx", "dir_table", "file_rx", "file_table")
-
-    def __init__(self, ranked: list[tuple[int, RuleSet]]) -> None:
-        self.file_rx, self.file_table = self._compile(ranked, dirs=False)
-        self.dir_rx, self.dir_table = self._compile(ranked, dirs=True)
-
-    @staticmethod
-    def _compile(
-        ranked: list[tuple[int, RuleSet]], *, dirs: bool
-    ) -> tuple[re.Pattern[str] | None, tuple[tuple[int, bool], ...]]:
-        rules = [
-            (base + index, rule)
-            for base, rule_set in ranked
-            for index, rule in enumerate(rule_set.rules)
-            if rule.basename_only and (dirs or not rule.dir_only)
-        ]
-        if not rules:
-            return None, ()
-        rules.sort(key=lambda item: item[0], reverse=True)
-        source = "|".join(f"({rule.regex})" for _, rule in rules)
-        return _compile(source), tuple((rank, not rule.negated) for rank, rule in rules)
+    def winner(self, rel: str, name: str, is_dir: bool) -> int:
+        """The index of the last rule matching the entry (git's winner), or -1."""
+        if is_dir:
+            best = self._name_dir.index(name)
+            return max(best, self._path_dir.index(rel)) if self.has_path_rules else best
+        best = self._name_file.index(name)
+        return max(best, self._path_file.index(rel)) if self.has_path_rules else best
 
 
 #: :meth:`DirectoryRules.verdict` values.
@@ -289,20 +266,17 @@ IGNORED_BY_OLLM = 2
 
 
 class DirectoryRules:
-    """Every rule in force for the entries of one directory."""
+    """Every rule in force for the entries of one directory: the stack's ignore files
+    from the highest precedence down (the first that has a matching rule decides, by
+    its last matching rule), each with the prefix that turns an entry name of this
+    directory into a path relative to that file's directory."""
 
-    __slots__ = ("_dir_rx", "_dir_table", "_file_rx", "_file_table", "_ollm_rank", "_paths")
+    __slots__ = ("_in_force", "_rel_dir", "_stack")
 
-    def __init__(
-        self,
-        names: NameRules,
-        paths: tuple[tuple[RuleSet, str, int], ...],
-        ollm_rank: int = 1 << 62,
-    ) -> None:
-        self._file_rx, self._file_table = names.file_rx, names.file_table
-        self._dir_rx, self._dir_table = names.dir_rx, names.dir_table
-        self._paths = paths
-        self._ollm_rank = ollm_rank
+    def __init__(self, stack: IgnoreStack, rel_dir: str) -> None:
+        self._stack = stack
+        self._rel_dir = rel_dir
+        self._in_force: tuple[tuple[RuleSet, str, bool], ...] | None = None
 
     def ignored(self, name: str, is_dir: bool) -> bool:
         """Whether the entry ``name`` of this directory is ignored."""
@@ -312,24 +286,23 @@ class DirectoryRules:
         """:data:`KEPT`, :data:`IGNORED` (by a built-in or a git rule: a file git
         tracks is still listed) or :data:`IGNORED_BY_OLLM` (by a ``.ollmignore``
         rule: hidden from the model even when tracked)."""
-        if is_dir:
-            names, table = self._dir_rx, self._dir_table
-        else:
-            names, table = self._file_rx, self._file_table
-        rank = -1
-        verdict = False
-        if names is not None:
-            found = names.fullmatch(name)
-            if found is not None:
-                rank, verdict = table[found.lastindex - 1]  # type: ignore[operator]
-        for rule_set, prefix, base in self._paths:
-            index = rule_set.path_index(prefix + name, is_dir)
-            if index >= 0 and base + index > rank:
-                rank = base + index
-                verdict = not rule_set.rules[index].negated
-        if not verdict:
-            return KEPT
-        return IGNORED_BY_OLLM if rank >= self._ollm_rank else IGNORED
+        for rule_set, prefix, from_ollm in self._in_force or self._rule_sets():
+            index = rule_set.winner(prefix + name, name, is_dir)
+            if index >= 0:
+                if rule_set.rules[index].negated:
+                    return KEPT
+                return IGNORED_BY_OLLM if from_ollm else IGNORED
+        return KEPT
+
+    def _rule_sets(self) -> tuple[tuple[RuleSet, str, bool], ...]:
+        """(rule set, prefix, whether it is a ``.ollmignore``), made when first asked."""
+        stack, rel_dir = self._stack, self._rel_dir
+        in_force = [(rule_set, _prefix(rule_set.base, rel_dir), False) for rule_set in stack.git]
+        in_force += [(rule_set, _prefix(rule_set.base, rel_dir), True) for rule_set in stack.ollm]
+        in_force.reverse()
+        in_force.append((stack.builtin, _prefix(stack.builtin.base, rel_dir), False))
+        self._in_force = tuple(in_force)
+        return self._in_force
 
 
 class IgnoreStack:
@@ -367,25 +340,9 @@ class IgnoreStack:
             self.ollm + ((ollm_file,) if ollm_file else ()),
         )
 
-    @cached_property
-    def ranked(self) -> list[tuple[int, RuleSet]]:
-        """(rank base, rule set) from the lowest precedence (built-ins) to the highest."""
-        ordered = (self.builtin, *self.git, *self.ollm)
-        return [(position * _RANK_STRIDE, rule_set) for position, rule_set in enumerate(ordered)]
-
-    @cached_property
-    def names(self) -> NameRules:
-        """The name-only rules of the whole stack, compiled once."""
-        return NameRules(self.ranked)
-
     def for_directory(self, rel_dir: str) -> DirectoryRules:
         """The rules for the entries of ``rel_dir`` (relative to the scan root)."""
-        paths = tuple(
-            (rule_set, _prefix(rule_set.base, rel_dir), base)
-            for base, rule_set in reversed(self.ranked)
-            if rule_set.has_path_rules
-        )
-        return DirectoryRules(self.names, paths, (1 + len(self.git)) * _RANK_STRIDE)
+        return DirectoryRules(self, rel_dir)
 
     def is_ignored(self, rel_path: str, is_dir: bool) -> bool:
         """Whether ``rel_path`` (relative to the scan root) is ignored by this stack alone
