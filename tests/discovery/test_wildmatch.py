@@ -102,3 +102,14 @@ def test_the_catastrophic_pattern_returns() -> None:
     deep = "x/" + "/".join(["a" * 40] * 60) + "/y"
     assert rules.match(deep, "y", False) is None
     assert wildmatch(CATASTROPHIC, "a" * 30) is False
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.characters(blacklist_characters="*?[\\"), min_size=1), TEXTS)
+def test_a_fixed_pattern_matches_itself_alone(pattern: str, text: str) -> None:
+    # Fixed patterns (most lines of a large .gitignore) skip the tokenizer: each
+    # character, "/" included, stands for itself.
+    regex = re.compile(f"(?s:{translate(pattern)})")
+    assert regex.fullmatch(pattern) is not None
+    assert (regex.fullmatch(text) is not None) == (text == pattern)
+    assert (regex.fullmatch(pattern + "a") is not None) is False
