@@ -236,6 +236,8 @@ def _assemble(tokens: Sequence[tuple[int, str]]) -> str:
 
 def _trim_trailing_spaces(line: str) -> str:
     """git's ``trim_trailing_spaces``: drop unescaped trailing spaces."""
+    if not line.endswith(" "):
+        return line
     last_space: int | None = None
     i = 0
     n = len(line)

@@ -172,9 +172,10 @@ class _Walker:
         entries, info = listed
         if info is not None and self.plan.follow_symlinks:
             ancestors = (*ancestors, (info.st_dev, info.st_ino))
+        names = [entry.name for entry in entries]
         if rel_dir:
             nested = not tracked_only and self.in_repository
-            child_rules = self._read_ignore_files(entries, rel_dir, rules, nested)
+            child_rules = self._read_ignore_files(entries, names, rel_dir, rules, nested)
             if child_rules is None:
                 # A repository of its own: git lists it as one entry and stops.
                 repository: _Batch = []
@@ -184,7 +185,7 @@ class _Walker:
             rules = child_rules
         batch: _Batch = []
         try:
-            return self._entries(entries, item, rules, ancestors, batch)
+            return self._entries(entries, names, item, rules, ancestors, batch)
         finally:
             self._flush(batch)
 
@@ -215,17 +216,24 @@ class _Walker:
         return entries, info
 
     def _read_ignore_files(
-        self, entries: list[os.DirEntry[str]], rel_dir: str, rules: IgnoreStack, nested: bool
+        self,
+        entries: list[os.DirEntry[str]],
+        names: list[str],
+        rel_dir: str,
+        rules: IgnoreStack,
+        nested: bool,
     ) -> IgnoreStack | None:
         """``rules`` with this directory's ``.gitignore`` and ``.ollmignore`` added, or
-        ``None`` for a nested repository (a ``.git`` here, when ``nested`` may be)."""
+        ``None`` for a nested repository (a ``.git`` here, when ``nested`` may be).
+        ``names`` are the entries' names (looked up at C speed: most directories
+        have no ignore file)."""
+        if nested and ".git" in names:
+            return None
         loaded: dict[str, RuleSet] = {}
-        for entry in entries:
-            name = entry.name
-            if name == ".git" and nested:
-                return None
-            if name != GITIGNORE and name != OLLMIGNORE:
+        for name in (GITIGNORE, OLLMIGNORE):
+            if name not in names:
                 continue
+            entry = entries[names.index(name)]
             path = entry.path
             if self.plan.record_stamps:
                 self.found.stamps.append((path, mtime_ns(path)))
@@ -241,6 +249,7 @@ class _Walker:
     def _entries(
         self,
         entries: list[os.DirEntry[str]],
+        names: list[str],
         item: _Pending,
         rules: IgnoreStack,
         ancestors: tuple[tuple[int, int], ...],
@@ -259,8 +268,7 @@ class _Walker:
         prefix = rel_dir + "/" if rel_dir else ""
         enter = depth < plan.max_depth
         subdirs: list[_Pending] = []
-        for entry in entries:
-            name = entry.name
+        for name, entry in zip(names, entries, strict=True):
             if name == ".git":
                 continue
             try:
