@@ -258,21 +258,28 @@ class _Walker:
         """Decide about each entry of one directory (the hot loop: kept inline)."""
         rel_dir, depth, tracked_only = item[1], item[2], item[5]
         plan, found, tracked, files = self.plan, self.found, self.tracked, self.found.files
-        max_files, streaming = plan.max_files, self.on_batch is not None
+        max_files, on_batch = plan.max_files, self.on_batch
         include, exclude, follow = plan.include, plan.exclude, plan.follow_symlinks
         verdict_here = rules.for_directory(rel_dir).verdict
-        # A file git tracks is listed whatever git's ignore rules say: only a
-        # .ollmignore rule or --exclude could drop it, so without those its name
-        # is not matched at all (in a clean clone: every file but the untracked).
-        tracked_listed = tracked.files if not rules.ollm and exclude is None else _NOTHING
+        # A regular file git tracks is listed whatever git's ignore rules say: only a
+        # .ollmignore rule, --exclude or --include could leave it out, so without
+        # them it is listed at once and its name never matched (in a clean clone:
+        # every file but the untracked ones).
+        at_once = not rules.ollm and exclude is None and include is None and on_batch is None
+        listed_at_once = tracked.files if at_once else _NOTHING
         prefix = rel_dir + "/" if rel_dir else ""
         enter = depth < plan.max_depth
         subdirs: list[_Pending] = []
         for name, entry in zip(names, entries, strict=True):
             if name == ".git":
                 continue
+            relative = prefix + name
             try:
-                if entry.is_file(follow_symlinks=False):  # the common case: one call
+                is_file = entry.is_file(follow_symlinks=False)
+                if is_file and relative in listed_at_once and len(files) < max_files:
+                    files.append(relative)
+                    continue
+                if is_file:
                     is_dir = is_link = special = False
                 else:
                     is_dir = entry.is_dir(follow_symlinks=False)
@@ -282,19 +289,14 @@ class _Walker:
                     special = not is_dir and not is_link
             except OSError:  # pragma: no cover - is_dir() swallows all but rare errors
                 is_dir = is_link = special = False
-            relative = prefix + name
-            if not is_dir and relative in tracked_listed:
-                verdict = KEPT
-                only_tracked = False
-            else:
-                verdict = verdict_here(name, is_dir)
-                if (
-                    verdict != IGNORED_BY_OLLM  # --exclude drops what git tracks too
-                    and exclude is not None
-                    and exclude.match(relative, name, is_dir)
-                ):
-                    verdict = IGNORED_BY_OLLM
-                only_tracked = tracked_only
+            verdict = verdict_here(name, is_dir)
+            if (
+                verdict != IGNORED_BY_OLLM  # --exclude drops what git tracks too
+                and exclude is not None
+                and exclude.match(relative, name, is_dir)
+            ):
+                verdict = IGNORED_BY_OLLM
+            only_tracked = tracked_only
             if verdict != KEPT or only_tracked:
                 # Ignored (or below an ignored directory): what git tracks stays.
                 if not self._tracked_stays(relative, is_dir, verdict):
@@ -314,7 +316,7 @@ class _Walker:
                 continue
             if include is not None and not include.match(relative, name, False):
                 continue
-            if is_dir or is_link or streaming or len(files) >= max_files:
+            if is_dir or is_link or on_batch is not None or len(files) >= max_files:
                 kind: EntryKind = "directory" if is_dir else "symlink" if is_link else "file"
                 self._add(batch, relative, kind, rel_dir)
             else:  # a plain file, the common case: no call
