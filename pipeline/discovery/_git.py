@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from typing import NamedTuple
 
 from ollm_cli.pipeline.discovery._ignore_rules import (
@@ -121,61 +122,109 @@ def git_command(git: str, *args: str) -> list[str]:
 
 
 def read_git(root: str) -> GitView:
-    """The tracked files under ``root`` and the global excludes file, from git.
+    """The tracked files under ``root`` and the global excludes file, from git
+    (:class:`GitRun`, waited for at once)."""
+    return GitRun(root).view()
 
-    ``git ls-files -z --cached`` runs only when the repository has an index (a
-    fresh ``git init`` has none), ``git config core.excludesFile`` at the same
-    time; without git installed the index is not read (a note says so) and the
-    excludes file is git's default one.
+
+class GitRun:
+    """``git ls-files -z --cached`` and ``git config core.excludesFile`` on the
+    repository enclosing ``root``, started at once and waited for when asked: a
+    scan reads its ignore files while git reads the index.
+
+    ``ls-files`` runs only when the repository has an index (a fresh ``git init``
+    has none); without git installed the index is not read (a note says so) and the
+    excludes file is git's default one. Both runs share one time limit,
+    :data:`GIT_TIMEOUT_S`.
+
+    Example::
+
+        run = GitRun("/work/project")
+        run.excludes_file()     # "~/.config/git/ignore" unless configured
+        run.view().tracked      # waits for ls-files
     """
-    repository = find_repository(root)
-    if repository is None:
-        return GitView()
-    index = os.path.join(repository.git_dir, "index")
-    consulted = [index, os.path.join(repository.common_dir, "config")]
-    git = shutil.which("git")
-    if git is None:
-        excludes = default_excludes_file()
-        missing = "git is not installed: files git tracks but ignores are not listed"
-        return GitView(repository, TrackedFiles(), excludes, tuple(consulted), missing)
-    env = git_environment(repository)
-    config = subprocess.Popen(
-        git_command(git, "config", "--path", "--get", "core.excludesFile"),
+
+    def __init__(self, root: str) -> None:
+        self.repository = find_repository(root)
+        self._deadline = time.monotonic() + GIT_TIMEOUT_S
+        self._config: subprocess.Popen[bytes] | None = None
+        self._listing: subprocess.Popen[bytes] | None = None
+        self._excludes: str | None = None
+        self._problem: str | None = None
+        self._view: GitView | None = None
+        self._git = shutil.which("git") if self.repository is not None else None
+        if self.repository is None or self._git is None:
+            return
+        env = git_environment(self.repository)
+        self._config = _start(
+            git_command(self._git, "config", "--path", "--get", "core.excludesFile"), root, env
+        )
+        if os.path.exists(self._index):
+            self._listing = _start(git_command(self._git, "ls-files", "-z", "--cached"), root, env)
+
+    @property
+    def _index(self) -> str:
+        assert self.repository is not None
+        return os.path.join(self.repository.git_dir, "index")
+
+    def excludes_file(self) -> str | None:
+        """``core.excludesFile``, or git's default one (waits for ``git config``)."""
+        config, self._config = self._config, None
+        if config is not None:
+            out, _ = self._finish(config)
+            configured = os.fsdecode(out.rstrip(b"\n")) if config.returncode == 0 else ""
+            self._excludes = configured or default_excludes_file()
+        elif self._excludes is None and self.repository is not None:
+            self._excludes = default_excludes_file()
+        return self._excludes
+
+    def view(self) -> GitView:
+        """What git says (waits for both runs)."""
+        if self._view is not None:
+            return self._view
+        repository = self.repository
+        if repository is None:
+            self._view = GitView()
+            return self._view
+        excludes = self.excludes_file()
+        consulted = (self._index, os.path.join(repository.common_dir, "config"))
+        if self._git is None:
+            missing = "git is not installed: files git tracks but ignores are not listed"
+            self._view = GitView(repository, TrackedFiles(), excludes, consulted, missing)
+            return self._view
+        tracked = TrackedFiles()
+        listing, self._listing = self._listing, None
+        if listing is not None:
+            out, err = self._finish(listing)
+            if listing.returncode == 0:
+                # One decoding of the whole listing: a NUL is never inside a UTF-8 character.
+                tracked = TrackedFiles(name for name in os.fsdecode(out).split("\0") if name)
+            elif self._problem is None:
+                reason = err.decode(errors="replace").strip().splitlines()
+                self._problem = (
+                    f"git could not read the index ({reason[-1] if reason else 'failed'}): "
+                    "files git tracks but ignores are not listed"
+                )
+        self._view = GitView(repository, tracked, excludes, consulted, self._problem)
+        return self._view
+
+    def _finish(self, process: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+        """Its output and errors, or nothing (and the problem noted) past the time limit."""
+        try:
+            return process.communicate(timeout=max(0.0, self._deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            self._problem = f"git did not answer within {GIT_TIMEOUT_S:g} s: the index was not read"
+            return b"", b""
+
+
+def _start(command: list[str], root: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        command,
         cwd=root,
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
-    tracked = TrackedFiles()
-    problem: str | None = None
-    try:
-        if os.path.exists(index):
-            listing = subprocess.run(
-                git_command(git, "ls-files", "-z", "--cached"),
-                cwd=root,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=GIT_TIMEOUT_S,
-                check=False,
-            )
-            if listing.returncode == 0:
-                # One decoding of the whole listing: a NUL is never inside a UTF-8 character.
-                names = os.fsdecode(listing.stdout).split("\0")
-                tracked = TrackedFiles(name for name in names if name)
-            else:
-                reason = listing.stderr.decode(errors="replace").strip().splitlines()
-                problem = (
-                    f"git could not read the index ({reason[-1] if reason else 'failed'}): "
-                    "files git tracks but ignores are not listed"
-                )
-        out, _ = config.communicate(timeout=GIT_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        config.kill()
-        config.communicate()
-        problem = f"git did not answer within {GIT_TIMEOUT_S:g} s: the index was not read"
-        out = b""
-    configured = os.fsdecode(out.rstrip(b"\n")) if config.returncode == 0 else ""
-    excludes = configured or default_excludes_file()
-    return GitView(repository, tracked, excludes, tuple(consulted), problem)

@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from ollm_cli.config.discovery_defaults import FILE_DISCOVERY_DEFAULTS
-from ollm_cli.pipeline.discovery._git import GitView, read_git
+from ollm_cli.pipeline.discovery._git import GitRun, GitView, read_git
 from ollm_cli.pipeline.discovery._ignore_rules import (
     IgnoreTree,
     NeverMatchesError,
@@ -395,8 +395,9 @@ class FileDiscoveryService:
         with self._lock:
             watcher = None if plan.follow_symlinks else self._watcher_for(plan.root)
             generation = watcher.generation if watcher is not None else 0
-        git_view = read_git(plan.root)
-        stack, consulted = root_stack(plan.root, self._builtin, git_view.excludes_file)
+        git_run = GitRun(plan.root)  # git reads the index while the ignore files are read
+        stack, consulted = root_stack(plan.root, self._builtin, git_run.excludes_file())
+        git_view = git_run.view()
         found = walk(plan, stack, git_view, on_batch, cancel, Deadline(self._clock, deadline))
         if plan.record_stamps:
             consulted = [*consulted, *git_view.consulted]
