@@ -142,12 +142,13 @@ def run_lean(args: Sequence[str]) -> int | None:
     request = parse_files_args(args)
     if request is None or COMPLETION_VARIABLE in os.environ:
         return None
-    from ollm_cli.cli.log_lines import TerminalLogHandler
-    from ollm_cli.pipeline.environment import configure_logging
+    from ollm_cli.pipeline.discovery import configure_before_first_record, forget_configuration
     from ollm_cli.pipeline.errors import OllmError
 
+    # Logging as every command has it, set up (and imported) by the first record:
+    # a scan that logs nothing never pays for it.
+    configure_before_first_record(_configure_logging)
     try:
-        configure_logging(handler=TerminalLogHandler())
         list_files(request)
     except OllmError as error:
         return _failed(error, error)
@@ -156,7 +157,16 @@ def run_lean(args: Sequence[str]) -> int | None:
     except BrokenPipeError:  # `ollm files | head`: as click does, quietly, code 1
         _silence_stdout()
         return 1
+    finally:
+        forget_configuration()
     return 0
+
+
+def _configure_logging() -> None:
+    from ollm_cli.cli.log_lines import TerminalLogHandler
+    from ollm_cli.pipeline.environment import configure_logging
+
+    configure_logging(handler=TerminalLogHandler())
 
 
 def _failed(error: BaseException, cause: BaseException) -> int:
@@ -187,6 +197,10 @@ def discovery_settings() -> ScanSettings:
 
         return FILE_DISCOVERY_DEFAULTS
     from ollm_cli.cli.state import loaded_settings
+    from ollm_cli.pipeline.discovery import forget_configuration
+
+    forget_configuration()  # loading settings may log: logging is set up first
+    _configure_logging()
 
     return loaded_settings().settings.services.file_discovery
 

@@ -11,6 +11,10 @@ from typing import TYPE_CHECKING
 from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ollm_cli.pipeline.discovery._log import (
+        configure_before_first_record,
+        forget_configuration,
+    )
     from ollm_cli.pipeline.discovery._service import (
         DiscoveryOptions,
         DiscoveryResult,
@@ -23,11 +27,14 @@ __all__ = [
     "DiscoveryResult",
     "FileDiscoveryService",
     "ScanSettings",
+    "configure_before_first_record",
+    "forget_configuration",
 ]
 
 __getattr__ = lazy_exports(
     __name__,
     {
+        "_log": ("configure_before_first_record", "forget_configuration"),
         "_service": (
             "DiscoveryOptions",
             "DiscoveryResult",

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import bisect
 import errno
-import logging
 import os
 import re
 import stat
@@ -56,8 +55,9 @@ from functools import cached_property
 from typing import NamedTuple
 
 from ollm_cli.config.ignore_syntax import IgnoreRule, NeverMatchesError, parse_rule
+from ollm_cli.pipeline.discovery._log import LazyLogger
 
-logger = logging.getLogger(__name__)
+logger = LazyLogger(__name__)
 
 GITIGNORE = ".gitignore"
 OLLMIGNORE = ".ollmignore"

@@ -50,7 +50,6 @@ The records are in ``_models``, the walker in ``_walker``, the watcher in
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
@@ -69,6 +68,7 @@ from ollm_cli.pipeline.discovery._ignore_rules import (
     parse_rule,
     root_stack,
 )
+from ollm_cli.pipeline.discovery._log import LazyLogger
 from ollm_cli.pipeline.discovery._models import (
     ChangeCallback,
     ChangeEvent,
@@ -97,7 +97,7 @@ __all__ = [
     "ScanStats",
 ]
 
-logger = logging.getLogger(__name__)
+logger = LazyLogger(__name__)
 
 
 class ScanSettings(Protocol):

@@ -15,7 +15,6 @@ Example::
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from collections.abc import Callable
@@ -31,9 +30,10 @@ from ollm_cli.pipeline.discovery._ignore_rules import (
     RuleSet,
     log_symlinked_gitignore,
 )
+from ollm_cli.pipeline.discovery._log import LazyLogger
 from ollm_cli.pipeline.discovery._models import DiscoveryNote, EntryKind
 
-logger = logging.getLogger(__name__)
+logger = LazyLogger(__name__)
 
 MISSING = -1
 """The modification time recorded for a path that does not exist."""

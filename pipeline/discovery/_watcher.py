@@ -11,7 +11,6 @@ Example::
 
 from __future__ import annotations
 
-import logging
 import os
 import stat
 import threading
@@ -19,9 +18,10 @@ from collections.abc import Callable
 
 from ollm_cli.pipeline.discovery._git import read_git
 from ollm_cli.pipeline.discovery._ignore_rules import GITIGNORE, OLLMIGNORE, IgnoreTree
+from ollm_cli.pipeline.discovery._log import LazyLogger
 from ollm_cli.pipeline.discovery._models import ChangeCallback, ChangeEvent
 
-logger = logging.getLogger(__name__)
+logger = LazyLogger(__name__)
 
 
 class Disposable:

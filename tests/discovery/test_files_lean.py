@@ -85,7 +85,25 @@ def test_the_files_process_imports_no_typer_rich_click_or_pydantic(
         assert "ollm_cli.pipeline.discovery._walker" in imported  # (lazy exports: unlisted)
         heavy = sorted(m for m in imported if m.split(".")[0] in HEAVY)
         assert heavy == [], f"ollm files {' '.join(options)} imported {heavy}"
+        assert "logging" not in imported  # nothing was logged: logging is not set up
     assert out == b"app.py\n"
+
+
+def test_the_first_log_record_sets_logging_up_as_typer_does(
+    project: Path, env: dict[str, str]
+) -> None:
+    """Logging is imported by the first record, and that record reads as every
+    command's warnings do (redacted, ``warning: ...``, once)."""
+    (project / "src" / ".gitignore").write_text("[abc\n")  # git can never match it
+    lean = ollm("files", cwd=project, env=env, python=("-X", "importtime"))
+    typer = ollm("files", cwd=project, env=env, code=TYPER)
+    assert lean[0] == typer[0] == 0
+    assert lean[1] == typer[1]
+    assert "logging" in imported_modules(lean[2])
+    warnings = [line for line in lean[2].splitlines() if "|" not in line]
+    assert warnings == [line for line in typer[2].splitlines() if line]
+    [warning] = warnings
+    assert warning.startswith("warning: ") and "src/.gitignore line 1" in warning
 
 
 def test_the_lean_path_lists_as_typer_does(project: Path, env: dict[str, str]) -> None:
