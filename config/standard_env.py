@@ -23,7 +23,6 @@ This module imports nothing heavy: the config loader calls it at every start.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Callable, Mapping
 
 OLLAMA_DEFAULT_PORT = 11434
@@ -63,6 +62,8 @@ def ollama_host_from_env(value: str) -> str:
         host, port = "127.0.0.1", default_port
         bare = hostport.strip("[]")
         try:
+            import ipaddress  # only for a bracketed or bare IP: not at every start
+
             host = str(ipaddress.ip_address(bare))
         except ValueError:
             if hostport:
