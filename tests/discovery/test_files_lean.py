@@ -4,6 +4,7 @@ typer's command (which still answers ``--help`` and bad options)."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -304,3 +305,22 @@ def test_options_are_read_as_typer_reads_them(
     assert argv not in DECLINED
     assert result.exit_code == 0, result.output
     assert seen == [mine]
+
+
+def test_a_lean_run_leaves_its_objects_to_the_exit(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """In process: the listing, then every object frozen out of garbage collection
+    (the process exits next), and no logging setup left waiting for a record."""
+    from ollm_cli.cli.files_lean import run_lean
+    from ollm_cli.pipeline.discovery import _log
+
+    monkeypatch.chdir(project)
+    gc.unfreeze()
+    try:
+        assert run_lean(["src", "--json"]) == 0
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+    assert orjson.loads(capsysbinary.readouterr().out)["files"] == ["app.py"]
+    assert _log._configure == []
