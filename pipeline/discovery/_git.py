@@ -36,6 +36,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 from ollm_cli.pipeline.discovery._ignore_rules import (
@@ -156,11 +157,11 @@ class GitRun:
         if self.repository is None or self._git is None:
             return
         env = git_environment(self.repository)
+        if os.path.exists(self._index):  # the longer run first
+            self._listing = _start(git_command(self._git, "ls-files", "-z", "--cached"), root, env)
         self._config = _start(
             git_command(self._git, "config", "--path", "--get", "core.excludesFile"), root, env
         )
-        if os.path.exists(self._index):
-            self._listing = _start(git_command(self._git, "ls-files", "-z", "--cached"), root, env)
 
     @property
     def _index(self) -> str:
@@ -178,8 +179,9 @@ class GitRun:
             self._excludes = default_excludes_file()
         return self._excludes
 
-    def view(self) -> GitView:
-        """What git says (waits for both runs)."""
+    def view(self, while_waiting: Callable[[], bool] | None = None) -> GitView:
+        """What git says (waits for both runs), calling ``while_waiting`` until the
+        index is read or it answers ``False`` (the time is spent anyway)."""
         if self._view is not None:
             return self._view
         repository = self.repository
@@ -195,7 +197,9 @@ class GitRun:
         tracked = TrackedFiles()
         listing, self._listing = self._listing, None
         if listing is not None:
+            early = self._read_while(listing, while_waiting) if while_waiting is not None else b""
             out, err = self._finish(listing)
+            out = early + out
             if listing.returncode == 0:
                 # One decoding of the whole listing (a NUL is never inside a UTF-8
                 # character), split at C speed; each name ends with a NUL, so the
@@ -211,6 +215,30 @@ class GitRun:
                 )
         self._view = GitView(repository, tracked, excludes, consulted, self._problem)
         return self._view
+
+    def _read_while(self, process: subprocess.Popen[bytes], busy: Callable[[], bool]) -> bytes:
+        """What ``process`` writes, read without blocking between calls of ``busy``
+        (a pipe left unread would stop git at 64 KiB), until it ends, ``busy`` has
+        nothing left or the time limit passes: then :meth:`_finish` waits for the rest."""
+        assert process.stdout is not None
+        descriptor = process.stdout.fileno()
+        chunks: list[bytes] = []
+        os.set_blocking(descriptor, False)
+        try:
+            while time.monotonic() < self._deadline:
+                try:
+                    chunk = os.read(descriptor, 1 << 20)
+                except BlockingIOError:
+                    chunk = None
+                if chunk == b"":
+                    break  # the end: git is done writing
+                if chunk:
+                    chunks.append(chunk)
+                elif not busy():
+                    break
+        finally:
+            os.set_blocking(descriptor, True)
+        return b"".join(chunks)
 
     def _finish(self, process: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
         """Its output and errors, or nothing (and the problem noted) past the time limit."""

@@ -68,6 +68,7 @@ from ollm_cli.pipeline.discovery._ignore_rules import (
     parse_rule,
     root_stack,
 )
+from ollm_cli.pipeline.discovery._listings import Listings
 from ollm_cli.pipeline.discovery._log import LazyLogger
 from ollm_cli.pipeline.discovery._models import (
     ChangeCallback,
@@ -397,8 +398,10 @@ class FileDiscoveryService:
             generation = watcher.generation if watcher is not None else 0
         git_run = GitRun(plan.root)  # git reads the index while the ignore files are read
         stack, consulted = root_stack(plan.root, self._builtin, git_run.excludes_file())
-        git_view = git_run.view()
-        found = walk(plan, stack, git_view, on_batch, cancel, Deadline(self._clock, deadline))
+        ahead = Listings(plan.root, stack, plan.max_depth)  # and directories are listed
+        git_view = git_run.view(ahead.step)
+        until = Deadline(self._clock, deadline)
+        found = walk(plan, stack, git_view, on_batch, cancel, until, ahead)
         if plan.record_stamps:
             consulted = [*consulted, *git_view.consulted]
             found.stamps.extend((path, mtime_ns(path)) for path in consulted)

@@ -30,6 +30,7 @@ from ollm_cli.pipeline.discovery._ignore_rules import (
     RuleSet,
     log_symlinked_gitignore,
 )
+from ollm_cli.pipeline.discovery._listings import Listings
 from ollm_cli.pipeline.discovery._log import LazyLogger
 from ollm_cli.pipeline.discovery._models import DiscoveryNote, EntryKind
 
@@ -113,14 +114,16 @@ def walk(
     on_batch: Callable[[_Batch], None] | None,
     cancel: threading.Event | None,
     deadline: Deadline,
+    ahead: Listings | None = None,
 ) -> Walk:
     """Walk ``plan.root`` depth first, pruning ignored directories as it goes,
     until ``deadline`` passes (then the directories not yet listed are named).
 
     An ignored directory that holds files git tracks is entered in *tracked-only*
-    mode: there, and below, only tracked files are listed, as git does.
+    mode: there, and below, only tracked files are listed, as git does. A directory
+    in ``ahead`` (listed while git ran) is not listed again.
     """
-    return _Walker(plan, git_view, on_batch, cancel, deadline).run(root_rules)
+    return _Walker(plan, git_view, on_batch, cancel, deadline, ahead).run(root_rules)
 
 
 class _CapReached(Exception):
@@ -137,8 +140,10 @@ class _Walker:
         on_batch: Callable[[_Batch], None] | None,
         cancel: threading.Event | None,
         deadline: Deadline,
+        ahead: Listings | None = None,
     ) -> None:
         self.plan = plan
+        self.ahead = ahead
         self.tracked = git_view.tracked
         self.in_repository = git_view.repository is not None
         self.on_batch = on_batch
@@ -197,8 +202,10 @@ class _Walker:
         plan = self.plan
         try:
             info = os.stat(directory) if plan.record_stamps or plan.follow_symlinks else None
-            with os.scandir(directory) as iterator:
-                entries = list(iterator)
+            entries = self.ahead.take(directory) if self.ahead is not None else None
+            if entries is None:
+                with os.scandir(directory) as iterator:
+                    entries = list(iterator)
         except OSError as error:
             reason = error.strerror or type(error).__name__
             self.found.notes.append(
