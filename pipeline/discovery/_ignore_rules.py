@@ -250,6 +250,12 @@ class RuleSet:
             return None
         return not self.rules[best].negated
 
+    def matchers(self, is_dir: bool) -> tuple[_Matcher, _Matcher]:
+        """The name rules and the path rules for directories or for files."""
+        if is_dir:
+            return self._name_dir, self._path_dir
+        return self._name_file, self._path_file
+
     def winner(self, rel: str, name: str, is_dir: bool) -> int:
         """The index of the last rule matching the entry (git's winner), or -1."""
         if is_dir:
@@ -265,18 +271,26 @@ IGNORED = 1
 IGNORED_BY_OLLM = 2
 
 
+# (name rules, path rules, prefix, the file's rules, whether it is a .ollmignore)
+_InForce = tuple[
+    tuple["_Matcher | None", "_Matcher | None", str, tuple[IgnoreRule, ...], bool], ...
+]
+
+
 class DirectoryRules:
     """Every rule in force for the entries of one directory: the stack's ignore files
     from the highest precedence down (the first that has a matching rule decides, by
     its last matching rule), each with the prefix that turns an entry name of this
-    directory into a path relative to that file's directory."""
+    directory into a path relative to that file's directory. Files and directories
+    each have their list, without the ignore files that hold no rule for them."""
 
-    __slots__ = ("_in_force", "_rel_dir", "_stack")
+    __slots__ = ("_dirs", "_files", "_rel_dir", "_stack")
 
     def __init__(self, stack: IgnoreStack, rel_dir: str) -> None:
         self._stack = stack
         self._rel_dir = rel_dir
-        self._in_force: tuple[tuple[RuleSet, str, bool], ...] | None = None
+        self._files: _InForce | None = None
+        self._dirs: _InForce | None = None
 
     def ignored(self, name: str, is_dir: bool) -> bool:
         """Whether the entry ``name`` of this directory is ignored."""
@@ -286,23 +300,38 @@ class DirectoryRules:
         """:data:`KEPT`, :data:`IGNORED` (by a built-in or a git rule: a file git
         tracks is still listed) or :data:`IGNORED_BY_OLLM` (by a ``.ollmignore``
         rule: hidden from the model even when tracked)."""
-        for rule_set, prefix, from_ollm in self._in_force or self._rule_sets():
-            index = rule_set.winner(prefix + name, name, is_dir)
+        in_force = self._dirs if is_dir else self._files
+        if in_force is None:
+            in_force = self._rule_sets(is_dir)
+        for names, paths, prefix, rules, from_ollm in in_force:
+            index = -1 if names is None else names.index(name)
+            if paths is not None:
+                index = max(index, paths.index(prefix + name))
             if index >= 0:
-                if rule_set.rules[index].negated:
+                if rules[index].negated:
                     return KEPT
                 return IGNORED_BY_OLLM if from_ollm else IGNORED
         return KEPT
 
-    def _rule_sets(self) -> tuple[tuple[RuleSet, str, bool], ...]:
-        """(rule set, prefix, whether it is a ``.ollmignore``), made when first asked."""
+    def _rule_sets(self, is_dir: bool) -> _InForce:
+        """(name rules, path rules, prefix, rules, whether it is a ``.ollmignore``) of
+        each ignore file with rules for this kind of entry, made when first asked."""
         stack, rel_dir = self._stack, self._rel_dir
-        in_force = [(rule_set, _prefix(rule_set.base, rel_dir), False) for rule_set in stack.git]
-        in_force += [(rule_set, _prefix(rule_set.base, rel_dir), True) for rule_set in stack.ollm]
-        in_force.reverse()
-        in_force.append((stack.builtin, _prefix(stack.builtin.base, rel_dir), False))
-        self._in_force = tuple(in_force)
-        return self._in_force
+        ordered = [(rule_set, False) for rule_set in stack.git]
+        ordered += [(rule_set, True) for rule_set in stack.ollm]
+        ordered.reverse()
+        ordered.append((stack.builtin, False))
+        in_force = []
+        for rule_set, from_ollm in ordered:
+            names, paths = rule_set.matchers(is_dir)
+            if names or paths:
+                prefix = _prefix(rule_set.base, rel_dir) if paths else ""
+                in_force.append((names or None, paths or None, prefix, rule_set.rules, from_ollm))
+        if is_dir:
+            self._dirs = tuple(in_force)
+            return self._dirs
+        self._files = tuple(in_force)
+        return self._files
 
 
 class IgnoreStack:
