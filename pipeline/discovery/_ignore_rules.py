@@ -271,7 +271,7 @@ IGNORED = 1
 IGNORED_BY_OLLM = 2
 
 
-# (name rules, path rules, prefix, the file's rules, whether it is a .ollmignore)
+# (name rules, path rules, prefix (in a stack: base), the file's rules, from a .ollmignore)
 _InForce = tuple[
     tuple["_Matcher | None", "_Matcher | None", str, tuple[IgnoreRule, ...], bool], ...
 ]
@@ -314,24 +314,18 @@ class DirectoryRules:
         return KEPT
 
     def _rule_sets(self, is_dir: bool) -> _InForce:
-        """(name rules, path rules, prefix, rules, whether it is a ``.ollmignore``) of
-        each ignore file with rules for this kind of entry, made when first asked."""
-        stack, rel_dir = self._stack, self._rel_dir
-        ordered = [(rule_set, False) for rule_set in stack.git]
-        ordered += [(rule_set, True) for rule_set in stack.ollm]
-        ordered.reverse()
-        ordered.append((stack.builtin, False))
-        in_force = []
-        for rule_set, from_ollm in ordered:
-            names, paths = rule_set.matchers(is_dir)
-            if names or paths:
-                prefix = _prefix(rule_set.base, rel_dir) if paths else ""
-                in_force.append((names or None, paths or None, prefix, rule_set.rules, from_ollm))
+        """:meth:`IgnoreStack.in_force` with each path rules' prefix for this
+        directory, made when first asked."""
+        rel_dir = self._rel_dir
+        in_force = tuple(
+            (names, paths, "" if paths is None else _prefix(base, rel_dir), rules, from_ollm)
+            for names, paths, base, rules, from_ollm in self._stack.in_force(is_dir)
+        )
         if is_dir:
-            self._dirs = tuple(in_force)
-            return self._dirs
-        self._files = tuple(in_force)
-        return self._files
+            self._dirs = in_force
+        else:
+            self._files = in_force
+        return in_force
 
 
 class IgnoreStack:
@@ -350,6 +344,7 @@ class IgnoreStack:
         self.builtin = builtin
         self.git = git
         self.ollm = ollm
+        self._in_force: dict[bool, _InForce] = {}
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, IgnoreStack):
@@ -368,6 +363,26 @@ class IgnoreStack:
             self.git + ((git_file,) if git_file else ()),
             self.ollm + ((ollm_file,) if ollm_file else ()),
         )
+
+    def in_force(self, is_dir: bool) -> _InForce:
+        """(name rules, path rules, base, rules, whether it is a ``.ollmignore``) of
+        each ignore file with rules for this kind of entry, the highest precedence
+        first; made once per stack (a directory adds only its prefixes)."""
+        found = self._in_force.get(is_dir)
+        if found is None:
+            ordered = [(rule_set, False) for rule_set in self.git]
+            ordered += [(rule_set, True) for rule_set in self.ollm]
+            ordered.reverse()
+            ordered.append((self.builtin, False))
+            kept = []
+            for rule_set, from_ollm in ordered:
+                names, paths = rule_set.matchers(is_dir)
+                if names or paths:
+                    kept.append(
+                        (names or None, paths or None, rule_set.base, rule_set.rules, from_ollm)
+                    )
+            found = self._in_force[is_dir] = tuple(kept)
+        return found
 
     def for_directory(self, rel_dir: str) -> DirectoryRules:
         """The rules for the entries of ``rel_dir`` (relative to the scan root)."""
