@@ -15,6 +15,14 @@ from typing import Any
 
 OBJECT_STORE_BYTES = 128 * 1024 * 1024
 
+WORKER_MODULES = ("ollm_cli.pipeline.service.hosting._host",)
+"""What each of the head's workers imports as it starts (all the service's workers
+are pipeline hosts)."""
+
+PRESTARTED_WORKERS = 1
+"""The workers Ray starts as the daemon connects (one per CPU of the head): the
+first host's."""
+
 
 def start_head(temp_dir: Path) -> Any:
     """Start this service's Ray head: only the processes a one-node service needs,
@@ -24,10 +32,19 @@ def start_head(temp_dir: Path) -> Any:
 
     ``ray.init`` would also start the autoscaler's monitor and the log monitor
     (Python processes that compete with the head's own start on a small
-    machine), prestart workers for the daemon, which runs no task, and bind
-    the dashboard agent to Ray's fixed port 52365: on a machine where another
-    Ray runs (another user, another ``OLLM_HOME``) that port is taken and the
-    agent retries for about 4 s before the head is ready. Any free port does.
+    machine), and bind the dashboard agent to Ray's fixed port 52365: on a
+    machine where another Ray runs (another user, another ``OLLM_HOME``) that
+    port is taken and the agent retries for about 4 s before the head is
+    ready. Any free port does.
+
+    The first pipeline host's process starts with the head: Ray prestarts one
+    worker per CPU when its first driver (the daemon) connects, and each worker
+    imports :data:`WORKER_MODULES` before it waits for work. The worker that
+    becomes the host has thus imported Ray and the host's code while the daemon
+    prepared its socket and the client said hello (about 1.5 s of a cold start
+    on 2 cores, off the path). The head has one CPU: the service runs no task
+    that needs one (its hosts reserve none), and a second prestarted worker
+    would only compete for the machine's cores and hold 150 MB idle.
 
     Nothing answers without the token: no dashboard, no metrics collection (the
     agent's Prometheus endpoint) and no API server (the dashboard head, whose own
@@ -48,7 +65,7 @@ def start_head(temp_dir: Path) -> Any:
     # (include_log_monitor is a bool in `ray start`, _system_config values any JSON)
     options: dict[str, Any] = {
         "node_ip_address": "127.0.0.1",
-        "num_cpus": max(os.cpu_count() or 1, 2),
+        "num_cpus": PRESTARTED_WORKERS,
         "object_store_memory": OBJECT_STORE_BYTES,
         "include_dashboard": False,
         "dashboard_agent_listen_port": 0,
@@ -56,7 +73,8 @@ def start_head(temp_dir: Path) -> Any:
         "include_log_monitor": False,
         "temp_dir": str(temp_dir),
         "_system_config": {
-            "prestart_worker_first_driver": False,
+            "prestart_worker_first_driver": True,
+            "preload_python_modules": list(WORKER_MODULES),
             "enable_metrics_collection": False,
         },
     }
@@ -91,4 +109,11 @@ def close_ray_folders(temp_dir: Path, session_dir: Path) -> None:
             os.chmod(folder, 0o700)
 
 
-__all__ = ["OBJECT_STORE_BYTES", "close_ray_folders", "keep_ray_folders_private", "start_head"]
+__all__ = [
+    "OBJECT_STORE_BYTES",
+    "PRESTARTED_WORKERS",
+    "WORKER_MODULES",
+    "close_ray_folders",
+    "keep_ray_folders_private",
+    "start_head",
+]

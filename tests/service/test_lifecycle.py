@@ -83,6 +83,31 @@ def test_auto_started_service_stops_itself_when_idle(server: FakeOllama, tmp_pat
     wait_for(lambda: service_processes(gone) == [], what="no Ray process left")
 
 
+def test_a_cold_run_s_pipeline_host_is_the_worker_ray_started_with_the_head(
+    server: FakeOllama, tmp_path: Path
+) -> None:
+    """The first host's process starts as the daemon connects to its new head, and
+    imports the host's code then, not when the client says hello: the host is
+    created in a process that has it already. No second worker idles beside it."""
+    home = tmp_path / "home"
+    env = service_env(home, server)
+    try:
+        done = ollm("run", "-p", "start it for me", env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        state = state_of(home)
+        assert state is not None
+        published = ServicePaths.for_home(home).state.stat().st_mtime
+        commands = {p: " ".join(p.cmdline()) for p in service_processes(state)}
+        hosts = [p for p, command in commands.items() if command.startswith("ray::PipelineHost")]
+        assert len(hosts) == 1, commands.values()
+        assert hosts[0].create_time() < published
+        assert not [c for c in commands.values() if c.startswith("ray::IDLE")]
+        log = ServicePaths.for_home(home).log.read_text()
+        assert "(its code imported as its worker started)" in log
+    finally:
+        ollm("service", "stop", env=env, cwd=tmp_path)
+
+
 def test_two_homes_get_two_services_that_cannot_reach_each_other(
     server: FakeOllama, tmp_path: Path
 ) -> None:
