@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,10 @@ def start_head(temp_dir: Path) -> Any:
     Nothing answers without the token: no dashboard, no metrics collection (the
     agent's Prometheus endpoint) and no API server (the dashboard head, whose own
     Prometheus endpoint answers anyone on the machine); the daemon needs neither.
+    The dashboard agent, which the raylet cannot do without, is Ray's minimal
+    one (no gRPC or HTTP server of its own): Ray would otherwise import aiohttp,
+    gRPC's asyncio, OpenTelemetry and Prometheus in the daemon (about 0.4 s
+    before the raylet starts) only to find out whether the full agent could run.
     """
     from ray._private.node import Node
     from ray._private.parameter import RayParams
@@ -79,11 +84,31 @@ def start_head(temp_dir: Path) -> Any:
         },
     }
     params = RayParams(**options)
-    head = _HeadWithoutApiServer(
-        params, head=True, shutdown_at_exit=False, spawn_reaper=True, ray_init_cluster=True
-    )
+    with minimal_dashboard_agent():
+        head = _HeadWithoutApiServer(
+            params, head=True, shutdown_at_exit=False, spawn_reaper=True, ray_init_cluster=True
+        )
     close_ray_folders(temp_dir, Path(head.get_session_dir_path()))
     return head
+
+
+@contextlib.contextmanager
+def minimal_dashboard_agent() -> Iterator[None]:
+    """While a head starts in this process, Ray gives its raylet the minimal dashboard
+    agent, without importing the full agent's dependencies to decide (it asks
+    ``get_dashboard_dependency_error``, which imports them all)."""
+    from ray._private import utils as private_utils
+
+    asked = private_utils.get_dashboard_dependency_error
+
+    def minimal() -> ImportError:
+        return ImportError("the OLLM service runs no dashboard: the minimal agent will do")
+
+    private_utils.get_dashboard_dependency_error = minimal
+    try:
+        yield
+    finally:
+        private_utils.get_dashboard_dependency_error = asked
 
 
 def keep_ray_folders_private() -> None:
@@ -115,5 +140,6 @@ __all__ = [
     "WORKER_MODULES",
     "close_ray_folders",
     "keep_ray_folders_private",
+    "minimal_dashboard_agent",
     "start_head",
 ]
