@@ -47,6 +47,11 @@ def start_head(temp_dir: Path) -> Any:
     that needs one (its hosts reserve none), and a second prestarted worker
     would only compete for the machine's cores and hold 150 MB idle.
 
+    Ray runs its workers at niceness 15, below every other process of the user:
+    the service's workers are its pipeline hosts, which answer the user's turns
+    (and start the first one), and run at the daemon's own priority. On a busy
+    machine a host at 15 waited seconds for a core at every step of a cold start.
+
     Nothing answers without the token: no dashboard, no metrics collection (the
     agent's Prometheus endpoint) and no API server (the dashboard head, whose own
     Prometheus endpoint answers anyone on the machine); the daemon needs neither.
@@ -81,6 +86,7 @@ def start_head(temp_dir: Path) -> Any:
             "prestart_worker_first_driver": True,
             "preload_python_modules": list(WORKER_MODULES),
             "enable_metrics_collection": False,
+            "worker_niceness": 0,
         },
     }
     params = RayParams(**options)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import psutil
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -88,7 +89,8 @@ def test_a_cold_run_s_pipeline_host_is_the_worker_ray_started_with_the_head(
 ) -> None:
     """The first host's process starts as the daemon connects to its new head, and
     imports the host's code then, not when the client says hello: the host is
-    created in a process that has it already. No second worker idles beside it."""
+    created in a process that has it already, at the daemon's priority (not Ray's
+    niceness 15 for workers). No second worker idles beside it."""
     home = tmp_path / "home"
     env = service_env(home, server)
     try:
@@ -101,6 +103,8 @@ def test_a_cold_run_s_pipeline_host_is_the_worker_ray_started_with_the_head(
         hosts = [p for p, command in commands.items() if command.startswith("ray::PipelineHost")]
         assert len(hosts) == 1, commands.values()
         assert hosts[0].create_time() < published
+        # a host answers the user's turns: not below the user's other processes
+        assert hosts[0].nice() == psutil.Process(state.pid).nice()
         assert not [c for c in commands.values() if c.startswith("ray::IDLE")]
         log = ServicePaths.for_home(home).log.read_text()
         assert "(its code imported as its worker started)" in log
