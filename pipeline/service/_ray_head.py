@@ -16,9 +16,13 @@ from typing import Any
 
 OBJECT_STORE_BYTES = 128 * 1024 * 1024
 
-WORKER_MODULES = ("ollm_cli.pipeline.service.hosting._host",)
+WORKER_MODULES = (
+    "ollm_cli.pipeline.service.hosting._host",
+    "ollm_cli.pipeline.providers._factory",
+)
 """What each of the head's workers imports as it starts (all the service's workers
-are pipeline hosts)."""
+are pipeline hosts): the host's code, and the providers' (with their HTTP
+clients), which a host's first session needs (about 0.5 s of its opening)."""
 
 PRESTARTED_WORKERS = 1
 """The workers Ray starts as the daemon connects (one per CPU of the head): the
