@@ -3,6 +3,7 @@ version, a client without the token."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -110,6 +111,25 @@ def test_a_cold_run_s_pipeline_host_is_the_worker_ray_started_with_the_head(
         assert "(its code imported as its worker started)" in log
     finally:
         ollm("service", "stop", env=env, cwd=tmp_path)
+
+
+def test_the_daemon_starts_its_ray_head_before_it_imports_the_configuration_s_models() -> None:
+    """What the daemon imports before its Ray head starts is on every cold start's path;
+    the settings' models (pydantic, about 0.15 s) are needed only after it, when the
+    daemon imports the pipeline while the host's worker imports its own code."""
+    probe = (
+        "import sys, ollm_cli.pipeline.service._daemon as daemon; "
+        "print(sorted(m for m in ('ollm_cli.config.settings', 'ray') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def test_two_homes_get_two_services_that_cannot_reach_each_other(
