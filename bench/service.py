@@ -3,7 +3,9 @@
 In one run, against a fake Ollama on 127.0.0.1 that answers at once (the fast
 model server) and a fresh ``OLLM_HOME``:
 
-- cold: ``ollm run -p`` with no service running (it starts one);
+- cold: ``ollm run -p`` with no service running (it starts one), ``--cold-runs``
+  times in fresh homes: the median, and the median of each stage of the start as
+  the service's log times them (:data:`STAGES`);
 - warm: ``ollm run -p`` against the running service, against ``ollm --help`` (the
   cost of starting the command at all) and ``--runtime inprocess``, both measured
   in the same run;
@@ -17,19 +19,23 @@ the pair within 1.5x one warm run; embedded at most 2x the model's own time
 (issue 12). ``--imports`` also prints the modules a warm ``ollm run -p`` imports
 that ``ollm --help`` does not (``python -X importtime``), and whether Ray is one.
 
-Run: ``python -m bench.service [--runs N] [--embedded] [--imports]``
+The load average at the start is printed: the machine may be shared.
+
+Run: ``python -m bench.service [--runs N] [--cold-runs N] [--embedded] [--imports]``
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 OLLM = [sys.executable, "-c", "from ollm_cli.cli.app import main; main()"]
@@ -72,7 +78,67 @@ def _pair(args: list[str], env: dict[str, str], cwd: Path) -> float:
     return time.perf_counter() - started
 
 
-def ollama_figures(runs: int, root: Path) -> dict[str, float]:
+STAGES = (
+    ("client start to daemon up", "daemon up"),
+    ("import ray, Ray head", "Ray head started"),
+    ("daemon imports pipeline", "pipeline modules imported"),
+    ("socket, state published", "OLLM service"),
+    ("hello to host up", "pipeline host up"),
+    ("shells started", "shells started"),
+    ("session opened", "opened in"),
+    ("turn, client's end", "command ended"),
+)
+"""A cold start's stages, each ending at the service log's line that contains the
+second text (the first and the last are the command's own times)."""
+
+_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) ")
+
+
+def _stamp(line: str) -> float | None:
+    found = _STAMP.match(line)
+    if found is None:
+        return None
+    local = time.mktime(time.strptime(found.group(1), "%Y-%m-%d %H:%M:%S"))
+    return local + int(found.group(2)) / 1000
+
+
+def cold_stages(log: str, began: float, ended: float) -> dict[str, float]:
+    """How long each of :data:`STAGES` took in one cold start, from its service log
+    (``began``, ``ended``: when the command started and ended)."""
+    at: dict[str, float] = {"command ended": ended}
+    for line in log.splitlines():
+        stamp = _stamp(line)
+        for _, text in STAGES:
+            if stamp is not None and text in line and text not in at:
+                at[text] = stamp
+    stages, previous = {}, began  # (the daemon's own start, by psutil, is too coarse)
+    for name, text in STAGES:
+        if text in at:
+            stages[name] = at[text] - previous
+            previous = at[text]
+    return stages
+
+
+def cold_figures(runs: int, root: Path, server_url: str) -> list[tuple[float, dict[str, float]]]:
+    """``runs`` cold ``ollm run -p``, each in a fresh home: its time and its stages."""
+    figures = []
+    for run in range(runs):
+        home = root / f"cold-home-{run}"
+        env = _env(
+            home, OLLM_PROVIDER="ollama", OLLM_OLLAMA_HOST=server_url, OLLM_MODEL="llama3.2:latest"
+        )
+        began = time.time()
+        try:
+            elapsed = _run(["run", "-p", "hello"], env, root)
+            ended = time.time()
+            log = "\n".join(p.read_text() for p in (home / "service").glob("*.log"))
+        finally:
+            subprocess.run([*OLLM, "service", "stop"], env=env, cwd=root, capture_output=True)
+        figures.append((elapsed, cold_stages(log, began, ended)))
+    return figures
+
+
+def ollama_figures(runs: int, root: Path, cold_runs: int = 1) -> dict[str, Any]:
     from tests.fake_ollama import FakeOllama
 
     home = root / "home"
@@ -83,8 +149,9 @@ def ollama_figures(runs: int, root: Path) -> dict[str, float]:
             OLLM_OLLAMA_HOST=server.url,
             OLLM_MODEL="llama3.2:latest",
         )
+        colds = cold_figures(cold_runs, root, server.url)
         try:
-            cold = _run(["run", "-p", "hello"], env, root)
+            _run(["run", "-p", "hello"], env, root)  # starts the service of the warm runs
             warm = [_run(["run", "-p", "hello"], env, root) for _ in range(runs)]
             help_ = [_run(["--help"], env, root) for _ in range(runs)]
             inprocess = [
@@ -95,7 +162,12 @@ def ollama_figures(runs: int, root: Path) -> dict[str, float]:
         finally:
             subprocess.run([*OLLM, "service", "stop"], env=env, cwd=root, capture_output=True)
     return {
-        "cold_s": cold,
+        "cold_s": statistics.median(elapsed for elapsed, _ in colds),
+        "cold_runs": [elapsed for elapsed, _ in colds],
+        "cold_stages": {
+            name: statistics.median(stages.get(name, 0.0) for _, stages in colds)
+            for name, _ in STAGES
+        },
         "warm_s": statistics.median(warm),
         "inprocess_s": statistics.median(inprocess),
         "help_s": statistics.median(help_),
@@ -166,6 +238,9 @@ def embedded_figures(root: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--cold-runs", type=int, default=None, help="cold starts to measure (default: --runs)"
+    )
     parser.add_argument("--embedded", action="store_true", help="also measure SmolLM2")
     parser.add_argument(
         "--imports", action="store_true", help="list what a warm run imports beyond --help"
@@ -173,8 +248,17 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ollm-bench-service-") as folder:
         root = Path(folder)
-        figures = ollama_figures(args.runs, root)
-        print(f"cold ollm run -p (no service):       {figures['cold_s']:.2f} s  (target <= 5 s)")
+        load = os.getloadavg()
+        figures = ollama_figures(args.runs, root, args.cold_runs or args.runs)
+        averages = " ".join(f"{value:.2f}" for value in load)
+        print(f"load average at start: {averages} ({os.cpu_count()} cores)")
+        runs = " ".join(f"{elapsed:.2f}" for elapsed in figures["cold_runs"])
+        print(
+            f"cold ollm run -p (no service):       {figures['cold_s']:.2f} s median  "
+            f"(target <= 5 s; runs: {runs})"
+        )
+        for name, seconds in figures["cold_stages"].items():
+            print(f"  {name + ':':<34} {seconds:.2f} s")
         print(
             f"warm ollm run -p:                    {figures['warm_s']:.2f} s  vs ollm --help "
             f"{figures['help_s']:.2f} s = {figures['warm_s'] / figures['help_s']:.2f}x  "

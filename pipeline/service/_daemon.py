@@ -47,12 +47,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ollm_cli.config.paths import ray_temp_dir
-from ollm_cli.pipeline.service._launch import CLUSTER_REFUSED
 from ollm_cli.pipeline.service._ray_head import (
     close_ray_folders,
     start_head,
 )
 from ollm_cli.pipeline.service._state import (
+    CLUSTER_REFUSED,
     ServicePaths,
     ServiceState,
     code_version,

@@ -23,6 +23,7 @@ from ollm_cli.pipeline.service._processes import (
     stop_service,
 )
 from ollm_cli.pipeline.service._state import (
+    CLUSTER_REFUSED,
     ServicePaths,
     ServiceState,
     code_version,
@@ -36,10 +37,6 @@ logger = logging.getLogger(__name__)
 
 DAEMON_MODULE = __name__.rsplit(".", 1)[0] + "._daemon"
 """What ``python -m`` runs as the daemon (whatever the package is named)."""
-
-
-CLUSTER_REFUSED = 3
-"""The daemon's exit code when the Ray cluster it was to attach to refused it."""
 
 
 def start_service(

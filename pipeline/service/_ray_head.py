@@ -10,10 +10,23 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 OBJECT_STORE_BYTES = 128 * 1024 * 1024
+
+WORKER_MODULES = (
+    "ollm_cli.pipeline.service.hosting._host",
+    "ollm_cli.pipeline.providers._factory",
+)
+"""What each of the head's workers imports as it starts (all the service's workers
+are pipeline hosts): the host's code, and the providers' (with their HTTP
+clients), which a host's first session needs (about 0.5 s of its opening)."""
+
+PRESTARTED_WORKERS = 1
+"""The workers Ray starts as the daemon connects (one per CPU of the head): the
+first host's."""
 
 
 def start_head(temp_dir: Path) -> Any:
@@ -24,14 +37,32 @@ def start_head(temp_dir: Path) -> Any:
 
     ``ray.init`` would also start the autoscaler's monitor and the log monitor
     (Python processes that compete with the head's own start on a small
-    machine), prestart workers for the daemon, which runs no task, and bind
-    the dashboard agent to Ray's fixed port 52365: on a machine where another
-    Ray runs (another user, another ``OLLM_HOME``) that port is taken and the
-    agent retries for about 4 s before the head is ready. Any free port does.
+    machine), and bind the dashboard agent to Ray's fixed port 52365: on a
+    machine where another Ray runs (another user, another ``OLLM_HOME``) that
+    port is taken and the agent retries for about 4 s before the head is
+    ready. Any free port does.
+
+    The first pipeline host's process starts with the head: Ray prestarts one
+    worker per CPU when its first driver (the daemon) connects, and each worker
+    imports :data:`WORKER_MODULES` before it waits for work. The worker that
+    becomes the host has thus imported Ray and the host's code while the daemon
+    prepared its socket and the client said hello (about 1.5 s of a cold start
+    on 2 cores, off the path). The head has one CPU: the service runs no task
+    that needs one (its hosts reserve none), and a second prestarted worker
+    would only compete for the machine's cores and hold 150 MB idle.
+
+    Ray runs its workers at niceness 15, below every other process of the user:
+    the service's workers are its pipeline hosts, which answer the user's turns
+    (and start the first one), and run at the daemon's own priority. On a busy
+    machine a host at 15 waited seconds for a core at every step of a cold start.
 
     Nothing answers without the token: no dashboard, no metrics collection (the
     agent's Prometheus endpoint) and no API server (the dashboard head, whose own
     Prometheus endpoint answers anyone on the machine); the daemon needs neither.
+    The dashboard agent, which the raylet cannot do without, is Ray's minimal
+    one (no gRPC or HTTP server of its own): Ray would otherwise import aiohttp,
+    gRPC's asyncio, OpenTelemetry and Prometheus in the daemon (about 0.4 s
+    before the raylet starts) only to find out whether the full agent could run.
     """
     from ray._private.node import Node
     from ray._private.parameter import RayParams
@@ -48,7 +79,7 @@ def start_head(temp_dir: Path) -> Any:
     # (include_log_monitor is a bool in `ray start`, _system_config values any JSON)
     options: dict[str, Any] = {
         "node_ip_address": "127.0.0.1",
-        "num_cpus": max(os.cpu_count() or 1, 2),
+        "num_cpus": PRESTARTED_WORKERS,
         "object_store_memory": OBJECT_STORE_BYTES,
         "include_dashboard": False,
         "dashboard_agent_listen_port": 0,
@@ -56,16 +87,38 @@ def start_head(temp_dir: Path) -> Any:
         "include_log_monitor": False,
         "temp_dir": str(temp_dir),
         "_system_config": {
-            "prestart_worker_first_driver": False,
+            "prestart_worker_first_driver": True,
+            "preload_python_modules": list(WORKER_MODULES),
             "enable_metrics_collection": False,
+            "worker_niceness": 0,
         },
     }
     params = RayParams(**options)
-    head = _HeadWithoutApiServer(
-        params, head=True, shutdown_at_exit=False, spawn_reaper=True, ray_init_cluster=True
-    )
+    with minimal_dashboard_agent():
+        head = _HeadWithoutApiServer(
+            params, head=True, shutdown_at_exit=False, spawn_reaper=True, ray_init_cluster=True
+        )
     close_ray_folders(temp_dir, Path(head.get_session_dir_path()))
     return head
+
+
+@contextlib.contextmanager
+def minimal_dashboard_agent() -> Iterator[None]:
+    """While a head starts in this process, Ray gives its raylet the minimal dashboard
+    agent, without importing the full agent's dependencies to decide (it asks
+    ``get_dashboard_dependency_error``, which imports them all)."""
+    from ray._private import utils as private_utils
+
+    asked = private_utils.get_dashboard_dependency_error
+
+    def minimal() -> ImportError:
+        return ImportError("the OLLM service runs no dashboard: the minimal agent will do")
+
+    private_utils.get_dashboard_dependency_error = minimal
+    try:
+        yield
+    finally:
+        private_utils.get_dashboard_dependency_error = asked
 
 
 def keep_ray_folders_private() -> None:
@@ -91,4 +144,12 @@ def close_ray_folders(temp_dir: Path, session_dir: Path) -> None:
             os.chmod(folder, 0o700)
 
 
-__all__ = ["OBJECT_STORE_BYTES", "close_ray_folders", "keep_ray_folders_private", "start_head"]
+__all__ = [
+    "OBJECT_STORE_BYTES",
+    "PRESTARTED_WORKERS",
+    "WORKER_MODULES",
+    "close_ray_folders",
+    "keep_ray_folders_private",
+    "minimal_dashboard_agent",
+    "start_head",
+]

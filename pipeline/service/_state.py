@@ -48,6 +48,9 @@ LOG_NAME = "service.log"
 LOCK_NAME = "start.lock"
 SOCKET_NAME = "ollm.sock"
 
+CLUSTER_REFUSED = 3
+"""The daemon's exit code when the Ray cluster it was to attach to refused it."""
+
 
 class ServiceState(BaseModel):
     """What a client needs to find and trust the running service."""

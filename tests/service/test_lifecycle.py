@@ -3,12 +3,14 @@ version, a client without the token."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import orjson
+import psutil
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -81,6 +83,53 @@ def test_auto_started_service_stops_itself_when_idle(server: FakeOllama, tmp_pat
         home=str(home),
     )
     wait_for(lambda: service_processes(gone) == [], what="no Ray process left")
+
+
+def test_a_cold_run_s_pipeline_host_is_the_worker_ray_started_with_the_head(
+    server: FakeOllama, tmp_path: Path
+) -> None:
+    """The first host's process starts as the daemon connects to its new head, and
+    imports the host's code then, not when the client says hello: the host is
+    created in a process that has it already, at the daemon's priority (not Ray's
+    niceness 15 for workers). No second worker idles beside it."""
+    home = tmp_path / "home"
+    env = service_env(home, server)
+    try:
+        done = ollm("run", "-p", "start it for me", env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        state = state_of(home)
+        assert state is not None
+        published = ServicePaths.for_home(home).state.stat().st_mtime
+        commands = {p: " ".join(p.cmdline()) for p in service_processes(state)}
+        hosts = [p for p, command in commands.items() if command.startswith("ray::PipelineHost")]
+        assert len(hosts) == 1, commands.values()
+        assert hosts[0].create_time() < published
+        # a host answers the user's turns: not below the user's other processes
+        assert hosts[0].nice() == psutil.Process(state.pid).nice()
+        assert not [c for c in commands.values() if c.startswith("ray::IDLE")]
+        log = ServicePaths.for_home(home).log.read_text()
+        assert "(its code imported as its worker started)" in log
+    finally:
+        ollm("service", "stop", env=env, cwd=tmp_path)
+
+
+def test_the_daemon_starts_its_ray_head_before_it_imports_the_configuration_s_models() -> None:
+    """What the daemon imports before its Ray head starts is on every cold start's path;
+    the settings' models (pydantic, about 0.15 s) are needed only after it, when the
+    daemon imports the pipeline while the host's worker imports its own code."""
+    probe = (
+        "import sys, ollm_cli.pipeline.service._daemon as daemon; "
+        "print(sorted(m for m in ('ollm_cli.config.settings', 'ray') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def test_two_homes_get_two_services_that_cannot_reach_each_other(

@@ -46,13 +46,18 @@ def test_service_head_runs_only_what_one_node_needs(shared_home: Path) -> None:
     """The head's start was slow for want of this: the dashboard agent on Ray's fixed
     port 52365, taken whenever another Ray runs on the machine (another home's
     service, another user), retried for seconds; the autoscaler's monitor and the log
-    monitor competed for the CPU."""
+    monitor competed for the CPU; and the daemon imported the full dashboard agent's
+    dependencies (aiohttp, gRPC's asyncio...) before it started the raylet, only to
+    learn that the agent could have them."""
     state = state_of(shared_home)
     assert state is not None
     commands = [" ".join(p.cmdline()) for p in service_processes(state)]
     agents = [c for c in commands if "dashboard/agent.py" in c]
     assert agents, commands
     assert all("--listen-port=52365" not in c for c in agents), agents
+    assert all("--minimal" in c for c in agents), agents
+    libraries = {m.path for m in psutil.Process(state.pid).memory_maps()}
+    assert not [p for p in libraries if "/aiohttp/" in p or "/grpc/_cython/" in p], libraries
     assert not [c for c in commands if "autoscaler/_private/monitor.py" in c]
     assert not [c for c in commands if "log_monitor.py" in c]
 

@@ -41,6 +41,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -94,6 +95,25 @@ WATCH_S = 0.5
 """How often the host looks for clients that died."""
 
 
+def _imported_by_a_waiting_worker() -> bool:
+    """Whether a Ray worker imported this module before it was asked for a host: as
+    it started (the service's head preloads it, see ``_ray_head.WORKER_MODULES``),
+    not when the host was created in it."""
+    if "ray" not in sys.modules:  # in-process: no Ray worker at all
+        return False
+    import ray
+    from ray._private.worker import global_worker
+
+    return bool(
+        global_worker.mode == ray.WORKER_MODE and ray.get_runtime_context().get_actor_id() is None
+    )
+
+
+PRELOADED = _imported_by_a_waiting_worker()
+"""This process's worker had the host's code before the host was asked for (the
+cold start's breakdown in the log says which)."""
+
+
 class PipelineHost:
     """A pipeline and its conversations inside the local service (see the module)."""
 
@@ -118,7 +138,11 @@ class PipelineHost:
         self.started_at = time.time()
         self.last_active = time.time()
         _log_to_service_log()
-        logger.info("pipeline host up %.2f s after its process started", _process_age())
+        logger.info(
+            "pipeline host up %.2f s after its process started (its code imported %s)",
+            _process_age(),
+            "as its worker started" if PRELOADED else "when it was asked for",
+        )
         self._start: asyncio.Task[None] | None = None
         self._watch: asyncio.Task[None] | None = None
         self._on_retire = on_retire or _end_this_actor
