@@ -37,7 +37,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ollm_cli.config.paths import ensure_private_dir, ollm_home
 from ollm_cli.pipeline.atomic_file import write_atomic
@@ -51,6 +51,8 @@ SOCKET_NAME = "ollm.sock"
 
 class ServiceState(BaseModel):
     """What a client needs to find and trust the running service."""
+
+    model_config = ConfigDict(defer_build=True)  # built when first used, not at import
 
     address: str
     namespace: str
