@@ -6,6 +6,7 @@ output, errors and exit codes.
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -256,3 +257,30 @@ def test_ctrl_c_ends_a_p_run_the_same_with_or_without_typer(
         ended.append((process.returncode, out, err))
     assert ended[0] == ended[1]
     assert ended[0][0] == 130
+
+
+def test_a_reader_gone_ends_a_p_run_the_same_with_or_without_typer(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """``ollm run -p ... | head`` whose reader left before the answer: exit code 1,
+    nothing said (as click ends a command on a closed pipe), either way."""
+    ended = []
+    for script in (ENTRY, TYPER):
+        for args in (["-p", "hello"], ["-p", "hello", "--json"]):
+            read, write = os.pipe()
+            os.close(read)  # the reader is gone before anything is written
+            try:
+                done = subprocess.run(
+                    [sys.executable, "-c", script, "run", *args],
+                    env=env,
+                    cwd=tmp_path,
+                    stdin=subprocess.DEVNULL,
+                    stdout=write,
+                    stderr=subprocess.PIPE,
+                    timeout=180,
+                )
+            finally:
+                os.close(write)
+            ended.append((done.returncode, done.stderr))
+    assert ended[:2] == ended[2:]
+    assert ended[:2] == [(1, b""), (1, b"")]
