@@ -33,6 +33,8 @@ def apply_overrides(
     no_loop_detection: bool = False,
 ) -> OllmSettings:
     """A copy of ``settings`` with the given flags applied (validated like the file)."""
+    if not (model or provider or runtime or ray_address or no_loop_detection):
+        return settings  # no flag: nothing to validate again
     data: dict[str, Any] = settings.model_dump(by_alias=True)
     if model:
         data["provider"]["model"] = model

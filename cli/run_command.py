@@ -119,7 +119,6 @@ def _run(
             f"unexpected argument {session!r}",
             hint="to resume that session use `ollm run --resume ID`; to send a message use -p",
         )
-    _announce_service_start(settings)
     loop = LoopThread()
     events = EventBus()
     interactive = prompt is None
@@ -133,6 +132,7 @@ def _run(
         else None,
         grant=grant,
         discard_failed=True,  # a first request that fails leaves no empty session
+        announce_start=_announce_service_start,
     )
     repl.coordinator = conversations
     if interactive:
@@ -200,17 +200,12 @@ def _quietly_if(failed: bool, loop: LoopThread, step: Coroutine[Any, Any, None])
         loop.run(step)
 
 
-def _announce_service_start(settings: OllmSettings) -> None:
-    """Say so when this command is about to start the local service (seconds)."""
-    if settings.runtime.kind != "service" or settings.runtime.ray_address is not None:
-        return
-    from ollm_cli.pipeline.service import find_service
-
-    if find_service() is None and settings.runtime.service.auto_start:
-        err_console.print(
-            "[dim]starting the OLLM service (it stays for the next commands; "
-            "`ollm service stop` stops it)…[/]"
-        )
+def _announce_service_start() -> None:
+    """Say that this command is starting the local service (it takes seconds)."""
+    err_console.print(
+        "[dim]starting the OLLM service (it stays for the next commands; "
+        "`ollm service stop` stops it)…[/]"
+    )
 
 
 def _open_session(

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import cast, get_args
 
@@ -117,8 +118,12 @@ class ServiceConnection:
         workspace: Path,
         *,
         environment: dict[str, str] | None = None,
+        announce: Callable[[], None] | None = None,
     ) -> None:
+        """``announce``: called when this connection is about to start the service
+        (seconds), as :func:`~ollm_cli.pipeline.service._launch.ensure_service` says."""
         self.settings = settings
+        self.announce = announce
         self.workspace = workspace
         self.environment = dict(os.environ if environment is None else environment)
         self.state: ServiceState | None = None
@@ -143,7 +148,10 @@ class ServiceConnection:
         loop = asyncio.get_running_loop()
         paths = ServicePaths.for_home(cluster=self.settings.runtime.ray_address)
         for attempt in (1, 2):
-            self.state = await loop.run_in_executor(None, ensure_service, self.settings, paths)
+            self.state = await loop.run_in_executor(
+                None,
+                functools.partial(ensure_service, self.settings, paths, announce=self.announce),
+            )
             try:
                 self._reader, self._writer = await _open(paths.socket, self.state)
                 break

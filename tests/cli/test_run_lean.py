@@ -284,3 +284,18 @@ def test_a_reader_gone_ends_a_p_run_the_same_with_or_without_typer(
             ended.append((done.returncode, done.stderr))
     assert ended[:2] == ended[2:]
     assert ended[:2] == [(1, b""), (1, b"")]
+
+
+@pytest.mark.own_service
+def test_a_p_run_says_so_when_it_starts_the_service_and_only_then(
+    server: FakeOllama, ollm_home: Path, tmp_path: Path
+) -> None:
+    """The command looks for a running service once (the look that starts it when
+    none runs also decides whether to say so): the first run of a home says it starts
+    the service, the next one finds it and says nothing of it."""
+    with ollm_env("service", server.url, ollm_home, tmp_path) as values:
+        first = _ollm(ENTRY, values, tmp_path, ["-p", "hello"], None)
+        second = _ollm(ENTRY, values, tmp_path, ["-p", "hello"], None)
+    assert first[0] == second[0] == 0
+    assert b"starting the OLLM service" in first[2]
+    assert b"starting the OLLM service" not in second[2]
