@@ -110,9 +110,16 @@ def _options(fields: dict[str, Any], positional: list[str]) -> RunOptions | None
 def run_lean(args: Sequence[str]) -> int | None:
     """Run ``ollm run ARGS`` here and give its exit code, or ``None`` when typer
     must (see :func:`parse_run_args`)."""
-    options = parse_run_args(args)
-    if options is None or COMPLETION_VARIABLE in os.environ:
-        return None
+    from ollm_cli.cli.gc_policy import collected_rarely
+
+    with collected_rarely():  # from here: reading the options imports the client
+        options = parse_run_args(args)
+        if options is None or COMPLETION_VARIABLE in os.environ:
+            return None
+        return _run(options)
+
+
+def _run(options: RunOptions) -> int:
     from ollm_cli.cli.exit_codes import INTERRUPTED, exit_code_for
     from ollm_cli.cli.log_lines import TerminalLogHandler
     from ollm_cli.cli.run_command import run_command
