@@ -32,7 +32,8 @@ def apply_overrides(
     ray_address: str | None = None,
     no_loop_detection: bool = False,
 ) -> OllmSettings:
-    """A copy of ``settings`` with the given flags applied (validated like the file)."""
+    """``settings`` with the given flags applied: a copy validated like the file, or
+    ``settings`` itself when no flag is given."""
     if not (model or provider or runtime or ray_address or no_loop_detection):
         return settings  # no flag: nothing to validate again
     data: dict[str, Any] = settings.model_dump(by_alias=True)
