@@ -38,7 +38,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-OLLM = [sys.executable, "-c", "from ollm_cli.cli.app import main; main()"]
+OLLM = [sys.executable, "-c", "from ollm_cli.cli.entry import main; main()"]
+"""What the ``ollm`` console script runs (``ollm_cli.cli.entry:main``): ``run -p``
+and ``files`` go around typer there, as they do for users."""
 QUESTION = "What is 2+2?"
 
 

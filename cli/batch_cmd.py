@@ -28,16 +28,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ollm_cli.cli.exit_codes import EXIT_CODES_HELP
-from ollm_cli.cli.output import console, err_console, print_json
-from ollm_cli.cli.overrides import (
+from ollm_cli.cli.options import (
     NoLoopDetectionOption,
-    ProviderChoice,
     RayAddressOption,
     RuntimeOption,
-    apply_overrides,
+    TrustWorkspaceOption,
 )
+from ollm_cli.cli.output import console, err_console, print_json
+from ollm_cli.cli.overrides import ProviderChoice, apply_overrides
 from ollm_cli.cli.state import loaded_settings
-from ollm_cli.cli.trust_cmd import TrustWorkspaceOption, settle_workspace_trust
+from ollm_cli.cli.workspace_trust import settle_workspace_trust
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.contract import Lifecycle
 from ollm_cli.pipeline.harness import (

@@ -3,8 +3,9 @@
 ``ollm files`` is compared with ``fd`` as a whole process: importing typer,
 click and rich would cost it more than its scan, so it runs from
 :mod:`ollm_cli.cli.files_lean` when that can parse its options (and falls to
-typer for ``--help`` or an option typer must refuse). Every other command goes to
-:func:`ollm_cli.cli.app.main`.
+typer for ``--help`` or an option typer must refuse). ``ollm run -p`` is started
+by scripts once per question: it runs from :mod:`ollm_cli.cli.run_lean` (no typer,
+no click) the same way. Every other command goes to :func:`ollm_cli.cli.app.main`.
 
 Example (what the ``ollm`` script runs)::
 
@@ -28,11 +29,16 @@ spares every command the scan of all installed packages' entry points (7 ms)."""
 def lean_exit_code(argv: Sequence[str]) -> int | None:
     """Run ``argv`` (``sys.argv``) here when a command has a path without typer, and
     give its exit code; ``None`` when typer must run it."""
-    if list(argv[1:2]) != ["files"]:
-        return None
-    from ollm_cli.cli.files_lean import run_lean
+    command = list(argv[1:2])
+    if command == ["files"]:
+        from ollm_cli.cli.files_lean import run_lean
 
-    return run_lean(argv[2:])
+        return run_lean(argv[2:])
+    if command == ["run"]:
+        from ollm_cli.cli.run_lean import run_lean as run_lean_p
+
+        return run_lean_p(argv[2:])
+    return None
 
 
 def main() -> None:

@@ -34,14 +34,9 @@ from rich.table import Table
 
 from ollm_cli.cli.batch_cmd import stop_runtime
 from ollm_cli.cli.exit_codes import EXIT_CODES_HELP
+from ollm_cli.cli.options import RayAddressOption, RuntimeOption
 from ollm_cli.cli.output import console, err_console, print_json
-from ollm_cli.cli.overrides import (
-    ProviderChoice,
-    RayAddressOption,
-    RuntimeChoice,
-    RuntimeOption,
-    apply_overrides,
-)
+from ollm_cli.cli.overrides import ProviderChoice, RuntimeChoice, apply_overrides
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.config.paths import ollm_home
 from ollm_cli.config.settings import OllmSettings

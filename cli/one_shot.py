@@ -34,9 +34,8 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Annotated
+from typing import IO, TYPE_CHECKING
 
-import typer
 from rich.markup import escape
 
 from ollm_cli.cli.output import err_console, print_json, write_stdout
@@ -67,27 +66,6 @@ class ApproveMode(enum.StrEnum):
 
     auto = "auto"
     deny = "deny"
-
-
-AllowToolsOption = Annotated[
-    str | None,
-    typer.Option(
-        "--allow-tools",
-        metavar="NAME,...",
-        help="These tools run without asking (comma-separated, e.g. shell,write_file); "
-        "a tool the config denies stays denied.",
-        show_default=False,
-    ),
-]
-ApproveOption = Annotated[
-    ApproveMode | None,
-    typer.Option(
-        "--approve",
-        help="Tools that would ask: auto runs them all without asking; deny refuses "
-        "them (the default with -p). A tool the config denies stays denied.",
-        show_default=False,
-    ),
-]
 
 
 # ------------------------------------------------------------------ the message
@@ -314,9 +292,7 @@ def _warn_on_notice(event: PipelineEvent) -> None:
 
 
 __all__ = [
-    "AllowToolsOption",
     "ApproveMode",
-    "ApproveOption",
     "one_turn",
     "prompt_text",
     "tool_grant",

@@ -1,12 +1,10 @@
-"""Command-line flags that override the loaded settings for one invocation, and
-the options ``ollm run``, ``batch``, ``load`` and ``soak`` share to set them."""
+"""Command-line flags that override the loaded settings for one invocation (their
+typer declarations are in :mod:`ollm_cli.cli.options`)."""
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 from ollm_cli.config.settings import OllmSettings
 
@@ -25,27 +23,6 @@ class RuntimeChoice(StrEnum):
     inprocess = "inprocess"
 
 
-RuntimeOption = Annotated[
-    RuntimeChoice | None,
-    typer.Option(
-        "--runtime",
-        help="Where the services run: the long-lived local service, a Ray pipeline for "
-        "this command alone, or this process (default from config: service).",
-    ),
-]
-RayAddressOption = Annotated[
-    str | None,
-    typer.Option(
-        "--ray-address",
-        help="Use this Ray cluster instead of the local service: the pipeline lives there "
-        "(with --runtime ray: actors for this command alone).",
-    ),
-]
-NoLoopDetectionOption = Annotated[
-    bool, typer.Option("--no-loop-detection", help="Turn loop detection off.")
-]
-
-
 def apply_overrides(
     settings: OllmSettings,
     *,
@@ -55,7 +32,10 @@ def apply_overrides(
     ray_address: str | None = None,
     no_loop_detection: bool = False,
 ) -> OllmSettings:
-    """A copy of ``settings`` with the given flags applied (validated like the file)."""
+    """``settings`` with the given flags applied: a copy validated like the file, or
+    ``settings`` itself when no flag is given."""
+    if not (model or provider or runtime or ray_address or no_loop_detection):
+        return settings  # no flag: nothing to validate again
     data: dict[str, Any] = settings.model_dump(by_alias=True)
     if model:
         data["provider"]["model"] = model

@@ -16,9 +16,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
-
-import typer
+from typing import TYPE_CHECKING
 
 from ollm_cli.pipeline.errors import PromptTooLargeError
 
@@ -26,15 +24,6 @@ if TYPE_CHECKING:
     from ollm_cli.cli.loop_thread import LoopThread
     from ollm_cli.pipeline.contract import ConversationContract
     from ollm_cli.pipeline.coordinator._turn_result import TurnResult
-
-TruncatePromptOption = Annotated[
-    bool,
-    typer.Option(
-        "--truncate-prompt",
-        help="Send a message larger than the model's window with its middle cut out "
-        "(said on stderr and in --json) instead of refusing it (exit code 2).",
-    ),
-]
 
 CUT_MARGIN = 24
 """Tokens kept free below the room, for the marker and tokenizer boundaries."""

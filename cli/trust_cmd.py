@@ -8,52 +8,16 @@ keys it sets as they are now. ``ollm run`` in a terminal asks once; ``-p`` and
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 
-from ollm_cli.cli.output import console, err_console, print_json, strip_control
-from ollm_cli.cli.state import loaded_settings, reset, trust_for_this_run
+from ollm_cli.cli.output import console, print_json, strip_control
+from ollm_cli.cli.state import reset
+from ollm_cli.cli.workspace_trust import review_lines
 from ollm_cli.pipeline.errors import ConfigError, UsageError
-
-if TYPE_CHECKING:  # imported when a command needs it: `ollm run` in a folder with no
-    # config of its own has no trust to settle
-    from ollm_cli.config.trust import TrustReview
-
-TrustWorkspaceOption = Annotated[
-    bool,
-    typer.Option(
-        "--trust-workspace",
-        help="Trust this folder's .ollm/config.yaml for this run only (hooks, approvals, "
-        "sandbox...); `ollm trust` trusts it for good.",
-    ),
-]
-
-
-def _review_lines(review: TrustReview) -> list[str]:
-    """What trusting ``review.folder`` pins: its restricted keys, or what changed."""
-    if review.previous is None:
-        if not review.pin.keys:
-            return ["its .ollm/config.yaml sets no restricted key"]
-        return [
-            "its .ollm/config.yaml sets these restricted keys:",
-            *(f"  {key} = {pinned.shown}" for key, pinned in review.pin.keys.items()),
-        ]
-    changes = review.changes
-    if not changes:
-        return ["its .ollm/config.yaml's restricted keys are as you trusted them"]
-    lines = ["its .ollm/config.yaml changed since you trusted it:"]
-    for change in changes:
-        if change.was is None:
-            lines.append(f"  + {change.key} = {change.now}")
-        elif change.now is None:
-            lines.append(f"  - {change.key} (was {change.was})")
-        else:
-            lines.append(f"  ~ {change.key}: {change.was} -> {change.now}")
-    return lines
 
 
 def _folder_state(folder: str) -> tuple[str, list[str]]:
@@ -139,7 +103,7 @@ def trust(
             }
         )
         return
-    for line in _review_lines(review):
+    for line in review_lines(review):
         console.print(strip_control(line), markup=False, soft_wrap=True)
     console.print(f"trusted {escape(strip_control(stored))}")
 
@@ -164,41 +128,6 @@ def untrust(
         console.print(f"no longer trusted: {escape(shown)}")
     else:
         console.print(f"{escape(shown)} was not in the trusted list", markup=True)
-
-
-def settle_workspace_trust(*, flag: bool, may_ask: bool) -> None:
-    """Before a command runs: apply ``--trust-workspace``, or ask once in a terminal.
-
-    ``ollm run`` in a terminal asks when the workspace's config sets keys that
-    are ignored for want of trust (or because they changed since the folder was
-    trusted), showing them first; ``-p`` and ``ollm batch`` never ask.
-    """
-    if flag:
-        trust_for_this_run()
-        return
-    loaded = loaded_settings()
-    if not loaded.ignored or loaded.workspace_trusted or not may_ask:
-        return
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        return
-    from ollm_cli.config.trust import review_trust, trust_folder
-
-    review = review_trust(Path.cwd())
-    if not review.pin.keys:
-        return
-    err_console.print(
-        "This folder's .ollm/config.yaml sets keys that could run commands on your machine, "
-        "read your environment, or send your conversations elsewhere.",
-        soft_wrap=True,
-        markup=False,
-    )
-    for line in _review_lines(review):
-        err_console.print(strip_control(line), soft_wrap=True, markup=False)
-    if typer.confirm(f"Trust {strip_control(review.folder)} from now on?", default=False):
-        trust_folder(Path(review.folder), review)
-        reset()
-    else:
-        err_console.print("not trusted: those keys stay ignored for this run", style="dim")
 
 
 def register(app: typer.Typer) -> None:

@@ -55,7 +55,9 @@ _SHORT_FORMS = {
 class LoadedSettings:
     """The effective settings and, for each dotted key, the layer that set it."""
 
-    settings: OllmSettings
+    settings: OllmSettings = field(init=False)
+    """Set by :func:`load_settings` once its layers are read (the defaults are built
+    only when no layer replaces them)."""
     sources: dict[str, str] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
     workspace_trusted: bool = True
@@ -402,8 +404,9 @@ def load_settings(
     environ = os.environ if env is None else env
     user = user_file or user_config_path()
     workspace_file = workspace_config_path(workspace)
-    loaded = LoadedSettings(settings=OllmSettings.defaults(), files=[user, workspace_file])
+    loaded = LoadedSettings(files=[user, workspace_file])
     if not has_layers(workspace, environ, user_file=user):  # every value at its default
+        loaded.settings = OllmSettings.defaults()
         return loaded
     merged: dict[str, Any] = {}
     seen: set[Path] = set()
@@ -451,6 +454,7 @@ def load_settings(
             _merge(merged, _nested(key, value))
             loaded.sources[".".join(key)] = f"env {name}"
     if not merged:  # no file, no variable: nothing to validate (see ConfigModel)
+        loaded.settings = OllmSettings.defaults()
         return loaded
     try:
         loaded.settings = OllmSettings.model_validate(merged)

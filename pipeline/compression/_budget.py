@@ -35,7 +35,7 @@ class Budget(BaseModel):
     messages together.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built when first used, not at import
 
     window: int
     response_reserve: int

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ollm_cli.pipeline.compression._active_context import ActiveContext
 from ollm_cli.pipeline.compression._budget import Strategy
@@ -16,6 +16,8 @@ class CompressionResult(BaseModel):
     ``requested_strategy`` what was asked; ``fallback_reason`` says why they
     differ. Token counts cover the system prompt, checkpoints and messages.
     """
+
+    model_config = ConfigDict(defer_build=True)  # built when first used, not at import
 
     context: ActiveContext
     original_tokens: int

@@ -23,7 +23,9 @@ SOURCES: tuple[str, ...] = get_args(ContextSource)
 class ContextEntry(BaseModel):
     """One piece of context; ``timestamp`` and ``expires_at`` are ISO 8601 UTC."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, frozen=True, defer_build=True
+    )  # built when first used, not at import
 
     key: str
     content: str

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ollm_cli.pipeline.errors import LoopDetectedError
 from ollm_cli.pipeline.loop_detection import LoopEvent
@@ -26,6 +26,8 @@ StopReason = Literal["loop", "limit", "cancelled", "error"]
 
 class TurnResult(BaseModel):
     """What one user turn produced."""
+
+    model_config = ConfigDict(defer_build=True)  # built when first used, not at import
 
     session_id: str
     answer: str

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ollm_cli.config.settings import LoopDetectionSettings
 
@@ -53,6 +53,8 @@ NUDGES: dict[str, str] = {
 
 class LoopEvent(BaseModel):
     """A detected loop: what repeated, how often, and what the coordinator must do."""
+
+    model_config = ConfigDict(defer_build=True)  # built when first used, not at import
 
     kind: LoopKind
     details: str

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -314,15 +315,17 @@ def open_conversations(
     ask: AskCallback | None = None,
     grant: ToolGrant | None = None,
     discard_failed: bool = False,
+    announce_start: Callable[[], None] | None = None,
 ) -> tuple[Lifecycle, ConversationContract]:
     """The conversations of ``ollm run`` and what to start and shut down around them,
     on ``settings.runtime.kind``: on the service (the default) a connection to its
     socket and the thin client over it, which imports no Ray; else a runtime of
     this command's own and a coordinator on it. ``grant``: the tools their turns run
     without asking (``--allow-tools``, ``--approve auto``); ``discard_failed``: a new
-    session whose every request failed at the provider is not kept."""
+    session whose every request failed at the provider is not kept; ``announce_start``:
+    called when the local service is about to be started for them (seconds)."""
     if settings.runtime.kind == "service":
-        connection = ServiceConnection(settings, workspace)
+        connection = ServiceConnection(settings, workspace, announce=announce_start)
         remote = RemoteCoordinator(
             connection, events=events, ask=ask, grant=grant, discard_failed=discard_failed
         )

@@ -7,6 +7,12 @@ many conversations); a reader task hands each reply to the request of its ``id``
 If the connection ends, every call waiting or to come raises
 :class:`~ollm_cli.pipeline.errors.ServiceLostError` (exit code 8).
 
+The first request goes out right behind the :class:`Hello`, without waiting for the
+service's answer to it (a round trip of a warm ``ollm run -p``): the service reads
+nothing of a connection after its hello until it has welcomed the client, so a
+client of another version is still refused before anything is done for it, and
+that refusal is what each request raises.
+
 Frames are those of :func:`~ollm_cli.pipeline.service._protocol.encode_request` and
 :func:`~ollm_cli.pipeline.service._protocol.decode_service`, byte for byte, but made
 with the model of each message sent or received alone: a command builds the schemas
@@ -25,11 +31,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import cast, get_args
 
@@ -117,8 +124,12 @@ class ServiceConnection:
         workspace: Path,
         *,
         environment: dict[str, str] | None = None,
+        announce: Callable[[], None] | None = None,
     ) -> None:
+        """``announce``: called when this connection is about to start the service
+        (seconds), as :func:`~ollm_cli.pipeline.service._launch.ensure_service` says."""
         self.settings = settings
+        self.announce = announce
         self.workspace = workspace
         self.environment = dict(os.environ if environment is None else environment)
         self.state: ServiceState | None = None
@@ -130,9 +141,11 @@ class ServiceConnection:
         self._lost: OllmError | None = None
         self._send_lock: asyncio.Lock | None = None
         self._starting: asyncio.Task[None] | None = None
+        self._welcome: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        """Connect (once), starting the service when needed and allowed."""
+        """Connect and say hello (once), starting the service when needed and allowed;
+        the service's answer to the hello is awaited by each request (see the module)."""
         if self._starting is None:
             self._starting = asyncio.ensure_future(self._start())
         await asyncio.shield(self._starting)
@@ -143,7 +156,10 @@ class ServiceConnection:
         loop = asyncio.get_running_loop()
         paths = ServicePaths.for_home(cluster=self.settings.runtime.ray_address)
         for attempt in (1, 2):
-            self.state = await loop.run_in_executor(None, ensure_service, self.settings, paths)
+            self.state = await loop.run_in_executor(
+                None,
+                functools.partial(ensure_service, self.settings, paths, announce=self.announce),
+            )
             try:
                 self._reader, self._writer = await _open(paths.socket, self.state)
                 break
@@ -163,11 +179,35 @@ class ServiceConnection:
             workspace=str(self.workspace.resolve()),
             environment=self.environment,
         )
-        reply = await self._ask(hello)
+        self._welcome = asyncio.ensure_future(self._hear_welcome(await self._send(hello)))
+
+    async def _hear_welcome(self, hello_id: int) -> None:
+        try:
+            reply = await self._next(hello_id)
+        finally:
+            self._queues.pop(hello_id, None)
         if isinstance(reply, Failed):
             raise reply.exception()
         if not isinstance(reply, Welcome):
             raise ServiceError(f"the OLLM service answered hello with {reply.type}")
+
+    async def _send_welcomed(self, body: Request) -> int:
+        """Send ``body`` (right behind the hello), then wait until the service has
+        welcomed this client: its refusal is what this raises, the connection it
+        then closed is not."""
+        await self.start()
+        assert self._welcome is not None
+        try:
+            request_id = await self._send(body)
+        except OllmError:
+            await asyncio.shield(self._welcome)
+            raise
+        try:
+            await asyncio.shield(self._welcome)
+        except BaseException:
+            self._queues.pop(request_id, None)
+            raise
+        return request_id
 
     async def _read(self) -> None:
         assert self._reader is not None
@@ -206,25 +246,20 @@ class ServiceConnection:
             raise item
         return item
 
-    async def _ask(self, body: Request) -> Reply:
-        request_id = await self._send(body)
-        try:
-            return await self._next(request_id)
-        finally:
-            self._queues.pop(request_id, None)
-
     async def request(self, body: SessionRequest) -> Reply:
         """Send ``body``; its one reply (a :class:`Failed` one is raised)."""
-        await self.start()
-        reply = await self._ask(body)
+        request_id = await self._send_welcomed(body)
+        try:
+            reply = await self._next(request_id)
+        finally:
+            self._queues.pop(request_id, None)
         if isinstance(reply, Failed):
             raise reply.exception()
         return reply
 
     async def stream(self, body: RunTurn | RunLoad) -> AsyncIterator[Reply]:
         """Send ``body``; its replies as they come, up to the turn's (or run's) end."""
-        await self.start()
-        request_id = await self._send(body)
+        request_id = await self._send_welcomed(body)
         try:
             while True:
                 reply = await self._next(request_id)
@@ -236,6 +271,9 @@ class ServiceConnection:
 
     async def shutdown(self) -> None:
         """Leave the service (it keeps running)."""
+        if self._welcome is not None:  # a refusal no request was left to hear
+            self._welcome.cancel()
+            await asyncio.gather(self._welcome, return_exceptions=True)
         if self._reading is not None:
             self._reading.cancel()
             await asyncio.gather(self._reading, return_exceptions=True)

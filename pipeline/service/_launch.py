@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ollm_cli.config.settings import OllmSettings
@@ -139,13 +140,19 @@ def _wait_for_state(
     )
 
 
-def ensure_service(settings: OllmSettings, paths: ServicePaths | None = None) -> ServiceState:
+def ensure_service(
+    settings: OllmSettings,
+    paths: ServicePaths | None = None,
+    *,
+    announce: Callable[[], None] | None = None,
+) -> ServiceState:
     """The running service of this home, started when needed (and
     ``runtime.service.autoStart`` allows): what a thin client needs before it
     opens the service's socket. Imports no Ray (unless a service of another
     version must be stopped first). With ``runtime.rayAddress`` it is the service
     attached to that cluster as its driver (files of its own, see
-    :meth:`ServicePaths.for_home`)."""
+    :meth:`ServicePaths.for_home`). ``announce`` is called just before a start (it
+    takes seconds): the command's one look for a running service is this one."""
     paths = paths or ServicePaths.for_home(cluster=settings.runtime.ray_address)
     state = find_service(paths)
     if state is not None and state.version != code_version():
@@ -157,6 +164,8 @@ def ensure_service(settings: OllmSettings, paths: ServicePaths | None = None) ->
                 hint="start it with `ollm service start` (or set runtime.service.autoStart "
                 "to true), or run with --runtime inprocess",
             )
+        if announce is not None:
+            announce()
         state = start_service(settings, paths)
     return state
 

@@ -37,7 +37,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ollm_cli.config.paths import ensure_private_dir, ollm_home
 from ollm_cli.pipeline.atomic_file import write_atomic
@@ -54,6 +54,8 @@ CLUSTER_REFUSED = 3
 
 class ServiceState(BaseModel):
     """What a client needs to find and trust the running service."""
+
+    model_config = ConfigDict(defer_build=True)  # built when first used, not at import
 
     address: str
     namespace: str
@@ -236,20 +238,45 @@ def ray_environment(paths: ServicePaths) -> dict[str, str]:
     }
 
 
+SOURCE_PACKAGES = ("actors", "cli", "config", "pipeline")
+"""The packages whose files :func:`code_version` digests."""
+
+
 @lru_cache(maxsize=1)
 def code_version() -> str:
     """The version of OLLM this process runs: the package version and a digest of its
-    source files' names, sizes and times, so a changed checkout counts as another
-    version (a stat per file: a few milliseconds on every command)."""
+    source files' names, sizes and times (:func:`source_digest`), so a changed
+    checkout counts as another version."""
     root = Path(__file__).absolute().parents[2]  # the ollm_cli package
+    return f"{_package_version(root)}+{source_digest(root)}"
+
+
+def source_digest(root: Path, packages: tuple[str, ...] = SOURCE_PACKAGES) -> str:
+    """A digest of the name, size and modification time of each ``.py`` file under
+    ``root``'s ``packages``: another file, or one written since, gives another digest.
+
+    A stat per file (about 230 of them, every command), walked with ``os.scandir``
+    rather than ``Path.rglob`` (a third of the time: no path object per entry)."""
+    entries: list[str] = []
+    for package in packages:
+        _collect(str(root / package), package, entries)
     digest = hashlib.sha256()
-    for package in ("actors", "cli", "config", "pipeline"):
-        for path in sorted((root / package).rglob("*.py")):
+    for entry in sorted(entries):
+        digest.update(entry.encode())
+    return digest.hexdigest()[:10]
+
+
+def _collect(folder: str, name: str, entries: list[str]) -> None:
+    """Add ``name/...\0size\0mtime_ns\n`` for each ``.py`` file under ``folder``
+    (links followed: an editable install links each file)."""
+    with contextlib.suppress(OSError), os.scandir(folder) as found:
+        for entry in found:
             with contextlib.suppress(OSError):
-                info = path.stat()
-                name = path.relative_to(root).as_posix()
-                digest.update(f"{name}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
-    return f"{_package_version(root)}+{digest.hexdigest()[:10]}"
+                if entry.is_dir():
+                    _collect(entry.path, f"{name}/{entry.name}", entries)
+                elif entry.name.endswith(".py"):
+                    info = entry.stat()
+                    entries.append(f"{name}/{entry.name}\0{info.st_size}\0{info.st_mtime_ns}\n")
 
 
 def _package_version(root: Path) -> str:

@@ -31,6 +31,8 @@ logger = logging.getLogger(__name__)
 class ApprovalOutcome(BaseModel):
     """Whether one tool call may run, and why."""
 
+    model_config = ConfigDict(defer_build=True)  # built when first used, not at import
+
     approved: bool
     decision: Approval
     reason: str
@@ -45,7 +47,7 @@ class ToolGrant(BaseModel):
     """What a command allows one conversation beyond the config's ``ask``: the tools
     it names (``--allow-tools``), or every tool (``--approve auto``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     tools: frozenset[str] = frozenset()
     every_tool: bool = False

@@ -30,6 +30,8 @@ from tests.cli.conftest import ollm_env, shared_for
 from tests.fake_ollama import FakeOllama, Reply
 
 OLLM = [sys.executable, "-c", "from ollm_cli.cli.app import main; main()"]
+CONSOLE_SCRIPT = "from ollm_cli.cli.entry import main\nmain()\n"
+"""What the ``ollm`` script runs (``OLLM`` imports typer's app before it)."""
 
 
 @pytest.fixture
@@ -417,12 +419,15 @@ NOT_IN_THE_CLIENT = (
     "ollm_cli.pipeline.loop_detection._service",
     "ollm_cli.pipeline.context._manager",
     "ollm_cli.base.redaction",
+    "typer",
+    "click",
 )
 """What a warm ``ollm run -p`` on the service must not import: Ray, the session store's
 sqlite index and streaming reader, the token counter, the services and the runtime
-(all of them the service's), and psutil. Nor any module of ``pipeline.recording``:
-the package itself only names its exports, and the records the store answers with
-are in ``pipeline.records``."""
+(all of them the service's), and psutil; nor typer and click (the console script
+reads ``run -p``'s options without them, ``cli/run_lean.py``). Nor any module of
+``pipeline.recording``: the package itself only names its exports, and the records
+the store answers with are in ``pipeline.records``."""
 
 
 def _not_for_the_client(module: str) -> bool:
@@ -446,7 +451,7 @@ def test_a_warm_run_p_imports_none_of_the_services_it_is_a_client_of(
         # modules the client must not import
         unmeasured = {k: v for k, v in values.items() if not k.startswith("COVERAGE_")}
         warm = subprocess.run(
-            [sys.executable, "-X", "importtime", *OLLM[1:], "run", "-p", "hello again"],
+            [sys.executable, "-X", "importtime", "-c", CONSOLE_SCRIPT, "run", "-p", "hello again"],
             env=unmeasured,
             cwd=tmp_path,
             stdin=subprocess.DEVNULL,

@@ -175,7 +175,7 @@ def test_trust_commands(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_batch_and_p_never_ask(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without a terminal nothing is asked: the keys stay ignored and the command goes on."""
     from ollm_cli.cli import state
-    from ollm_cli.cli.trust_cmd import settle_workspace_trust
+    from ollm_cli.cli.workspace_trust import settle_workspace_trust
 
     monkeypatch.chdir(repo)
     settle_workspace_trust(flag=False, may_ask=False)
@@ -242,7 +242,7 @@ def test_an_interactive_run_asks_once_and_remembers(
     import typer
 
     from ollm_cli.cli import state
-    from ollm_cli.cli.trust_cmd import settle_workspace_trust
+    from ollm_cli.cli.workspace_trust import settle_workspace_trust
 
     monkeypatch.chdir(repo)
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
@@ -268,7 +268,7 @@ def test_declining_keeps_the_keys_ignored(repo: Path, monkeypatch: pytest.Monkey
     import typer
 
     from ollm_cli.cli import state
-    from ollm_cli.cli.trust_cmd import settle_workspace_trust
+    from ollm_cli.cli.workspace_trust import settle_workspace_trust
 
     monkeypatch.chdir(repo)
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
@@ -584,7 +584,7 @@ def test_the_terminal_question_shows_what_changed_before_trusting_again(
     import typer
 
     from ollm_cli.cli import state
-    from ollm_cli.cli.trust_cmd import settle_workspace_trust
+    from ollm_cli.cli.workspace_trust import settle_workspace_trust
 
     repo = tmp_path / "app"
     _write(repo, TRUSTED_HOOK)

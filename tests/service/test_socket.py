@@ -43,7 +43,7 @@ from ollm_cli.pipeline.errors import (
 from ollm_cli.pipeline.events import EventBus, TextDelta
 from ollm_cli.pipeline.harness import HarnessOptions, LoadReport
 from ollm_cli.pipeline.records import SessionSummary, ToolCallPart
-from ollm_cli.pipeline.service import _launch
+from ollm_cli.pipeline.service import _connection, _launch
 from ollm_cli.pipeline.service._client import RemoteCoordinator
 from ollm_cli.pipeline.service._connection import (
     ServiceConnection,
@@ -73,6 +73,7 @@ from ollm_cli.pipeline.service._protocol import (
     TurnEnded,
     TurnEvent,
     Welcome,
+    decode_client,
     decode_service,
     encode,
     encode_request,
@@ -175,7 +176,9 @@ def served(
             hosts.append(host)
         return LocalHandle(hosts[0])
 
-    monkeypatch.setattr(_launch, "ensure_service", lambda settings, paths=None: _this_process())
+    monkeypatch.setattr(
+        _launch, "ensure_service", lambda settings, paths=None, announce=None: _this_process()
+    )
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     service = Served(
@@ -899,3 +902,100 @@ def test_a_second_terminal_is_refused_one_turn_runs_at_a_time_and_ctrl_c_cancels
     assert hosted.coordinator.ask == hosted.ask  # a chat's questions go to this terminal
     gate.set()
     service.run(host.detach(sid, os.getpid()))
+
+
+# ------------------------------------------------------- the request behind the hello
+
+
+def test_a_client_of_another_version_that_sent_a_request_behind_its_hello_is_refused_first(
+    served: tuple[Served, OllmSettings, list[PipelineHost]], tmp_path: Path
+) -> None:
+    """A thin client sends its first request without waiting for the answer to its
+    hello: the service reads nothing after a hello it refuses, so that request gets
+    no answer and nothing is done for it (no pipeline host, no session)."""
+    service, settings, hosts = served
+
+    async def scenario() -> list[ServiceFrame]:
+        reader, writer = await _raw(service.paths)
+        hello = Hello(
+            version="0.0.1+old",
+            pid=os.getpid(),
+            started=None,
+            settings=settings,
+            workspace=str(tmp_path),
+            environment={},
+        )
+        writer.write(encode(ClientFrame(id=1, body=hello)) + encode_body(2, OpenSession()))
+        await writer.drain()
+        replies = [frame async for frame in _frames(reader)]
+        writer.close()
+        return replies
+
+    replies = asyncio.run(scenario())
+    assert [(frame.id, frame.body.type) for frame in replies] == [(1, "failed")]
+    assert hosts == []
+
+
+def test_the_refusal_of_a_client_of_another_version_is_what_its_first_request_raises(
+    served: tuple[Served, OllmSettings, list[PipelineHost]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not the connection the service closed after refusing it (exit code 8 either
+    way, but only the refusal says what to do)."""
+    _, settings, hosts = served
+    monkeypatch.setattr(_connection, "code_version", lambda: "0.0.1+old")
+
+    async def scenario() -> None:
+        connection = ServiceConnection(settings, tmp_path)
+        try:
+            for _ in range(2):  # every request hears it, not only the first
+                with pytest.raises(ServiceError) as refused:
+                    await RemoteCoordinator(connection).start_session()
+                assert "0.0.1+old" in refused.value.message
+                assert "ollm service stop" in (refused.value.hint or "")
+        finally:
+            await connection.shutdown()
+
+    asyncio.run(scenario())
+    assert hosts == []
+
+
+def test_the_first_request_goes_out_before_the_hello_is_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One round trip less for a warm ``ollm run -p``: a service that answers nothing
+    until it has read two requests still answers the client (it waited for the
+    welcome before sending its session's request, and hung)."""
+    monkeypatch.setattr(_launch, "ensure_service", lambda *args, **kwargs: _this_process())
+    paths = ServicePaths.for_home()
+    settings = OllmSettings()
+    settings.runtime.kind = "service"
+    received: list[ClientFrame] = []
+
+    async def answer_after_two(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for _ in range(2):
+            (length,) = HEADER.unpack(await reader.readexactly(HEADER.size))
+            received.append(decode_client(await reader.readexactly(length)))
+        hello, opening = received
+        writer.write(encode(ServiceFrame(id=hello.id, body=Welcome(version=code_version()))))
+        opened = SessionOpened(session_id="0badc0de", model=MODEL)
+        writer.write(encode(ServiceFrame(id=opening.id, body=opened)))
+        await writer.drain()
+        await reader.read()  # until the client leaves
+        writer.close()
+
+    async def scenario() -> SessionOpened:
+        server = await asyncio.start_unix_server(answer_after_two, sock=bind_socket(paths))
+        connection = ServiceConnection(settings, tmp_path)
+        try:
+            reply = await asyncio.wait_for(connection.request(OpenSession()), timeout=60)
+        finally:
+            await connection.shutdown()
+            server.close()
+            await server.wait_closed()
+        assert isinstance(reply, SessionOpened)
+        return reply
+
+    assert asyncio.run(scenario()).session_id == "0badc0de"
+    assert [frame.body.type for frame in received] == ["hello", "open_session"]
