@@ -32,6 +32,16 @@ settings.load_profile("ollm")
 # (prompt_toolkit) in every child process is told so, instead of waiting for one
 os.environ["PROMPT_TOOLKIT_NO_CPR"] = "1"
 
+# No test takes its output width from the terminal the suite was started from.
+# pytest's capture imports readline, which puts COLUMNS=80 and LINES=24 into the
+# process's C environment: xdist's workers (and every child started without an
+# ``env``) inherit them, and a rich console built at import with COLUMNS set keeps
+# that width for good, whatever COLUMNS a later test sets. A test that wants a
+# width sets COLUMNS itself (or gives its pty a size).
+for _variable in ("COLUMNS", "LINES"):
+    os.environ.pop(_variable, None)
+    os.unsetenv(_variable)  # readline set it below os.environ: children would inherit it
+
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:

@@ -174,7 +174,9 @@ def test_a_trusted_hook_changed_afterwards_runs_only_once_trusted_again(
     config = repo / ".ollm" / "config.yaml"
     config.write_text(HOOK.format(marker="first-hook-ran"))
     shared = shared_for(request, runtime)
-    env = _env(home, ollama, runtime, shared)
+    # Ollama named, not auto: auto's short probe of the server, missed under load, chose
+    # the embedded SmolLM2, which refused the model (this test is about hooks)
+    env = {**_env(home, ollama, runtime, shared), "OLLM_PROVIDER": "ollama"}
     assert _run(env, repo, "trust").returncode == 0
     done = _run(env, repo, "run", "-p", "one")
     assert done.returncode == 0, done.stderr
