@@ -198,8 +198,9 @@ PROBES: tuple[Probe, ...] = (
 def git_environment(home: Path) -> Iterator[None]:
     """This process sees the same git configuration as :func:`tests.discovery.trees.git`."""
     saved = dict(os.environ)
+    wanted = git_env(home)  # from the environment as it is, before it is cleared
     os.environ.clear()
-    os.environ.update(git_env(home))
+    os.environ.update(wanted)
     try:
         yield
     finally:
