@@ -55,3 +55,31 @@ def head_address(temp_dir: str | Path, head: subprocess.Popen[bytes], timeout_s:
     address = wait_until(published, timeout_s, what=f"the Ray head's address in {written}")
     port = int(address.rpartition(":")[2])
     return f"127.0.0.1:{port}"
+
+
+GCS_CLIENT = """
+import sys
+from ray._raylet import GcsClient
+try:
+    GcsClient(address=sys.argv[1]).internal_kv_get(b"key", None, timeout=10)
+except Exception as error:
+    print(type(error).__name__)
+    sys.exit(3)
+print("answered")
+"""
+"""A client of a Ray's GCS: it reads a key, or names why it cannot. (A refused
+``ray.init`` retries for ~20 s before it gives up; the GCS client is refused at once.)"""
+
+
+def gcs_answer(address: str, env: dict[str, str]) -> str:
+    """What a client of the GCS at ``address`` with variables ``env`` gets:
+    ``"answered"`` or ``"AuthenticationError"`` (anything else fails the test)."""
+    done = subprocess.run(
+        [sys.executable, "-c", GCS_CLIENT, address],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stdout.strip() in {"AuthenticationError", "answered"}, done.stderr
+    return done.stdout.strip()

@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -19,34 +18,9 @@ import pytest
 
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.runtime import RayRuntime
+from tests.ray_node import gcs_answer
 
 OLLM = [sys.executable, "-c", "from ollm_cli.cli.app import main; main()"]
-
-
-# A client of the Ray's GCS: it reads a key, or says why it cannot.
-CLIENT_SCRIPT = """
-import sys
-from ray._raylet import GcsClient
-try:
-    GcsClient(address=sys.argv[1]).internal_kv_get(b"key", None, timeout=10)
-except Exception as error:
-    print(type(error).__name__)
-    sys.exit(3)
-print("answered")
-"""
-
-
-def _gcs_client(address: str, env: dict[str, str]) -> str:
-    """What a client of the GCS at ``address`` with variables ``env`` gets."""
-    client = subprocess.run(
-        [sys.executable, "-c", CLIENT_SCRIPT, address],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert client.stdout.strip() in {"AuthenticationError", "answered"}, client.stderr
-    return client.stdout.strip()
 
 
 def test_the_ray_of_one_command_keeps_its_files_in_the_home_and_refuses_strangers(
@@ -86,11 +60,11 @@ def test_the_ray_of_one_command_keeps_its_files_in_the_home_and_refuses_stranger
         address = f"127.0.0.1:{port_file.read_text().strip()}"
         token = ray_dir / "token"
         # before: it answered a client without a token
-        assert _gcs_client(address, {**clean, "RAY_AUTH_MODE": "disabled"}) == (
+        assert gcs_answer(address, {**clean, "RAY_AUTH_MODE": "disabled"}) == (
             "AuthenticationError"
         )
         with_token = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
-        assert _gcs_client(address, {**clean, **with_token}) == "answered"
+        assert gcs_answer(address, {**clean, **with_token}) == "answered"
         chat.sendline("/exit")
         chat.expect(pexpect.EOF)
         screen += chat.before

@@ -24,6 +24,7 @@ from ollm_cli.pipeline.service._state import (
     write_state,
 )
 from tests.fake_ollama import FakeOllama
+from tests.ray_node import gcs_answer
 from tests.service.conftest import (
     REPO,
     Router,
@@ -146,12 +147,12 @@ def test_two_homes_get_two_services_that_cannot_reach_each_other(
         assert state_a.address != state_b.address and state_a.namespace != state_b.namespace
         # b's token does not open a's service, and no token opens none
         env_wrong = {**env_b, **ray_environment(ServicePaths.for_home(second))}
-        assert _gcs_answer(state_a.address, env_wrong) == "AuthenticationError"
+        assert gcs_answer(state_a.address, env_wrong) == "AuthenticationError"
         no_token = {k: v for k, v in env_b.items() if not k.startswith("RAY_AUTH")}
-        assert _gcs_answer(state_a.address, no_token) == "AuthenticationError"
+        assert gcs_answer(state_a.address, no_token) == "AuthenticationError"
         # while a's own token does
         env_right = {**env_a, **ray_environment(ServicePaths.for_home(first))}
-        assert _gcs_answer(state_a.address, env_right) == "answered"
+        assert gcs_answer(state_a.address, env_right) == "answered"
     finally:
         for env in (env_a, env_b):
             ollm("service", "stop", env=env, cwd=tmp_path)
@@ -160,33 +161,6 @@ def test_two_homes_get_two_services_that_cannot_reach_each_other(
 def _busy(env: dict[str, str], cwd: Path) -> bool:
     status = orjson.loads(ollm("service", "status", "--json", env=env, cwd=cwd).stdout)
     return bool(status["sessions"] or status["background"] or status["clients"])
-
-
-# A client of a service's GCS: it reads a key, or says why it cannot. (A refused
-# ray.init retries for ~20 s before it gives up; the GCS client is refused at once.)
-GCS_CLIENT = """
-import sys
-from ray._raylet import GcsClient
-try:
-    GcsClient(address=sys.argv[1]).internal_kv_get(b"key", None, timeout=10)
-except Exception as error:
-    print(type(error).__name__)
-    sys.exit(3)
-print("answered")
-"""
-
-
-def _gcs_answer(address: str, env: dict[str, str]) -> str:
-    """What a client of the GCS at ``address`` with variables ``env`` gets."""
-    done = subprocess.run(
-        [sys.executable, "-c", GCS_CLIENT, address],
-        env={**env, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.stdout.strip() in {"AuthenticationError", "answered"}, done.stderr
-    return done.stdout.strip()
 
 
 def test_a_client_of_another_version_says_what_to_do_when_busy_and_restarts_it_when_idle(
