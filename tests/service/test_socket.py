@@ -206,6 +206,18 @@ async def _frames(reader: asyncio.StreamReader) -> AsyncIterator[ServiceFrame]:
         yield decode_service(await reader.readexactly(length))
 
 
+def _old_hello(settings: OllmSettings, workspace: Path) -> Hello:
+    """The hello of a client of another OLLM version."""
+    return Hello(
+        version="0.0.1+old",
+        pid=os.getpid(),
+        started=None,
+        settings=settings,
+        workspace=str(workspace),
+        environment={},
+    )
+
+
 async def _raw(paths: ServicePaths) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     return await asyncio.open_unix_connection(str(paths.socket))
 
@@ -291,14 +303,7 @@ def test_a_client_of_another_version_is_refused_with_what_to_do(
 
     async def scenario() -> Failed:
         reader, writer = await _raw(service.paths)
-        hello = Hello(
-            version="0.0.1+old",
-            pid=os.getpid(),
-            started=None,
-            settings=settings,
-            workspace=str(tmp_path),
-            environment={},
-        )
+        hello = _old_hello(settings, tmp_path)
         writer.write(encode(ClientFrame(id=1, body=hello)))
         await writer.drain()
         replies = [frame async for frame in _frames(reader)]
@@ -917,14 +922,7 @@ def test_a_client_of_another_version_that_sent_a_request_behind_its_hello_is_ref
 
     async def scenario() -> list[ServiceFrame]:
         reader, writer = await _raw(service.paths)
-        hello = Hello(
-            version="0.0.1+old",
-            pid=os.getpid(),
-            started=None,
-            settings=settings,
-            workspace=str(tmp_path),
-            environment={},
-        )
+        hello = _old_hello(settings, tmp_path)
         writer.write(encode(ClientFrame(id=1, body=hello)) + encode_body(2, OpenSession()))
         await writer.drain()
         replies = [frame async for frame in _frames(reader)]
