@@ -16,6 +16,7 @@ import orjson
 import psutil
 import pytest
 
+from ollm_cli.pipeline.service._ray_head import AGENT_SCRIPT
 from ollm_cli.pipeline.service._state import ServicePaths, code_version
 from tests.fake_ollama import FakeOllama
 from tests.service.conftest import (
@@ -56,6 +57,11 @@ def test_service_head_runs_only_what_one_node_needs(shared_home: Path) -> None:
     assert agents, commands
     assert all("--listen-port=52365" not in c for c in agents), agents
     assert all("--minimal" in c for c in agents), agents
+    # the raylet waited ~3 s for Ray's agent to import every module of the dashboard:
+    # the service's own publishes the ports at once and imports no Ray at all
+    assert all(f"-I -S {AGENT_SCRIPT} " in c for c in agents), agents
+    for agent in [p for p in service_processes(state) if str(AGENT_SCRIPT) in p.cmdline()]:
+        assert not [m.path for m in agent.memory_maps() if "_raylet" in m.path]
     libraries = {m.path for m in psutil.Process(state.pid).memory_maps()}
     assert not [p for p in libraries if "/aiohttp/" in p or "/grpc/_cython/" in p], libraries
     assert not [c for c in commands if "autoscaler/_private/monitor.py" in c]
