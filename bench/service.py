@@ -82,8 +82,8 @@ def _pair(args: list[str], env: dict[str, str], cwd: Path) -> float:
 
 STAGES = (
     ("client start to daemon up", "daemon up"),
-    ("import ray, Ray head", "Ray head started"),
-    ("daemon imports pipeline", "pipeline modules imported"),
+    ("import ray, head's processes, pipeline", "pipeline modules imported"),
+    ("Ray head up, daemon connected", "Ray head started"),
     ("socket, state published", "OLLM service"),
     ("hello to host up", "pipeline host up"),
     ("shells started", "shells started"),
@@ -91,7 +91,9 @@ STAGES = (
     ("turn, client's end", "command ended"),
 )
 """A cold start's stages, each ending at the service log's line that contains the
-second text (the first and the last are the command's own times)."""
+second text (the first and the last are the command's own times). Each lasts from
+the line before it in time: the daemon imports the pipeline's modules while its
+head starts, and did after it before (both orders are measured)."""
 
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) ")
 
@@ -113,12 +115,12 @@ def cold_stages(log: str, began: float, ended: float) -> dict[str, float]:
         for _, text in STAGES:
             if stamp is not None and text in line and text not in at:
                 at[text] = stamp
+    ends = sorted((at[text], name) for name, text in STAGES if text in at)
     stages, previous = {}, began  # (the daemon's own start, by psutil, is too coarse)
-    for name, text in STAGES:
-        if text in at:
-            stages[name] = at[text] - previous
-            previous = at[text]
-    return stages
+    for stamp, name in ends:
+        stages[name] = stamp - previous
+        previous = stamp
+    return {name: stages[name] for name, _ in STAGES if name in stages}
 
 
 def cold_figures(runs: int, root: Path, server_url: str) -> list[tuple[float, dict[str, float]]]:

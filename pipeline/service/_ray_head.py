@@ -3,7 +3,7 @@ files in a folder only this user reaches.
 
 Example::
 
-    head = start_head(temp_dir)         # then ray.init(address=head.gcs_address)
+    head = start_head(temp_dir, while_starting=preload)  # then ray.init(address=...)
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +33,16 @@ PRESTARTED_WORKERS = 1
 first host's."""
 
 
-def start_head(temp_dir: Path) -> Any:
+def start_head(temp_dir: Path, while_starting: Callable[[], None] | None = None) -> Any:
     """Start this service's Ray head: only the processes a one-node service needs,
     its files (sockets, logs) in ``temp_dir``, a folder only this user can reach
     (not Ray's ``/tmp/ray``, open to every user: another could rename the raylet's
     socket there, or read session ids in its logs).
+
+    ``while_starting`` runs once the head's processes are launched, while their
+    raylet waits for its agents (Ray's runtime environment agent imports Ray and
+    aiohttp, about 1.5 s of a core): the daemon imports the pipeline's modules
+    then, on the other core, in its main thread (not beside ``import ray``).
 
     ``ray.init`` would also start the autoscaler's monitor and the log monitor
     (Python processes that compete with the head's own start on a small
@@ -78,6 +83,11 @@ def start_head(temp_dir: Path) -> Any:
             self, *, include_dashboard: bool | None, raise_on_failure: bool
         ) -> None:
             self._webui_url = None
+
+        def start_ray_processes(self) -> None:
+            super().start_ray_processes()
+            if while_starting is not None:  # before Node waits for the raylet
+                while_starting()
 
     # RayParams' annotations are narrower than what Ray itself passes to it
     # (include_log_monitor is a bool in `ray start`, _system_config values any JSON)

@@ -68,6 +68,18 @@ def test_service_head_runs_only_what_one_node_needs(shared_home: Path) -> None:
     assert not [c for c in commands if "log_monitor.py" in c]
 
 
+def test_the_daemon_imports_the_pipeline_while_its_head_starts(shared_home: Path) -> None:
+    """On 2 cores the daemon slept while its raylet waited for Ray's runtime
+    environment agent (a core's work), and imported the pipeline's modules after:
+    now it imports them meanwhile, in its main thread, and the head is up after."""
+    log = ServicePaths.for_home(shared_home).log.read_text()
+    lines = log.splitlines()
+    imported = [i for i, line in enumerate(lines) if "pipeline modules imported" in line]
+    head = [i for i, line in enumerate(lines) if "Ray head started" in line]
+    assert len(imported) == len(head) == 1, log
+    assert imported[0] < head[0], log
+
+
 def test_started_service_is_private_reused_and_quiet(
     shared_home: Path, server: FakeOllama, tmp_path: Path
 ) -> None:
