@@ -128,3 +128,17 @@ def test_a_raylet_already_gone_is_seen_at_once(monkeypatch: pytest.MonkeyPatch) 
     gone.wait()  # reaped: its pid names no process
     _ray_agent.wait_for_raylet(gone.pid, poll_s=0.01)
     assert _ray_agent.main([f"--node-id={_node_id()}"]) == 2
+
+
+def test_the_agent_of_a_raylet_gone_publishes_and_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(_ray_agent.PIPE_CHECK, raising=False)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    monkeypatch.setenv("RAY_RAYLET_PID", str(gone.pid))
+    node_id = _node_id()
+    assert _ray_agent.main([f"--node-id={node_id}", f"--session-dir={tmp_path}"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"{name}_{node_id}" for name in _ray_agent.PORT_NAMES
+    )
