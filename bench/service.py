@@ -21,7 +21,12 @@ that ``ollm --help`` does not (``python -X importtime``), and whether Ray is one
 
 The load average at the start is printed: the machine may be shared.
 
-Run: ``python -m bench.service [--runs N] [--cold-runs N] [--embedded] [--imports]``
+``--cold-against DIR`` measures only cold starts, this tree's and those of the
+``ollm_cli`` package in ``DIR`` in turns (A/B interleaved: the only comparable
+figures on a shared machine).
+
+Run: ``python -m bench.service [--runs N] [--cold-runs N] [--embedded] [--imports]
+[--cold-against DIR]``
 """
 
 from __future__ import annotations
@@ -82,8 +87,8 @@ def _pair(args: list[str], env: dict[str, str], cwd: Path) -> float:
 
 STAGES = (
     ("client start to daemon up", "daemon up"),
-    ("import ray, Ray head", "Ray head started"),
-    ("daemon imports pipeline", "pipeline modules imported"),
+    ("import ray, head's processes, pipeline", "pipeline modules imported"),
+    ("Ray head up, daemon connected", "Ray head started"),
     ("socket, state published", "OLLM service"),
     ("hello to host up", "pipeline host up"),
     ("shells started", "shells started"),
@@ -91,7 +96,9 @@ STAGES = (
     ("turn, client's end", "command ended"),
 )
 """A cold start's stages, each ending at the service log's line that contains the
-second text (the first and the last are the command's own times)."""
+second text (the first and the last are the command's own times). Each lasts from
+the line before it in time: the daemon imports the pipeline's modules while its
+head starts, and did after it before (both orders are measured)."""
 
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) ")
 
@@ -113,31 +120,60 @@ def cold_stages(log: str, began: float, ended: float) -> dict[str, float]:
         for _, text in STAGES:
             if stamp is not None and text in line and text not in at:
                 at[text] = stamp
+    ends = sorted((at[text], name) for name, text in STAGES if text in at)
     stages, previous = {}, began  # (the daemon's own start, by psutil, is too coarse)
-    for name, text in STAGES:
-        if text in at:
-            stages[name] = at[text] - previous
-            previous = at[text]
-    return stages
+    for stamp, name in ends:
+        stages[name] = stamp - previous
+        previous = stamp
+    return {name: stages[name] for name, _ in STAGES if name in stages}
+
+
+def _cold_run(
+    home: Path, root: Path, server_url: str, package: Path | None = None
+) -> tuple[float, dict[str, float]]:
+    """One cold ``ollm run -p`` in the fresh ``home``: its time and its stages (with
+    ``package``, a folder holding another ``ollm_cli``, that one runs)."""
+    env = _env(
+        home, OLLM_PROVIDER="ollama", OLLM_OLLAMA_HOST=server_url, OLLM_MODEL="llama3.2:latest"
+    )
+    if package is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(package), str(REPO)])
+    began = time.time()
+    try:
+        elapsed = _run(["run", "-p", "hello"], env, root)
+        ended = time.time()
+        log = "\n".join(p.read_text() for p in (home / "service").glob("*.log"))
+    finally:
+        subprocess.run([*OLLM, "service", "stop"], env=env, cwd=root, capture_output=True)
+    return elapsed, cold_stages(log, began, ended)
 
 
 def cold_figures(runs: int, root: Path, server_url: str) -> list[tuple[float, dict[str, float]]]:
     """``runs`` cold ``ollm run -p``, each in a fresh home: its time and its stages."""
-    figures = []
+    return [_cold_run(root / f"cold-home-{run}", root, server_url) for run in range(runs)]
+
+
+def cold_against(
+    runs: int, root: Path, server_url: str, other: Path
+) -> dict[str, list[tuple[float, dict[str, float]]]]:
+    """``runs`` cold starts of this tree and of the ``ollm_cli`` in ``other``, taken in
+    turns (ABBA...): on a shared machine, only figures taken together compare."""
+    figures: dict[str, list[tuple[float, dict[str, float]]]] = {"this tree": [], str(other): []}
     for run in range(runs):
-        home = root / f"cold-home-{run}"
-        env = _env(
-            home, OLLM_PROVIDER="ollama", OLLM_OLLAMA_HOST=server_url, OLLM_MODEL="llama3.2:latest"
-        )
-        began = time.time()
-        try:
-            elapsed = _run(["run", "-p", "hello"], env, root)
-            ended = time.time()
-            log = "\n".join(p.read_text() for p in (home / "service").glob("*.log"))
-        finally:
-            subprocess.run([*OLLM, "service", "stop"], env=env, cwd=root, capture_output=True)
-        figures.append((elapsed, cold_stages(log, began, ended)))
+        pairs = [("this tree", None), (str(other), other)]
+        for name, package in pairs if run % 2 == 0 else pairs[::-1]:
+            home = root / f"cold-{'other' if package else 'this'}-{run}"
+            figures[name].append(_cold_run(home, root, server_url, package))
     return figures
+
+
+def _print_colds(name: str, colds: list[tuple[float, dict[str, float]]]) -> None:
+    runs = " ".join(f"{elapsed:.2f}" for elapsed, _ in colds)
+    median = statistics.median(elapsed for elapsed, _ in colds)
+    print(f"cold ollm run -p, {name}: {median:.2f} s median (target <= 5 s; runs: {runs})")
+    for stage, _ in STAGES:
+        seconds = statistics.median(stages.get(stage, 0.0) for _, stages in colds)
+        print(f"  {stage + ':':<40} {seconds:.2f} s")
 
 
 def ollama_figures(runs: int, root: Path, cold_runs: int = 1) -> dict[str, Any]:
@@ -247,10 +283,31 @@ def main() -> None:
     parser.add_argument(
         "--imports", action="store_true", help="list what a warm run imports beyond --help"
     )
+    parser.add_argument(
+        "--cold-against",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="only cold starts, in turns with the ollm_cli package in DIR (e.g. a copy "
+        "of another tree's editable link tree: cp -rL build/__editable__*/ollm_cli DIR/)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ollm-bench-service-") as folder:
         root = Path(folder)
         load = os.getloadavg()
+        if args.cold_against is not None:
+            from tests.fake_ollama import FakeOllama
+
+            with FakeOllama() as server:
+                compared = cold_against(
+                    args.cold_runs or args.runs, root, server.url, args.cold_against.resolve()
+                )
+            after = " ".join(f"{value:.2f}" for value in os.getloadavg())
+            averages = " ".join(f"{value:.2f}" for value in load)
+            print(f"load average at start: {averages}, at end: {after} ({os.cpu_count()} cores)")
+            for name, colds in compared.items():
+                _print_colds(name, colds)
+            return
         figures = ollama_figures(args.runs, root, args.cold_runs or args.runs)
         averages = " ".join(f"{value:.2f}" for value in load)
         print(f"load average at start: {averages} ({os.cpu_count()} cores)")
@@ -260,7 +317,7 @@ def main() -> None:
             f"(target <= 5 s; runs: {runs})"
         )
         for name, seconds in figures["cold_stages"].items():
-            print(f"  {name + ':':<34} {seconds:.2f} s")
+            print(f"  {name + ':':<40} {seconds:.2f} s")
         print(
             f"warm ollm run -p:                    {figures['warm_s']:.2f} s  vs ollm --help "
             f"{figures['help_s']:.2f} s = {figures['warm_s'] / figures['help_s']:.2f}x  "

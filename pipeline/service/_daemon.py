@@ -73,7 +73,8 @@ PRELOADED = (
     "ollm_cli.pipeline.service._hosts",
     "ollm_cli.pipeline.service._socket",
 )
-"""What the daemon imports once its Ray head runs, instead of before it (the
+"""What the daemon imports while its Ray head's processes start (on the core they
+leave free as the raylet waits for its agents), instead of before them (the
 protocol's models) or when the first client says hello (the host's class, which
 ``ray.remote`` needs)."""
 
@@ -123,10 +124,12 @@ def serve(idle_timeout: float, stop_timeout: float, ray_address: str | None = No
     own = _start_ray(paths, ray_address)
     if own is None:
         return CLUSTER_REFUSED
-    # here, not at the first client's hello; and not in a thread beside `import ray`:
-    # two threads importing a package that imports itself back (ctypes) is
-    # CPython's deadlock avoidance, and a KeyError ended a daemon that way
-    _preload()
+    # not at the first client's hello; and not in a thread beside `import ray`: two
+    # threads importing a package that imports itself back (ctypes) is CPython's
+    # deadlock avoidance, and a KeyError ended a daemon that way. Its own head's
+    # daemon imported them as the head started (see start_head)
+    if own.head is None:
+        _preload()
     # after ray.init: Ray installs its own handlers, which would end us undrained
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -178,14 +181,17 @@ def _start_ray(paths: ServicePaths, ray_address: str | None) -> _OwnRay | None:
         return _OwnRay()
     started = time.time()
     temp_dir, removable = ray_temp_dir(paths.folder / "ray")
-    head = start_head(temp_dir)
+    head = start_head(temp_dir, while_starting=_preload)
     ray.init(
         address=head.gcs_address,
         namespace=paths.namespace,
         log_to_driver=False,
         configure_logging=False,
     )
-    logger.info("Ray head started in %.2f s", time.time() - started)
+    logger.info(
+        "Ray head started in %.2f s (the pipeline's modules imported meanwhile)",
+        time.time() - started,
+    )
     return _OwnRay(head, temp_dir, removable)
 
 

@@ -3,14 +3,15 @@ files in a folder only this user reaches.
 
 Example::
 
-    head = start_head(temp_dir)         # then ray.init(address=head.gcs_address)
+    head = start_head(temp_dir, while_starting=preload)  # then ray.init(address=...)
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +25,24 @@ WORKER_MODULES = (
 are pipeline hosts): the host's code, and the providers' (with their HTTP
 clients), which a host's first session needs (about 0.5 s of its opening)."""
 
+AGENT_SCRIPT = Path(__file__).with_name("_ray_agent.py")
+"""The service's dashboard agent, run as a script (see :func:`lean_dashboard_agent`)."""
+
 PRESTARTED_WORKERS = 1
 """The workers Ray starts as the daemon connects (one per CPU of the head): the
 first host's."""
 
 
-def start_head(temp_dir: Path) -> Any:
+def start_head(temp_dir: Path, while_starting: Callable[[], None] | None = None) -> Any:
     """Start this service's Ray head: only the processes a one-node service needs,
     its files (sockets, logs) in ``temp_dir``, a folder only this user can reach
     (not Ray's ``/tmp/ray``, open to every user: another could rename the raylet's
     socket there, or read session ids in its logs).
+
+    ``while_starting`` runs once the head's processes are launched, while their
+    raylet waits for its agents (Ray's runtime environment agent imports Ray and
+    aiohttp, about 1.5 s of a core): the daemon imports the pipeline's modules
+    then, on the other core, in its main thread (not beside ``import ray``).
 
     ``ray.init`` would also start the autoscaler's monitor and the log monitor
     (Python processes that compete with the head's own start on a small
@@ -59,10 +68,10 @@ def start_head(temp_dir: Path) -> Any:
     Nothing answers without the token: no dashboard, no metrics collection (the
     agent's Prometheus endpoint) and no API server (the dashboard head, whose own
     Prometheus endpoint answers anyone on the machine); the daemon needs neither.
-    The dashboard agent, which the raylet cannot do without, is Ray's minimal
-    one (no gRPC or HTTP server of its own): Ray would otherwise import aiohttp,
-    gRPC's asyncio, OpenTelemetry and Prometheus in the daemon (about 0.4 s
-    before the raylet starts) only to find out whether the full agent could run.
+    The dashboard agent, which the raylet cannot do without, is the service's
+    own (:func:`lean_dashboard_agent`): it serves nothing, as Ray's minimal one
+    does not, and is ready at once, where the raylet waited for Ray's to import
+    every module of the dashboard.
     """
     from ray._private.node import Node
     from ray._private.parameter import RayParams
@@ -74,6 +83,11 @@ def start_head(temp_dir: Path) -> Any:
             self, *, include_dashboard: bool | None, raise_on_failure: bool
         ) -> None:
             self._webui_url = None
+
+        def start_ray_processes(self) -> None:
+            super().start_ray_processes()
+            if while_starting is not None:  # before Node waits for the raylet
+                while_starting()
 
     # RayParams' annotations are narrower than what Ray itself passes to it
     # (include_log_monitor is a bool in `ray start`, _system_config values any JSON)
@@ -94,7 +108,7 @@ def start_head(temp_dir: Path) -> Any:
         },
     }
     params = RayParams(**options)
-    with minimal_dashboard_agent():
+    with lean_dashboard_agent():
         head = _HeadWithoutApiServer(
             params, head=True, shutdown_at_exit=False, spawn_reaper=True, ray_init_cluster=True
         )
@@ -103,22 +117,37 @@ def start_head(temp_dir: Path) -> Any:
 
 
 @contextlib.contextmanager
-def minimal_dashboard_agent() -> Iterator[None]:
-    """While a head starts in this process, Ray gives its raylet the minimal dashboard
-    agent, without importing the full agent's dependencies to decide (it asks
-    ``get_dashboard_dependency_error``, which imports them all)."""
+def lean_dashboard_agent() -> Iterator[None]:
+    """While a head starts in this process, its raylet gets the service's own dashboard
+    agent (:mod:`~ollm_cli.pipeline.service._ray_agent`: the three ports the raylet
+    waits for, published at once) instead of Ray's, which imports Ray and all its
+    dashboard's modules first (1.3 s of CPU; the raylet, and so the head, waited
+    for it). Ray is not asked whether its full agent could run either (it asks
+    ``get_dashboard_dependency_error``, which imports aiohttp, gRPC's asyncio,
+    OpenTelemetry and Prometheus in the daemon, about 0.4 s)."""
+    from ray._private import ray_constants, services
     from ray._private import utils as private_utils
 
     asked = private_utils.get_dashboard_dependency_error
+    build = services._build_python_executable_command_memory_profileable
 
     def minimal() -> ImportError:
         return ImportError("the OLLM service runs no dashboard: the minimal agent will do")
 
+    def command(component: str, session_dir: str, unbuffered: bool = True) -> list[str]:
+        if component == ray_constants.PROCESS_TYPE_DASHBOARD_AGENT:
+            # isolated, no site: the script imports os and sys only, whatever the
+            # environment (Ray's arguments for its own agent follow, and are read)
+            return [sys.executable, "-I", "-S", str(AGENT_SCRIPT)]
+        return list(build(component, session_dir, unbuffered))
+
     private_utils.get_dashboard_dependency_error = minimal
+    services._build_python_executable_command_memory_profileable = command
     try:
         yield
     finally:
         private_utils.get_dashboard_dependency_error = asked
+        services._build_python_executable_command_memory_profileable = build
 
 
 def keep_ray_folders_private() -> None:
@@ -145,11 +174,12 @@ def close_ray_folders(temp_dir: Path, session_dir: Path) -> None:
 
 
 __all__ = [
+    "AGENT_SCRIPT",
     "OBJECT_STORE_BYTES",
     "PRESTARTED_WORKERS",
     "WORKER_MODULES",
     "close_ray_folders",
     "keep_ray_folders_private",
-    "minimal_dashboard_agent",
+    "lean_dashboard_agent",
     "start_head",
 ]

@@ -16,6 +16,7 @@ import orjson
 import psutil
 import pytest
 
+from ollm_cli.pipeline.service._ray_head import AGENT_SCRIPT
 from ollm_cli.pipeline.service._state import ServicePaths, code_version
 from tests.fake_ollama import FakeOllama
 from tests.service.conftest import (
@@ -56,10 +57,27 @@ def test_service_head_runs_only_what_one_node_needs(shared_home: Path) -> None:
     assert agents, commands
     assert all("--listen-port=52365" not in c for c in agents), agents
     assert all("--minimal" in c for c in agents), agents
+    # the raylet waited ~3 s for Ray's agent to import every module of the dashboard:
+    # the service's own publishes the ports at once and imports no Ray at all
+    assert all(f"-I -S {AGENT_SCRIPT} " in c for c in agents), agents
+    for agent in [p for p in service_processes(state) if str(AGENT_SCRIPT) in p.cmdline()]:
+        assert not [m.path for m in agent.memory_maps() if "_raylet" in m.path]
     libraries = {m.path for m in psutil.Process(state.pid).memory_maps()}
     assert not [p for p in libraries if "/aiohttp/" in p or "/grpc/_cython/" in p], libraries
     assert not [c for c in commands if "autoscaler/_private/monitor.py" in c]
     assert not [c for c in commands if "log_monitor.py" in c]
+
+
+def test_the_daemon_imports_the_pipeline_while_its_head_starts(shared_home: Path) -> None:
+    """On 2 cores the daemon slept while its raylet waited for Ray's runtime
+    environment agent (a core's work), and imported the pipeline's modules after:
+    now it imports them meanwhile, in its main thread, and the head is up after."""
+    log = ServicePaths.for_home(shared_home).log.read_text()
+    lines = log.splitlines()
+    imported = [i for i, line in enumerate(lines) if "pipeline modules imported" in line]
+    head = [i for i, line in enumerate(lines) if "Ray head started" in line]
+    assert len(imported) == len(head) == 1, log
+    assert imported[0] < head[0], log
 
 
 def test_started_service_is_private_reused_and_quiet(
