@@ -153,6 +153,10 @@ def test_harness_options_need_one_mode() -> None:
     with pytest.raises(ValidationError, match="either a number of conversations"):
         HarnessOptions(conversations=1, duration_s=1)
     assert HarnessOptions(conversations=1).tag.startswith("load-")
+    with pytest.raises(ValidationError, match="needs a soak"):
+        HarnessOptions(duration_s=1, kill_count=1)
+    with pytest.raises(ValidationError, match="needs a soak"):
+        HarnessOptions(conversations=1, kill_every_s=1, kill_count=1)
 
 
 async def _load(
@@ -348,23 +352,28 @@ def test_a_stopped_load_ends_after_the_turns_in_flight(workspace: Path) -> None:
 def test_short_soak_with_an_injected_actor_kill_loses_nothing(
     ray_instance: None, workspace: Path, tmp_path: Path
 ) -> None:
+    """Two kills, then the soak ends on events, not on a clock: each killed actor
+    answered from a new process (sampled then), and a turn finished after the last."""
     settings = simulated_settings(latency_ms=100)
     options = HarnessOptions(
-        duration_s=7.0,
+        duration_s=1.0,  # the least it runs; the kills decide when it ends
         concurrency=4,
         turns=4,
         sample_interval_s=0.5,
-        kill_every_s=3.0,
+        kill_every_s=1.0,
+        kill_count=2,
         kill_targets=["recording", "provider"],
     )
     _, report, _ = asyncio.run(_load(settings, workspace, options, kind="ray"))
     # each kill waits for the actor to serve a call, so it hits work in flight
     assert [k.service for k in report.kills] == ["recording", "provider"]
+    for kill in report.kills:
+        assert kill.restarted_s is not None and kill.restarted_s >= kill.elapsed_s, kill
+        assert kill.new_pid is not None and kill.new_pid != kill.old_pid, kill
     assert report.retried_turns >= 1
     assert report.verified, report.verification.missing
     assert report.failed_turns == 0, report.errors
-    # turns went on after the first restart (how many fit in 7 s depends on the
-    # machine; the last kill, near the end, may leave no time for a turn after it)
+    # turns went on after the first restart (and after the last: the soak waited for one)
     at_first_kill = next(s for s in report.samples if s.kills >= 1)
     assert report.turns > at_first_kill.turns
     for name in ("recording", "provider"):
