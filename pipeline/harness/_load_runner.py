@@ -414,6 +414,7 @@ class LoadHarness:
                 elapsed_s=round(self._elapsed(), 3), service=target.name, old_pid=old_pid
             )
             self._kills.append(kill)
+            self._turns_at_restart = None  # until this one is back
             if not await self._until_restarted(target, kill):
                 self._kills_given_up = True
                 return
