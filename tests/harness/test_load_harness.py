@@ -20,9 +20,11 @@ from ollm_cli.pipeline.coordinator import Coordinator
 from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.harness._load_models import (
     HarnessOptions,
+    KillEvent,
     LoadReport,
     Sample,
     ServiceSample,
+    Verification,
 )
 from ollm_cli.pipeline.harness._load_report import (
     build_report,
@@ -300,6 +302,38 @@ def _sample(at: float, rss: int | None, pid: int, p95: float) -> Sample:
         latency=LatencyStats(count=1, p95_ms=p95),
         services=[ServiceSample(name="recording", pid=pid, rss_bytes=rss, open_files=3, inbox=1)],
     )
+
+
+def test_a_killed_actor_that_never_came_back_is_a_problem() -> None:
+    options = HarnessOptions(duration_s=1.0, kill_every_s=0.5, kill_count=2, actor_retry_s=5)
+    back = KillEvent(elapsed_s=1.0, service="recording", old_pid=1, new_pid=2, restarted_s=1.5)
+    gone = KillEvent(elapsed_s=2.0, service="provider", old_pid=3)
+    late = KillEvent(elapsed_s=9.0, service="context", old_pid=4)  # the run ended first
+
+    def report_of(kills: list[KillEvent]) -> LoadReport:
+        run = HarnessRun(
+            options=options,
+            runtime_kind="ray",
+            elapsed_s=10.0,
+            latencies_ms=[5.0],
+            transcripts=[],
+            measured_conversations=1,
+            failed_turns=0,
+            retried_turns=0,
+            errors=[],
+            samples=[_sample(1.0, None, 1, 5.0)],
+            kills=kills,
+            inbox={},
+            stopped=False,
+        )
+        return build_report(
+            run, Verification(conversations=1, expected_messages=0, found_messages=0)
+        )
+
+    assert report_of([back, late]).ok
+    assert report_of([back, gone, late]).problems == [
+        "1 killed actor(s) did not come back within 5 s: provider"
+    ]
 
 
 def test_soak_trends_judge_memory_since_the_last_restart_and_latency() -> None:
