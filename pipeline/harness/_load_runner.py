@@ -139,6 +139,8 @@ class LoadHarness:
         self._faults_in_flight: set[asyncio.Future[Any]] = set()
         self._one_fault = asyncio.Lock()
         self._sampling = asyncio.Lock()
+        self._sampled_turns = 0
+        """Turns whose latency a sample already holds (samples are taken one at a time)."""
         self._turns_at_restart: int | None = None
         """Turns done when the last killed actor was seen back (``kill_count``)."""
         self._kills_given_up = False
@@ -356,15 +358,18 @@ class LoadHarness:
             return sample
 
     async def _sample(self) -> Sample:
+        """The run now; its latencies are the turns finished since the previous sample
+        (each turn in exactly one sample: by count, not by a rounded time)."""
         elapsed = self._elapsed()
         previous = self._samples[-1].elapsed_s if self._samples else 0.0
-        since = self._started + previous
-        window = [ms for at, ms in self._latencies if at >= since]
+        done = len(self._latencies)
+        window = [ms for _, ms in self._latencies[self._sampled_turns : done]]
+        self._sampled_turns = done
         services = await asyncio.gather(*(self._sample_service(s) for s in self.runtime.services))
         interval = max(elapsed - previous, 1e-9)
         return Sample(
             elapsed_s=round(elapsed, 3),
-            turns=len(self._latencies),
+            turns=done,
             failed_turns=self._failed,
             turns_per_s=round(len(window) / interval, 3),
             latency=LatencyStats.of(window),
