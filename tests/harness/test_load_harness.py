@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import math
+import os
 import statistics
 from pathlib import Path
 
@@ -334,6 +335,29 @@ def test_a_killed_actor_that_never_came_back_is_a_problem() -> None:
     assert report_of([back, gone, late]).problems == [
         "1 killed actor(s) did not come back within 5 s: provider"
     ]
+
+
+def test_an_actor_still_answering_from_its_old_process_is_not_back(workspace: Path) -> None:
+    """In-process nothing restarts a service: its ping keeps naming the old process,
+    so waiting for the restart gives up after ``actor_retry_s`` and says so."""
+    settings = simulated_settings()
+
+    async def run() -> tuple[bool, KillEvent, list[str]]:
+        runtime = create_runtime(settings, workspace, kind="inprocess")
+        await runtime.start()
+        try:
+            coordinator = Coordinator(runtime, settings, workspace=workspace)
+            options = HarnessOptions(duration_s=1, kill_every_s=1, kill_count=1, actor_retry_s=1)
+            harness = LoadHarness(coordinator, options)
+            kill = KillEvent(elapsed_s=0.0, service="recording", old_pid=os.getpid())
+            back = await harness._until_restarted(runtime.recording, kill)
+            return back, kill, harness._errors
+        finally:
+            await runtime.shutdown()
+
+    back, kill, errors = asyncio.run(run())
+    assert not back and kill.new_pid is None and kill.restarted_s is None
+    assert errors == ["the recording actor killed at 0.0 s did not come back within 1 s"]
 
 
 def test_soak_trends_judge_memory_since_the_last_restart_and_latency() -> None:
