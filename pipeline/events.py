@@ -18,8 +18,9 @@ import logging
 from collections.abc import Callable, Collection
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from ollm_cli.base.deferred_model import DeferredModel
 from ollm_cli.config.settings import HookEvent
 from ollm_cli.pipeline.records import now_iso
 
@@ -28,7 +29,7 @@ logger = logging.getLogger(__name__)
 EventKind = Literal[HookEvent, "model:text", "model:thinking", "pipeline:status", "context:notice"]
 
 
-class PipelineEvent(BaseModel):
+class PipelineEvent(DeferredModel):
     """Base of every event: which session, when, and what kind."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)  # built when first sent

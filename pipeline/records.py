@@ -28,13 +28,14 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import (
     AfterValidator,
-    BaseModel,
     ConfigDict,
     Discriminator,
     Field,
     Tag,
 )
 from pydantic.alias_generators import to_camel
+
+from ollm_cli.base.deferred_model import DeferredModel
 
 Role = Literal["user", "assistant", "system", "tool"]
 
@@ -70,11 +71,12 @@ Timestamp = Annotated[str, AfterValidator(_check_iso)]
 SessionId = Annotated[str, AfterValidator(_check_uuid)]
 
 
-class Record(BaseModel):
+class Record(DeferredModel):
     """Base of every record: camelCase on disk, unknown fields kept.
 
     A record's validator is built when it is first used, not at import: a command
-    pays only for the records it reads (``sessions list`` builds SessionSummary's).
+    pays only for the records it reads (``sessions list`` builds SessionSummary's);
+    the actors' threads build it one at a time (see DeferredModel).
     """
 
     model_config = ConfigDict(

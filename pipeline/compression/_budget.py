@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from ollm_cli.base.deferred_model import DeferredModel
 
 Strategy = Literal["summarize", "truncate", "hybrid"]
 
@@ -26,7 +28,7 @@ MAX_RESERVE_FRACTION = 0.25
 """The answer's reserve never takes more than this share of a small window."""
 
 
-class Budget(BaseModel):
+class Budget(DeferredModel):
     """Spec 003's compression budget, in estimated tokens (calibrated per model).
 
     ``room`` is what checkpoints and messages may use in all; ``available`` is

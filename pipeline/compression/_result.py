@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from ollm_cli.base.deferred_model import DeferredModel
 from ollm_cli.pipeline.compression._active_context import ActiveContext
 from ollm_cli.pipeline.compression._budget import Strategy
 from ollm_cli.pipeline.records import CompressionEvent, SessionMetadata, Timestamp, now_iso
 
 
-class CompressionResult(BaseModel):
+class CompressionResult(DeferredModel):
     """What one compression produced, ready to be applied to a later context.
 
     ``strategy`` is what was done (``truncate`` after a fallback) and

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 from pydantic.alias_generators import to_camel
+
+from ollm_cli.base.deferred_model import DeferredModel
 
 ContextSource = Literal["hook", "extension", "user", "system"]
 SOURCES: tuple[str, ...] = get_args(ContextSource)
 
 
-class ContextEntry(BaseModel):
+class ContextEntry(DeferredModel):
     """One piece of context; ``timestamp`` and ``expires_at`` are ISO 8601 UTC."""
 
     model_config = ConfigDict(

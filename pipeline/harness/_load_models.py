@@ -61,10 +61,14 @@ class Sample(HarnessModel):
 
 
 class KillEvent(HarnessModel):
-    """An actor the soak killed on purpose."""
+    """An actor the soak killed on purpose, and when it came back as a new process."""
 
     elapsed_s: float
     service: str
+    old_pid: int | None = None
+    new_pid: int | None = None
+    restarted_s: float | None = None
+    """When the actor first answered from its new process (None: it never did)."""
 
 
 class InboxDepth(HarnessModel):
@@ -85,6 +89,10 @@ class HarnessOptions(HarnessModel):
     sample_interval_s: Annotated[float, Field(gt=0)] = 1.0
     kill_every_s: Annotated[float, Field(gt=0)] | None = None
     kill_targets: list[str] | None = None
+    kill_count: Annotated[int, Field(ge=1)] | None = None
+    """Kill this many actors in all; the soak then runs past its duration until the
+    last one is back as a new process and a turn finished after that (at most
+    ``actor_retry_s`` longer)."""
     kill_client_every_s: Annotated[float, Field(gt=0)] | None = None
     """Start a client process every S seconds and SIGKILL it in the middle of its answer."""
     fill_disk_every_s: Annotated[float, Field(gt=0)] | None = None
@@ -100,6 +108,8 @@ class HarnessOptions(HarnessModel):
     def _one_mode(self) -> HarnessOptions:
         if (self.conversations is None) == (self.duration_s is None):
             raise ValueError("give either a number of conversations (load) or a duration (soak)")
+        if self.kill_count is not None and (self.kill_every_s is None or self.duration_s is None):
+            raise ValueError("a number of actor kills needs a soak (a duration) that kills actors")
         return self
 
 

@@ -151,6 +151,16 @@ def _problems(run: HarnessRun, verification: Verification, trends: list[Trend]) 
             f"({sum(k.lost_chars for k in lost_kills)} character(s) shown before the recording "
             "interval ended are not in the session, or the session holds other text)"
         )
+    gone = [
+        k
+        for k in run.kills
+        if k.restarted_s is None and k.elapsed_s + run.options.actor_retry_s <= run.elapsed_s
+    ]
+    if gone:
+        problems.append(
+            f"{len(gone)} killed actor(s) did not come back within "
+            f"{run.options.actor_retry_s:g} s: {', '.join(k.service for k in gone)}"
+        )
     stuck = [f for f in run.disk_fills if f.recovered_s is None]
     if stuck:
         problems.append(

@@ -138,6 +138,12 @@ class LoadHarness:
         self._disk_fills: list[DiskFill] = []
         self._faults_in_flight: set[asyncio.Future[Any]] = set()
         self._one_fault = asyncio.Lock()
+        self._sampling = asyncio.Lock()
+        self._sampled_turns = 0
+        """Turns whose latency a sample already holds (samples are taken one at a time)."""
+        self._turns_at_restart: int | None = None
+        """Turns done when the last killed actor was seen back (``kill_count``)."""
+        self._kills_given_up = False
 
     def request_stop(self) -> None:
         """Finish the turns in flight and stop (Ctrl-C)."""
@@ -147,7 +153,23 @@ class LoadHarness:
         return time.monotonic() - self._started
 
     def _over(self) -> bool:
-        return self._stopping or (self._deadline is not None and time.monotonic() >= self._deadline)
+        if self._stopping:
+            return True
+        if self._deadline is None or time.monotonic() < self._deadline:
+            return False
+        if time.monotonic() >= self._deadline + self.options.actor_retry_s:
+            return True  # the kills never settled: the report says which actor
+        return self._kills_settled()
+
+    def _kills_settled(self) -> bool:
+        """Whether the kills a soak asked for (``kill_count``) are over: each killed
+        actor came back as a new process, and a turn finished after the last one."""
+        wanted = self.options.kill_count
+        if wanted is None or self._kills_given_up:
+            return True
+        if len(self._kills) < wanted or self._turns_at_restart is None:
+            return False
+        return len(self._latencies) > self._turns_at_restart
 
     async def run(self) -> HarnessRun:
         """Run the load (or soak) to its end and return what it measured."""
@@ -207,7 +229,7 @@ class LoadHarness:
     async def _measured(self) -> HarnessRun:
         """What the finished run measured, with a last sample."""
         elapsed = self._elapsed()
-        self._samples.append(await self._sample())
+        await self._take_sample()
         count = max(self._depth_count, 1)
         return HarnessRun(
             options=self.options,
@@ -326,18 +348,28 @@ class LoadHarness:
     async def _sample_periodically(self) -> None:
         while True:
             await asyncio.sleep(self.options.sample_interval_s)
-            self._samples.append(await self._sample())
+            await self._take_sample()
+
+    async def _take_sample(self) -> Sample:
+        """Sample now and keep it; one at a time, so the samples stay in time order."""
+        async with self._sampling:
+            sample = await self._sample()
+            self._samples.append(sample)
+            return sample
 
     async def _sample(self) -> Sample:
+        """The run now; its latencies are the turns finished since the previous sample
+        (each turn in exactly one sample: by count, not by a rounded time)."""
         elapsed = self._elapsed()
         previous = self._samples[-1].elapsed_s if self._samples else 0.0
-        since = self._started + previous
-        window = [ms for at, ms in self._latencies if at >= since]
+        done = len(self._latencies)
+        window = [ms for _, ms in self._latencies[self._sampled_turns : done]]
+        self._sampled_turns = done
         services = await asyncio.gather(*(self._sample_service(s) for s in self.runtime.services))
         interval = max(elapsed - previous, 1e-9)
         return Sample(
             elapsed_s=round(elapsed, 3),
-            turns=len(self._latencies),
+            turns=done,
             failed_turns=self._failed,
             turns_per_s=round(len(window) / interval, 3),
             latency=LatencyStats.of(window),
@@ -372,16 +404,55 @@ class LoadHarness:
                 hint="name services as `ollm load --json` lists them (recording, provider, ...)",
             )
         index = 0
-        while True:
+        while self.options.kill_count is None or index < self.options.kill_count:
             await asyncio.sleep(self.options.kill_every_s)
             if self._over():
                 return
             target = targets[index % len(targets)]
             index += 1
+            before = await self._take_sample()  # the process about to be killed
+            old_pid = next(s.pid for s in before.services if s.name == target.name)
             await self._until_busy(target)
             logger.info("soak: killing the %s actor", target.name)
             await target.kill()
-            self._kills.append(KillEvent(elapsed_s=round(self._elapsed(), 3), service=target.name))
+            kill = KillEvent(
+                elapsed_s=round(self._elapsed(), 3), service=target.name, old_pid=old_pid
+            )
+            self._kills.append(kill)
+            self._turns_at_restart = None  # until this one is back
+            if not await self._until_restarted(target, kill):
+                self._kills_given_up = True
+                return
+
+    async def _until_restarted(self, target: Service, kill: KillEvent) -> bool:
+        """Wait (within ``actor_retry_s``) until the killed actor answers from a new
+        process; then sample, so the samples show the new process. False: it never did."""
+
+        class OldProcess(Exception):
+            """The ping was answered by the process that was killed."""
+
+        pid: int | None = None
+        try:
+            async for attempt in retrying(
+                on=(ActorFailedError, OldProcess, TimeoutError), timeout=self.options.actor_retry_s
+            ):
+                with attempt:
+                    pid = int(
+                        await asyncio.wait_for(target.call(ShellBase.ping), SAMPLE_CALL_TIMEOUT_S)
+                    )
+                    if pid == kill.old_pid:
+                        raise OldProcess
+        except (OllmError, OldProcess, TimeoutError):
+            self._errors.append(
+                f"the {target.name} actor killed at {kill.elapsed_s} s did not come back "
+                f"within {self.options.actor_retry_s:g} s"
+            )
+            return False
+        kill.new_pid = pid
+        kill.restarted_s = round(self._elapsed(), 3)
+        await self._take_sample()
+        self._turns_at_restart = len(self._latencies)
+        return True
 
     async def _finish_faults(self, background: Sequence[asyncio.Future[None]]) -> None:
         """Stop injecting faults; let one in progress (a client being killed, a full
@@ -472,8 +543,10 @@ class LoadHarness:
             await asyncio.shield(self._fault(work, self._disk_fills.append))
 
     async def _until_busy(self, target: Service) -> None:
-        """Wait (a little) for ``target`` to serve a call, so the kill hits work in flight."""
-        deadline = time.monotonic() + KILL_WAIT_S
+        """Wait (a little; with ``kill_count``, as long as an actor may take to come
+        back) for ``target`` to serve a call, so the kill hits work in flight."""
+        wait = KILL_WAIT_S if self.options.kill_count is None else self.options.actor_retry_s
+        deadline = time.monotonic() + wait
         while target.inflight == 0 and time.monotonic() < deadline and not self._over():
             await asyncio.sleep(0.002)
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from ollm_cli.base.deferred_model import DeferredModel
 from ollm_cli.config.settings import LoopDetectionSettings
 
 logger = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ NUDGES: dict[str, str] = {
 }
 
 
-class LoopEvent(BaseModel):
+class LoopEvent(DeferredModel):
     """A detected loop: what repeated, how often, and what the coordinator must do."""
 
     model_config = ConfigDict(defer_build=True)  # built when first used, not at import

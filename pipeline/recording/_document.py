@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from ollm_cli.base.errors import SessionError
 from ollm_cli.pipeline.recording._ids import is_session_id
 from ollm_cli.pipeline.recording._journal import Change
 from ollm_cli.pipeline.records import (
@@ -186,7 +187,7 @@ class SessionDocument:
             and type(revision.get("seq")) is int
         ):
             epoch, seq = revision["epoch"], revision["seq"]
-        for key in ("sessionId", "startTime", "lastActivity", "model", "provider"):
+        for key in _HEADER_KEYS:
             if type(data.get(key)) is not str:
                 raise DocumentError(f"field {key!r} is missing or not a string")
         if expected_id is not None and data["sessionId"] != expected_id:
@@ -255,8 +256,22 @@ class SessionDocument:
 
     @property
     def session_id(self) -> str:
-        """The session's id."""
-        return str(self.data["sessionId"])
+        """The session's id (:class:`SessionError` if the document has none)."""
+        return self._header("sessionId")
+
+    def _header(self, key: str) -> str:
+        """A top-level field every session has; a document without it is refused
+        with a clear error (it was built wrong: a bare ``KeyError`` said nothing)."""
+        value = self.data.get(key)
+        if type(value) is not str:
+            present = ", ".join(sorted(self.data)) or "none"
+            raise SessionError(
+                f"a session document has no {key!r} field (its fields: {present}); "
+                "nothing was written from it",
+                hint="this is a bug in OLLM; the session files on disk are unchanged, "
+                "please report it with this message",
+            )
+        return value
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -285,6 +300,8 @@ class SessionDocument:
         treat the result as read-only data.
         """
         data = self.data
+        for key in _HEADER_KEYS:
+            self._header(key)
         if not is_session_id(data["sessionId"]):
             return Session.model_validate(data)
         with gc_paused():
@@ -312,6 +329,7 @@ class SessionDocument:
         )
 
 
+_HEADER_KEYS = ("sessionId", "startTime", "lastActivity", "model", "provider")
 _SESSION_KEYS = frozenset(
     {
         "sessionId",
