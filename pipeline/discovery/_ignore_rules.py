@@ -67,7 +67,7 @@ _BOM = "\ufeff"
 MAX_IGNORE_FILE_BYTES = 100 * 1024 * 1024
 
 
-def _read_regular(path: str, limit: int) -> bytes:
+def read_regular(path: str, limit: int) -> bytes:
     """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes;
     ``OSError`` otherwise (the open never blocks on a FIFO)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
@@ -221,7 +221,7 @@ class RuleSet:
         (opened without blocking), a device or an endless file is skipped, so a
         planted ``.gitignore`` cannot hold a scan."""
         try:
-            data = _read_regular(path, MAX_IGNORE_FILE_BYTES)
+            data = read_regular(path, MAX_IGNORE_FILE_BYTES)
         except OSError as error:
             logger.warning(
                 "ignore file %s could not be read (%s); its rules are skipped",

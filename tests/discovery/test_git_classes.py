@@ -160,14 +160,27 @@ def test_the_cache_notices_a_change_of_the_index(tmp_path: Path) -> None:
     assert "src/other.generated.js" in again.files
 
 
-def test_without_git_installed_the_scan_alone_runs_and_says_so(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_without_git_installed_the_index_is_still_read(tmp_path: Path) -> None:
     root = prepare(PROBES[0], tmp_path)
     empty = tmp_path / "no-git-bin"
     empty.mkdir()
-    monkeypatch.setenv("PATH", str(empty))
-    result = FileDiscoveryService().scan(DiscoveryOptions(root=root))
+    with git_environment(tmp_path):  # restores the whole environment, PATH included
+        expected = git_lists(root)
+        os.environ["PATH"] = str(empty)
+        result = FileDiscoveryService().scan(DiscoveryOptions(root=root))
+    assert "Cargo.lock" in result.files  # tracked, ignored: known from .git/index alone
+    assert list(result.files) == expected
+    assert result.notes == ()
+
+
+def test_without_git_installed_an_index_only_git_reads_is_a_note(tmp_path: Path) -> None:
+    root = prepare(PROBES[0], tmp_path)
+    git(root, "update-index", "--split-index")  # entries in a shared index file
+    empty = tmp_path / "no-git-bin"
+    empty.mkdir()
+    with git_environment(tmp_path):
+        os.environ["PATH"] = str(empty)
+        result = FileDiscoveryService().scan(DiscoveryOptions(root=root))
     assert "Cargo.lock" not in result.files and "Cargo.toml" in result.files
     assert [note.kind for note in result.notes] == ["git_unavailable"]
 
