@@ -328,6 +328,34 @@ class DirectoryRules:
         return in_force
 
 
+class UnreadIgnoreFile:
+    """A ``.gitignore`` the walk found, read and compiled when a rule in force below
+    it is first asked (:attr:`IgnoreStack.git`): a walk that lists only files git
+    tracks asks none, and reading every ignore file of a large clone is a good part
+    of its scan.
+
+    Example::
+
+        unread = UnreadIgnoreFile("/src/app/lib/.gitignore", "lib")
+        stack.child(unread, None).git   # reads it now: (..., RuleSet(base='lib', ...))
+    """
+
+    __slots__ = ("_read", "_rules", "base", "path")
+
+    def __init__(self, path: str, base: str) -> None:
+        self.path = path
+        self.base = base
+        self._read = False
+        self._rules: RuleSet | None = None
+
+    def rules(self) -> RuleSet | None:
+        """Its rules (``None`` when it cannot be read, logged), read once."""
+        if not self._read:
+            self._rules = RuleSet.from_file(self.path, self.base)
+            self._read = True
+        return self._rules
+
+
 class IgnoreStack:
     """The ignore files in force in one directory, in git's precedence order.
 
@@ -339,12 +367,22 @@ class IgnoreStack:
     """
 
     def __init__(
-        self, builtin: RuleSet, git: tuple[RuleSet, ...] = (), ollm: tuple[RuleSet, ...] = ()
+        self,
+        builtin: RuleSet,
+        git: tuple[RuleSet | UnreadIgnoreFile, ...] = (),
+        ollm: tuple[RuleSet, ...] = (),
     ) -> None:
         self.builtin = builtin
-        self.git = git
+        self._git = git
         self.ollm = ollm
         self._in_force: dict[bool, _InForce] = {}
+
+    @cached_property
+    def git(self) -> tuple[RuleSet, ...]:
+        """The git ignore files with rules, lowest precedence first (the ones the walk
+        found but did not read are read now)."""
+        loaded = (item if isinstance(item, RuleSet) else item.rules() for item in self._git)
+        return tuple(rule_set for rule_set in loaded if rule_set)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, IgnoreStack):
@@ -354,13 +392,15 @@ class IgnoreStack:
     def __hash__(self) -> int:
         return hash((self.builtin, self.git, self.ollm))
 
-    def child(self, git_file: RuleSet | None, ollm_file: RuleSet | None) -> IgnoreStack:
+    def child(
+        self, git_file: RuleSet | UnreadIgnoreFile | None, ollm_file: RuleSet | None
+    ) -> IgnoreStack:
         """The stack of a subdirectory that holds ``git_file`` / ``ollm_file`` (or not)."""
         if not git_file and not ollm_file:
             return self
         return IgnoreStack(
             self.builtin,
-            self.git + ((git_file,) if git_file else ()),
+            self._git + ((git_file,) if git_file else ()),
             self.ollm + ((ollm_file,) if ollm_file else ()),
         )
 

@@ -53,6 +53,32 @@ def test_tracked_files_in_an_ignored_directory_come_alone(tmp_path: Path) -> Non
     assert "src/other.generated.js" not in files
 
 
+def test_a_tracked_directory_learns_it_is_ignored_from_its_first_untracked_entry(
+    tmp_path: Path,
+) -> None:
+    # gen/ is entered without asking git's rules (git tracks files in it); its tracked
+    # subdirectories met before its first untracked entry are queued before gen/
+    # knows it is ignored: they too must end in tracked-only mode
+    root = tmp_path / "repo"
+    names = {f"gen/d{i}/t.txt": "" for i in range(20)}
+    names |= {f"gen/d{i}/u.txt": "" for i in range(20)}
+    names |= {"gen/u.txt": "", "gen/d0/deep/t.txt": "", "gen/d0/deep/u.txt": ""}
+    names |= {"src/a/t.txt": "", "src/a/u.txt": "", ".gitignore": "gen/\n"}
+    build(root, names)
+    order = [entry.name for entry in os.scandir(root / "gen")]
+    assert order.index("u.txt") > 0  # a directory comes first (20 in 21 orders do)
+    git_init(root)
+    git(root, "add", ".gitignore", "src")
+    git(root, "add", "-f", "gen/d0/deep/t.txt", *(f"gen/d{i}/t.txt" for i in range(20)))
+    git(root, "rm", "-q", "--cached", "src/a/u.txt")
+    with git_environment(tmp_path):
+        expected = git_lists(root)
+        files = scanned(root)
+    assert files == expected
+    assert "gen/d0/deep/t.txt" in files and "src/a/u.txt" in files
+    assert not [name for name in files if name.startswith("gen/") and "u.txt" in name]
+
+
 def test_builtin_ignores_drop_only_untracked_content(tmp_path: Path) -> None:
     probe = PROBES[1]
     root = prepare(probe, tmp_path)
