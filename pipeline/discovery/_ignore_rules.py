@@ -585,7 +585,8 @@ class TrackedFiles:
     """
 
     def __init__(self, paths: Iterable[str] = ()) -> None:
-        self.files = frozenset(paths)
+        self._paths = paths if isinstance(paths, list) else list(paths)
+        self.files = frozenset(self._paths)
 
     def __contains__(self, path: object) -> bool:
         return path in self.files
@@ -595,7 +596,9 @@ class TrackedFiles:
 
     @cached_property
     def _sorted(self) -> list[str]:
-        return sorted(self.files)
+        # Sorted from the paths as given: git's index is in order already, which
+        # sorting notices in one pass (a set's order would cost a full sort).
+        return sorted(self._paths)
 
     def has_under(self, directory: str) -> bool:
         """Whether git tracks a file inside ``directory`` (relative to the root)."""

@@ -10,10 +10,11 @@ Inside a git work tree the listing equals ``git ls-files --cached --others
 --exclude-standard``, less the built-in ignores of untracked content:
 
 - files git tracks are always listed, whatever the ignore rules say (only a
-  ``.ollmignore`` rule hides them): the index is read with ``git ls-files -z
-  --cached`` when it exists (run so that nothing the repository's own config
-  names can run: :mod:`ollm_cli.pipeline.discovery._git`), and an ignored
-  directory holding tracked files is entered for those files only;
+  ``.ollmignore`` rule hides them): the index is read from ``.git/index`` when it
+  exists, or by ``git ls-files -z --cached`` when only git can read it (run so
+  that nothing the repository's own config names can run:
+  :mod:`ollm_cli.pipeline.discovery._git`), and an ignored directory holding
+  tracked files is entered for those files only;
 - a nested repository (a directory with its own ``.git``) is one entry,
   ``name/``, and is not walked into; a submodule is one entry, ``name``;
 - only regular files and symbolic links are listed (no FIFOs, sockets, devices);
