@@ -377,6 +377,11 @@ class IgnoreStack:
         self.ollm = ollm
         self._in_force: dict[bool, _InForce] = {}
 
+    @property
+    def files_found(self) -> int:
+        """How many ignore files are in force here, read or not."""
+        return len(self._git) + len(self.ollm)
+
     @cached_property
     def git(self) -> tuple[RuleSet, ...]:
         """The git ignore files with rules, lowest precedence first (the ones the walk
@@ -517,14 +522,21 @@ def _read_pointer(path: str, prefix: str, relative_to: str) -> str | None:
 
 
 def _load(path: str, base: str, consulted: list[str], *, in_tree: bool = False) -> RuleSet | None:
+    found = _found(path, base, consulted, in_tree=in_tree)
+    return None if found is None else found.rules() or None
+
+
+def _found(
+    path: str, base: str, consulted: list[str], *, in_tree: bool = False
+) -> UnreadIgnoreFile | None:
+    """The ignore file at ``path``, to be read when a rule is asked, if there is one."""
     consulted.append(path)
     if not os.path.isfile(path):
         return None
     if in_tree and os.path.basename(path) == GITIGNORE and os.path.islink(path):
         log_symlinked_gitignore(path)
         return None
-    rule_set = RuleSet.from_file(path, base)
-    return rule_set if rule_set else None
+    return UnreadIgnoreFile(path, base)
 
 
 def log_symlinked_gitignore(path: str) -> None:
@@ -546,7 +558,7 @@ def root_stack(
     consulted: list[str] = []
     found = find_repository(root)
     chain = [root]
-    git: list[RuleSet] = []
+    git: list[UnreadIgnoreFile] = []  # read when a rule is first asked (a clean clone: never)
     if found is not None:
         top = found.top
         current = root
@@ -556,16 +568,16 @@ def root_stack(
         chain.reverse()
         top_base = _ancestor_base(root, top)
         if excludes_file:
-            global_rules = _load(excludes_file, top_base, consulted)
+            global_rules = _found(excludes_file, top_base, consulted)
             if global_rules:
                 git.append(global_rules)
-        exclude = _load(os.path.join(found.common_dir, "info", "exclude"), top_base, consulted)
+        exclude = _found(os.path.join(found.common_dir, "info", "exclude"), top_base, consulted)
         if exclude:
             git.append(exclude)
     ollm: list[RuleSet] = []
     for directory in chain:
         base = _ancestor_base(root, directory)
-        git_file = _load(os.path.join(directory, GITIGNORE), base, consulted, in_tree=True)
+        git_file = _found(os.path.join(directory, GITIGNORE), base, consulted, in_tree=True)
         if git_file:
             git.append(git_file)
         ollm_file = _load(os.path.join(directory, OLLMIGNORE), base, consulted)

@@ -412,7 +412,7 @@ class FileDiscoveryService:
             directories_scanned=found.stats["dirs"],
             directories_ignored=found.stats["dirs_ignored"],
             files_ignored=found.stats["files_ignored"],
-            ignore_files=found.stats["ignore_files"] + len(stack.git) + len(stack.ollm),
+            ignore_files=found.stats["ignore_files"] + stack.files_found,
             elapsed_ms=(time.perf_counter() - started) * 1000,
         )
         result = DiscoveryResult(
