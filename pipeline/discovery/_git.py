@@ -184,6 +184,12 @@ class GitRun:
             self._listing = _start(git_command(self._git, "ls-files", "-z", "--cached"), root, env)
 
     @property
+    def running(self) -> bool:
+        """Whether ``git ls-files`` is reading the index (the index could not be read
+        here): the time :meth:`view` waits for it can be spent on something else."""
+        return self._listing is not None
+
+    @property
     def _index(self) -> str:
         assert self.repository is not None
         return os.path.join(self.repository.git_dir, "index")

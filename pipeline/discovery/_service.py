@@ -69,7 +69,6 @@ from ollm_cli.pipeline.discovery._ignore_rules import (
     parse_rule,
     root_stack,
 )
-from ollm_cli.pipeline.discovery._listings import Listings
 from ollm_cli.pipeline.discovery._log import LazyLogger
 from ollm_cli.pipeline.discovery._models import (
     ChangeCallback,
@@ -397,10 +396,14 @@ class FileDiscoveryService:
         with self._lock:
             watcher = None if plan.follow_symlinks else self._watcher_for(plan.root)
             generation = watcher.generation if watcher is not None else 0
-        git_run = GitRun(plan.root)  # git reads the index while the ignore files are read
+        git_run = GitRun(plan.root)
         stack, consulted = root_stack(plan.root, self._builtin, git_run.excludes_file())
-        ahead = Listings(plan.root, stack, plan.max_depth)  # and directories are listed
-        git_view = git_run.view(ahead.step)
+        ahead = None
+        if git_run.running:  # while git reads the index, directories are listed ahead
+            from ollm_cli.pipeline.discovery._listings import Listings
+
+            ahead = Listings(plan.root, stack, plan.max_depth)
+        git_view = git_run.view(None if ahead is None else ahead.step)
         until = Deadline(self._clock, deadline)
         found = walk(plan, stack, git_view, on_batch, cancel, until, ahead)
         if plan.record_stamps:

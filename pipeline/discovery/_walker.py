@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ollm_cli.pipeline.discovery._git import GitView
 from ollm_cli.pipeline.discovery._ignore_rules import (
@@ -31,9 +31,11 @@ from ollm_cli.pipeline.discovery._ignore_rules import (
     UnreadIgnoreFile,
     log_symlinked_gitignore,
 )
-from ollm_cli.pipeline.discovery._listings import Listings
 from ollm_cli.pipeline.discovery._log import LazyLogger
 from ollm_cli.pipeline.discovery._models import DiscoveryNote, EntryKind
+
+if TYPE_CHECKING:
+    from ollm_cli.pipeline.discovery._listings import Listings
 
 logger = LazyLogger(__name__)
 
