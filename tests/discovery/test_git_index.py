@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ollm_cli.pipeline.discovery import DiscoveryOptions, FileDiscoveryService
+from ollm_cli.pipeline.discovery import DiscoveryOptions, FileDiscoveryService, _index
 from ollm_cli.pipeline.discovery._git import GitRun
 from ollm_cli.pipeline.discovery._git_config import read_config_facts
 from ollm_cli.pipeline.discovery._ignore_rules import find_repository
@@ -196,3 +196,22 @@ def test_configuration_files_send_questions_to_git_only_when_they_could_matter(
         (home / "ignore").write_text("*.swp\n")
         build(root, {"a.swp": "", "b.txt": ""})
         assert list(FileDiscoveryService().scan(DiscoveryOptions(root=root)).files) == ["b.txt"]
+
+
+def test_an_extended_entry_in_version_2_is_left_to_git(repo: Path) -> None:
+    data = bytearray((repo / ".git" / "index").read_bytes())
+    assert data[4:8] == struct.pack(">L", 2)
+    data[12 + 60] |= 0x40  # the first entry's flags say "extended", which v2 has not
+    assert index_names(bytes(data)) is None
+
+
+def test_an_index_too_large_to_read_here_is_read_by_git(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_index, "MAX_INDEX_BYTES", 64)
+    with pytest.raises(OSError, match="larger than 64 bytes"):
+        ours(repo)
+    with git_environment(repo.parent):
+        view = GitRun(str(repo)).view()
+    assert view.problem is None
+    assert sorted(view.tracked.files) == sorted(git_cached(repo))
