@@ -349,6 +349,7 @@ def test_a_finished_run_exits_without_finalization_but_flushed(
     tmp_path: Path, env: dict[str, str], code: int
 ) -> None:
     log = tmp_path / "log.txt"
+    env = {k: v for k, v in env.items() if k != "PYTHONUNBUFFERED"}  # stdout kept to the end
     done = run_process(
         [sys.executable, "-c", EXIT_SCRIPT, str(log), str(code)], cwd=tmp_path, env=env
     )
@@ -362,3 +363,33 @@ def test_a_finished_run_exits_without_finalization_but_flushed(
         env=env,
     )
     assert b"taken apart" in again.stderr  # what a plain exit does
+
+
+def test_output_that_cannot_be_flushed_is_left_to_pythons_exit(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    script = (
+        "import sys\n"
+        "from ollm_cli.cli.files_lean import exit_at_once\n"
+        "sys.stdout.write('x' * 10)\n"
+        "sys.stdin.read(1)  # the reader is gone once this returns\n"
+        "exit_at_once(0)\n"
+    )
+    buffered = {k: v for k, v in env.items() if k != "PYTHONUNBUFFERED"}  # kept to the end
+    process = subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=buffered,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdin and process.stdout and process.stderr
+    process.stdout.close()
+    process.stdin.write(b".")
+    process.stdin.close()
+    err = process.stderr.read()
+    process.stderr.close()
+    process.wait(timeout=120)
+    assert process.returncode == 120  # what Python's exit makes of a failed flush
+    assert b"BrokenPipeError" in err
