@@ -174,7 +174,7 @@ class _Walker:
 
     def _directory(self, item: _Pending) -> list[_Pending]:
         """List one directory: its files are added, its subdirectories returned."""
-        directory, rel_dir, _, rules, ancestors, tracked_only, deferred = item
+        directory, rel_dir, _, rules, ancestors, tracked_only, _ = item
         listed = self._list(directory, rel_dir)
         if listed is None:
             return []
@@ -182,9 +182,6 @@ class _Walker:
         if info is not None and self.plan.follow_symlinks:
             ancestors = (*ancestors, (info.st_dev, info.st_ino))
         names = [entry.name for entry in entries]
-        if deferred and ".git" in names:  # a repository of its own, unless ignored
-            item = self._resolved(item)
-            tracked_only = item[5]
         if rel_dir:
             nested = not tracked_only and self.in_repository
             child_rules = self._read_ignore_files(entries, names, rel_dir, rules, nested)
@@ -238,10 +235,11 @@ class _Walker:
         nested: bool,
     ) -> IgnoreStack | None:
         """``rules`` with this directory's ``.gitignore`` and ``.ollmignore`` added, or
-        ``None`` for a nested repository (a ``.git`` here, when ``nested`` may be).
+        ``None`` for a nested repository (a ``.git`` here, when ``nested`` may be,
+        and git tracks no file below: git walks into a directory it tracks files in).
         ``names`` are the entries' names (looked up at C speed: most directories
         have no ignore file)."""
-        if nested and ".git" in names:
+        if nested and ".git" in names and not self.tracked.has_under(rel_dir):
             return None
         git_file: UnreadIgnoreFile | None = None
         ollm_file: RuleSet | None = None

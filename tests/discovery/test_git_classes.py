@@ -312,3 +312,21 @@ def test_a_watcher_reports_a_file_once_git_tracks_it(tmp_path: Path) -> None:
         finally:
             handle.dispose()
             service.dispose()
+
+
+@pytest.mark.parametrize("ignored", [False, True])
+def test_a_repository_inside_a_directory_git_tracks_files_in_is_walked_into(
+    tmp_path: Path, ignored: bool
+) -> None:
+    # git walks into lib/ although it holds a .git, because its index has files in
+    # lib/: so do we (we once listed "lib/" alone, dropping the tracked lib/t.txt)
+    root = tmp_path / "repo"
+    build(root, {"lib/t.txt": "", "lib/u.txt": "", ".gitignore": "lib/\n" if ignored else ""})
+    git_init(root)
+    git(root, "add", "-f", ".gitignore", "lib/t.txt")
+    git_init(root / "lib")
+    with git_environment(tmp_path):
+        expected = git_lists(root)
+        files = scanned(root)
+    assert files == expected
+    assert files == [".gitignore", "lib/t.txt"] + ([] if ignored else ["lib/u.txt"])
