@@ -215,3 +215,23 @@ def test_an_index_too_large_to_read_here_is_read_by_git(
         view = GitRun(str(repo)).view()
     assert view.problem is None
     assert sorted(view.tracked.files) == sorted(git_cached(repo))
+
+
+def test_the_system_file_git_would_read_is_read_too(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git_init(root)
+    repository = find_repository(str(root))
+    assert repository is not None
+    built = tmp_path / "prefix"  # a git built with its own prefix: PREFIX/etc/gitconfig
+    build(built, {"bin/git": "", "etc/gitconfig": "[core]\n\texcludesFile = ~/ignore\n"})
+    with git_environment(tmp_path):
+        assert not read_config_facts(repository, str(built / "bin" / "git")).excludes_set
+        os.environ.pop("GIT_CONFIG_NOSYSTEM")
+        assert read_config_facts(repository, str(built / "bin" / "git")).excludes_set
+        assert not read_config_facts(repository, "/usr/bin/git").excludes_set
+        os.environ["GIT_CONFIG_SYSTEM"] = str(built / "etc" / "gitconfig")
+        assert read_config_facts(repository, None).excludes_set
+    os.mkfifo(root / ".git" / "config.worktree")  # there, but not a file to read here
+    with git_environment(tmp_path):
+        assert read_config_facts(repository, None) == (True, False)
