@@ -45,6 +45,10 @@ def main() -> None:
     """Console entry point of ``ollm``."""
     os.environ.setdefault(PLUGINS_OFF, "__all__")
     code = lean_exit_code(sys.argv)
+    if code is not None and sys.argv[1:2] == ["files"]:
+        from ollm_cli.cli.files_lean import exit_at_once
+
+        exit_at_once(code)
     if code is not None:
         sys.exit(code)
     from ollm_cli.cli.app import main as typer_main

@@ -2,12 +2,17 @@
 
 Discovery needs two answers from git: the paths its index tracks (``git
 ls-files -z --cached``) and the user's excludes file (``git config --path --get
-core.excludesFile``). A repository's own configuration may have been written by
-a tool call (a nested ``sub/.git/config``) or shipped in an extracted tarball,
-and several of its keys name commands git runs on the host, outside the
-sandbox: ``core.fsmonitor`` runs when the index is read, ``core.hooksPath``,
-pagers, editors, askpass and credential helpers, ``diff.external``, ``core.sshCommand``.
-So git runs here:
+core.excludesFile``). Most of the time neither needs git itself: the index is
+read from ``.git/index`` (:mod:`._index`) and no configuration file names the
+excludes file (:mod:`._git_config`), so git's default one applies; either
+module says when it cannot tell, and only then does git run.
+
+A repository's own configuration may have been written by a tool call (a nested
+``sub/.git/config``) or shipped in an extracted tarball, and several of its keys
+name commands git runs on the host, outside the sandbox: ``core.fsmonitor`` runs
+when the index is read, ``core.hooksPath``, pagers, editors, askpass and
+credential helpers, ``diff.external``, ``core.sshCommand``. Reading the files
+ourselves runs nothing; when git must run, it runs here:
 
 - on the repository that :func:`find_repository` found, named with ``GIT_DIR``
   and ``GIT_WORK_TREE``: git's own discovery (a bare repository planted in the
@@ -34,17 +39,21 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+from ollm_cli.pipeline.discovery._git_config import read_config_facts
 from ollm_cli.pipeline.discovery._ignore_rules import (
     Repository,
     TrackedFiles,
     default_excludes_file,
     find_repository,
 )
+from ollm_cli.pipeline.discovery._index import read_index
+
+if TYPE_CHECKING:
+    import subprocess
 
 #: How long the ``git`` commands that read the index and the config may take.
 GIT_TIMEOUT_S = 10.0
@@ -129,14 +138,16 @@ def read_git(root: str) -> GitView:
 
 
 class GitRun:
-    """``git ls-files -z --cached`` and ``git config core.excludesFile`` on the
-    repository enclosing ``root``, started at once and waited for when asked: a
-    scan reads its ignore files while git reads the index.
+    """What git tracks under ``root`` and the excludes file of the repository
+    enclosing it: read here when :mod:`._index` and :mod:`._git_config` can,
+    otherwise ``git ls-files -z --cached`` and ``git config core.excludesFile``,
+    started at once and waited for when asked (a scan reads its ignore files
+    while git reads the index).
 
     ``ls-files`` runs only when the repository has an index (a fresh ``git init``
-    has none); without git installed the index is not read (a note says so) and the
-    excludes file is git's default one. Both runs share one time limit,
-    :data:`GIT_TIMEOUT_S`.
+    has none) that cannot be read here; then, without git installed, the index is
+    not read (a note says so). Without git, the excludes file is git's default
+    one. Both runs share one time limit, :data:`GIT_TIMEOUT_S`.
 
     Example::
 
@@ -151,17 +162,32 @@ class GitRun:
         self._config: subprocess.Popen[bytes] | None = None
         self._listing: subprocess.Popen[bytes] | None = None
         self._excludes: str | None = None
+        self._tracked: TrackedFiles | None = None
         self._problem: str | None = None
         self._view: GitView | None = None
         self._git = shutil.which("git") if self.repository is not None else None
-        if self.repository is None or self._git is None:
+        if self.repository is None:
             return
+        facts = read_config_facts(self.repository, self._git)
         env = git_environment(self.repository)
-        if os.path.exists(self._index):  # the longer run first
+        if self._git is not None and facts.excludes_set:
+            self._config = _start(
+                git_command(self._git, "config", "--path", "--get", "core.excludesFile"), root, env
+            )
+        elif not facts.excludes_set:
+            self._excludes = default_excludes_file()
+        if not os.path.exists(self._index):
+            self._tracked = TrackedFiles()  # a fresh `git init`: nothing tracked yet
+        elif facts.sha1:  # read here while git (if asked) reads its configuration
+            self._tracked = _tracked_from_index(self._index, root, self.repository.top)
+        if self._git is not None and self._tracked is None:
             self._listing = _start(git_command(self._git, "ls-files", "-z", "--cached"), root, env)
-        self._config = _start(
-            git_command(self._git, "config", "--path", "--get", "core.excludesFile"), root, env
-        )
+
+    @property
+    def running(self) -> bool:
+        """Whether ``git ls-files`` is reading the index (the index could not be read
+        here): the time :meth:`view` waits for it can be spent on something else."""
+        return self._listing is not None
 
     @property
     def _index(self) -> str:
@@ -172,7 +198,7 @@ class GitRun:
         """``core.excludesFile``, or git's default one (waits for ``git config``)."""
         config, self._config = self._config, None
         if config is not None:
-            out, _ = self._finish(config)
+            out, _ = self._finish(config, "core.excludesFile")
             configured = os.fsdecode(out.rstrip(b"\n")) if config.returncode == 0 else ""
             self._excludes = configured or default_excludes_file()
         elif self._excludes is None and self.repository is not None:
@@ -190,6 +216,9 @@ class GitRun:
             return self._view
         excludes = self.excludes_file()
         consulted = (self._index, os.path.join(repository.common_dir, "config"))
+        if self._tracked is not None:
+            self._view = GitView(repository, self._tracked, excludes, consulted, self._problem)
+            return self._view
         if self._git is None:
             missing = "git is not installed: files git tracks but ignores are not listed"
             self._view = GitView(repository, TrackedFiles(), excludes, consulted, missing)
@@ -198,7 +227,7 @@ class GitRun:
         listing, self._listing = self._listing, None
         if listing is not None:
             early = self._read_while(listing, while_waiting) if while_waiting is not None else b""
-            out, err = self._finish(listing)
+            out, err = self._finish(listing, "the index")
             out = early + out
             if listing.returncode == 0:
                 # One decoding of the whole listing (a NUL is never inside a UTF-8
@@ -240,18 +269,26 @@ class GitRun:
             os.set_blocking(descriptor, True)
         return b"".join(chunks)
 
-    def _finish(self, process: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
-        """Its output and errors, or nothing (and the problem noted) past the time limit."""
+    def _finish(self, process: subprocess.Popen[bytes], what: str) -> tuple[bytes, bytes]:
+        """Its output and errors, or nothing (and the problem noted: ``what`` was not
+        read) past the time limit."""
+        import subprocess
+
         try:
             return process.communicate(timeout=max(0.0, self._deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             process.kill()
             process.communicate()
-            self._problem = f"git did not answer within {GIT_TIMEOUT_S:g} s: the index was not read"
+            late = f"git did not answer within {GIT_TIMEOUT_S:g} s: {what} was not read"
+            self._problem = late if self._problem is None else f"{self._problem}; {what} neither"
             return b"", b""
 
 
 def _start(command: list[str], root: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    # Imported here: most scans read the index and the configuration themselves,
+    # and the module costs a few milliseconds of a short `ollm files`.
+    import subprocess
+
     return subprocess.Popen(
         command,
         cwd=root,
@@ -260,3 +297,14 @@ def _start(command: list[str], root: str, env: dict[str, str]) -> subprocess.Pop
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
+
+
+def _tracked_from_index(index: str, root: str, top: str) -> TrackedFiles | None:
+    """What git tracks under ``root``, read from ``index`` here (:mod:`._index`), or
+    ``None`` when git must read it."""
+    under = os.path.relpath(root, top).replace(os.sep, "/")
+    try:
+        names = read_index(index, "" if under == "." else under)
+    except OSError:
+        return None  # git says why it cannot read it
+    return None if names is None else TrackedFiles(names)

@@ -67,7 +67,7 @@ _BOM = "\ufeff"
 MAX_IGNORE_FILE_BYTES = 100 * 1024 * 1024
 
 
-def _read_regular(path: str, limit: int) -> bytes:
+def read_regular(path: str, limit: int) -> bytes:
     """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes;
     ``OSError`` otherwise (the open never blocks on a FIFO)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
@@ -221,7 +221,7 @@ class RuleSet:
         (opened without blocking), a device or an endless file is skipped, so a
         planted ``.gitignore`` cannot hold a scan."""
         try:
-            data = _read_regular(path, MAX_IGNORE_FILE_BYTES)
+            data = read_regular(path, MAX_IGNORE_FILE_BYTES)
         except OSError as error:
             logger.warning(
                 "ignore file %s could not be read (%s); its rules are skipped",
@@ -328,6 +328,34 @@ class DirectoryRules:
         return in_force
 
 
+class UnreadIgnoreFile:
+    """A ``.gitignore`` the walk found, read and compiled when a rule in force below
+    it is first asked (:attr:`IgnoreStack.git`): a walk that lists only files git
+    tracks asks none, and reading every ignore file of a large clone is a good part
+    of its scan.
+
+    Example::
+
+        unread = UnreadIgnoreFile("/src/app/lib/.gitignore", "lib")
+        stack.child(unread, None).git   # reads it now: (..., RuleSet(base='lib', ...))
+    """
+
+    __slots__ = ("_read", "_rules", "base", "path")
+
+    def __init__(self, path: str, base: str) -> None:
+        self.path = path
+        self.base = base
+        self._read = False
+        self._rules: RuleSet | None = None
+
+    def rules(self) -> RuleSet | None:
+        """Its rules (``None`` when it cannot be read, logged), read once."""
+        if not self._read:
+            self._rules = RuleSet.from_file(self.path, self.base)
+            self._read = True
+        return self._rules
+
+
 class IgnoreStack:
     """The ignore files in force in one directory, in git's precedence order.
 
@@ -339,12 +367,27 @@ class IgnoreStack:
     """
 
     def __init__(
-        self, builtin: RuleSet, git: tuple[RuleSet, ...] = (), ollm: tuple[RuleSet, ...] = ()
+        self,
+        builtin: RuleSet,
+        git: tuple[RuleSet | UnreadIgnoreFile, ...] = (),
+        ollm: tuple[RuleSet, ...] = (),
     ) -> None:
         self.builtin = builtin
-        self.git = git
+        self._git = git
         self.ollm = ollm
         self._in_force: dict[bool, _InForce] = {}
+
+    @property
+    def files_found(self) -> int:
+        """How many ignore files are in force here, read or not."""
+        return len(self._git) + len(self.ollm)
+
+    @cached_property
+    def git(self) -> tuple[RuleSet, ...]:
+        """The git ignore files with rules, lowest precedence first (the ones the walk
+        found but did not read are read now)."""
+        loaded = (item if isinstance(item, RuleSet) else item.rules() for item in self._git)
+        return tuple(rule_set for rule_set in loaded if rule_set)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, IgnoreStack):
@@ -354,13 +397,15 @@ class IgnoreStack:
     def __hash__(self) -> int:
         return hash((self.builtin, self.git, self.ollm))
 
-    def child(self, git_file: RuleSet | None, ollm_file: RuleSet | None) -> IgnoreStack:
+    def child(
+        self, git_file: RuleSet | UnreadIgnoreFile | None, ollm_file: RuleSet | None
+    ) -> IgnoreStack:
         """The stack of a subdirectory that holds ``git_file`` / ``ollm_file`` (or not)."""
         if not git_file and not ollm_file:
             return self
         return IgnoreStack(
             self.builtin,
-            self.git + ((git_file,) if git_file else ()),
+            self._git + ((git_file,) if git_file else ()),
             self.ollm + ((ollm_file,) if ollm_file else ()),
         )
 
@@ -477,14 +522,21 @@ def _read_pointer(path: str, prefix: str, relative_to: str) -> str | None:
 
 
 def _load(path: str, base: str, consulted: list[str], *, in_tree: bool = False) -> RuleSet | None:
+    found = _found(path, base, consulted, in_tree=in_tree)
+    return None if found is None else found.rules() or None
+
+
+def _found(
+    path: str, base: str, consulted: list[str], *, in_tree: bool = False
+) -> UnreadIgnoreFile | None:
+    """The ignore file at ``path``, to be read when a rule is asked, if there is one."""
     consulted.append(path)
     if not os.path.isfile(path):
         return None
     if in_tree and os.path.basename(path) == GITIGNORE and os.path.islink(path):
         log_symlinked_gitignore(path)
         return None
-    rule_set = RuleSet.from_file(path, base)
-    return rule_set if rule_set else None
+    return UnreadIgnoreFile(path, base)
 
 
 def log_symlinked_gitignore(path: str) -> None:
@@ -506,7 +558,7 @@ def root_stack(
     consulted: list[str] = []
     found = find_repository(root)
     chain = [root]
-    git: list[RuleSet] = []
+    git: list[UnreadIgnoreFile] = []  # read when a rule is first asked (a clean clone: never)
     if found is not None:
         top = found.top
         current = root
@@ -516,16 +568,16 @@ def root_stack(
         chain.reverse()
         top_base = _ancestor_base(root, top)
         if excludes_file:
-            global_rules = _load(excludes_file, top_base, consulted)
+            global_rules = _found(excludes_file, top_base, consulted)
             if global_rules:
                 git.append(global_rules)
-        exclude = _load(os.path.join(found.common_dir, "info", "exclude"), top_base, consulted)
+        exclude = _found(os.path.join(found.common_dir, "info", "exclude"), top_base, consulted)
         if exclude:
             git.append(exclude)
     ollm: list[RuleSet] = []
     for directory in chain:
         base = _ancestor_base(root, directory)
-        git_file = _load(os.path.join(directory, GITIGNORE), base, consulted, in_tree=True)
+        git_file = _found(os.path.join(directory, GITIGNORE), base, consulted, in_tree=True)
         if git_file:
             git.append(git_file)
         ollm_file = _load(os.path.join(directory, OLLMIGNORE), base, consulted)
@@ -545,7 +597,8 @@ class TrackedFiles:
     """
 
     def __init__(self, paths: Iterable[str] = ()) -> None:
-        self.files = frozenset(paths)
+        self._paths = paths if isinstance(paths, list) else list(paths)
+        self.files = frozenset(self._paths)
 
     def __contains__(self, path: object) -> bool:
         return path in self.files
@@ -555,7 +608,9 @@ class TrackedFiles:
 
     @cached_property
     def _sorted(self) -> list[str]:
-        return sorted(self.files)
+        # Sorted from the paths as given: git's index is in order already, which
+        # sorting notices in one pass (a set's order would cost a full sort).
+        return sorted(self._paths)
 
     def has_under(self, directory: str) -> bool:
         """Whether git tracks a file inside ``directory`` (relative to the root)."""

@@ -10,10 +10,11 @@ Inside a git work tree the listing equals ``git ls-files --cached --others
 --exclude-standard``, less the built-in ignores of untracked content:
 
 - files git tracks are always listed, whatever the ignore rules say (only a
-  ``.ollmignore`` rule hides them): the index is read with ``git ls-files -z
-  --cached`` when it exists (run so that nothing the repository's own config
-  names can run: :mod:`ollm_cli.pipeline.discovery._git`), and an ignored
-  directory holding tracked files is entered for those files only;
+  ``.ollmignore`` rule hides them): the index is read from ``.git/index`` when it
+  exists, or by ``git ls-files -z --cached`` when only git can read it (run so
+  that nothing the repository's own config names can run:
+  :mod:`ollm_cli.pipeline.discovery._git`), and an ignored directory holding
+  tracked files is entered for those files only;
 - a nested repository (a directory with its own ``.git``) is one entry,
   ``name/``, and is not walked into; a submodule is one entry, ``name``;
 - only regular files and symbolic links are listed (no FIFOs, sockets, devices);
@@ -68,7 +69,6 @@ from ollm_cli.pipeline.discovery._ignore_rules import (
     parse_rule,
     root_stack,
 )
-from ollm_cli.pipeline.discovery._listings import Listings
 from ollm_cli.pipeline.discovery._log import LazyLogger
 from ollm_cli.pipeline.discovery._models import (
     ChangeCallback,
@@ -396,10 +396,14 @@ class FileDiscoveryService:
         with self._lock:
             watcher = None if plan.follow_symlinks else self._watcher_for(plan.root)
             generation = watcher.generation if watcher is not None else 0
-        git_run = GitRun(plan.root)  # git reads the index while the ignore files are read
+        git_run = GitRun(plan.root)
         stack, consulted = root_stack(plan.root, self._builtin, git_run.excludes_file())
-        ahead = Listings(plan.root, stack, plan.max_depth)  # and directories are listed
-        git_view = git_run.view(ahead.step)
+        ahead = None
+        if git_run.running:  # while git reads the index, directories are listed ahead
+            from ollm_cli.pipeline.discovery._listings import Listings
+
+            ahead = Listings(plan.root, stack, plan.max_depth)
+        git_view = git_run.view(None if ahead is None else ahead.step)
         until = Deadline(self._clock, deadline)
         found = walk(plan, stack, git_view, on_batch, cancel, until, ahead)
         if plan.record_stamps:
@@ -411,7 +415,7 @@ class FileDiscoveryService:
             directories_scanned=found.stats["dirs"],
             directories_ignored=found.stats["dirs_ignored"],
             files_ignored=found.stats["files_ignored"],
-            ignore_files=found.stats["ignore_files"] + len(stack.git) + len(stack.ollm),
+            ignore_files=found.stats["ignore_files"] + stack.files_found,
             elapsed_ms=(time.perf_counter() - started) * 1000,
         )
         result = DiscoveryResult(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ollm_cli.pipeline.discovery._git import GitView
 from ollm_cli.pipeline.discovery._ignore_rules import (
@@ -28,11 +28,14 @@ from ollm_cli.pipeline.discovery._ignore_rules import (
     OLLMIGNORE,
     IgnoreStack,
     RuleSet,
+    UnreadIgnoreFile,
     log_symlinked_gitignore,
 )
-from ollm_cli.pipeline.discovery._listings import Listings
 from ollm_cli.pipeline.discovery._log import LazyLogger
 from ollm_cli.pipeline.discovery._models import DiscoveryNote, EntryKind
+
+if TYPE_CHECKING:
+    from ollm_cli.pipeline.discovery._listings import Listings
 
 logger = LazyLogger(__name__)
 
@@ -101,8 +104,9 @@ def mtime_ns(path: str) -> int:
         return MISSING
 
 
-# (absolute dir, relative dir, depth, rules, ancestors' (dev, inode), tracked files only)
-_Pending = tuple[str, str, int, IgnoreStack, tuple[tuple[int, int], ...], bool]
+# (absolute dir, relative dir, depth, the parent's rules, ancestors' (dev, inode),
+#  tracked files only, deferred: see _Walker._entries)
+_Pending = tuple[str, str, int, IgnoreStack, tuple[tuple[int, int], ...], bool, bool]
 _Batch = list[tuple[str, EntryKind]]
 _NOTHING: frozenset[str] = frozenset()
 
@@ -154,7 +158,7 @@ class _Walker:
 
     def run(self, root_rules: IgnoreStack) -> Walk:
         found = self.found
-        pending: list[_Pending] = [(self.plan.root, "", 0, root_rules, (), False)]
+        pending: list[_Pending] = [(self.plan.root, "", 0, root_rules, (), False, False)]
         try:
             while pending:
                 if self.cancel is not None and self.cancel.is_set():
@@ -170,7 +174,7 @@ class _Walker:
 
     def _directory(self, item: _Pending) -> list[_Pending]:
         """List one directory: its files are added, its subdirectories returned."""
-        directory, rel_dir, _, rules, ancestors, tracked_only = item
+        directory, rel_dir, _, rules, ancestors, tracked_only, _ = item
         listed = self._list(directory, rel_dir)
         if listed is None:
             return []
@@ -231,12 +235,14 @@ class _Walker:
         nested: bool,
     ) -> IgnoreStack | None:
         """``rules`` with this directory's ``.gitignore`` and ``.ollmignore`` added, or
-        ``None`` for a nested repository (a ``.git`` here, when ``nested`` may be).
+        ``None`` for a nested repository (a ``.git`` here, when ``nested`` may be,
+        and git tracks no file below: git walks into a directory it tracks files in).
         ``names`` are the entries' names (looked up at C speed: most directories
         have no ignore file)."""
-        if nested and ".git" in names:
+        if nested and ".git" in names and not self.tracked.has_under(rel_dir):
             return None
-        loaded: dict[str, RuleSet] = {}
+        git_file: UnreadIgnoreFile | None = None
+        ollm_file: RuleSet | None = None
         for name in (GITIGNORE, OLLMIGNORE):
             if name not in names:
                 continue
@@ -247,11 +253,12 @@ class _Walker:
             if name == GITIGNORE and entry.is_symlink():
                 log_symlinked_gitignore(path)
                 continue
-            rule_set = RuleSet.from_file(path, rel_dir)
-            if rule_set:
-                self.found.stats["ignore_files"] += 1
-                loaded[name] = rule_set
-        return rules.child(loaded.get(GITIGNORE), loaded.get(OLLMIGNORE))
+            self.found.stats["ignore_files"] += 1
+            if name == GITIGNORE:  # read when a rule is asked (the .ollmignore decides at_once)
+                git_file = UnreadIgnoreFile(path, rel_dir)
+            else:
+                ollm_file = RuleSet.from_file(path, rel_dir) or None
+        return rules.child(git_file, ollm_file)
 
     def _entries(
         self,
@@ -262,8 +269,15 @@ class _Walker:
         ancestors: tuple[tuple[int, int], ...],
         batch: _Batch,
     ) -> list[_Pending]:
-        """Decide about each entry of one directory (the hot loop: kept inline)."""
-        rel_dir, depth, tracked_only = item[1], item[2], item[5]
+        """Decide about each entry of one directory (the hot loop: kept inline).
+
+        A directory git tracks files under is entered whatever git's rules say of
+        it: they only decide whether it is entered for its tracked files alone. So,
+        when nothing but git's rules could leave an entry out, such a directory is
+        pushed *deferred*: its own verdict is asked (and the ignore files above it
+        compiled) only when one of its entries is not a file git tracks. In a clean
+        clone that is never."""
+        rel_dir, depth, tracked_only, deferred = item[1], item[2], item[5], item[6]
         plan, found, tracked, files = self.plan, self.found, self.tracked, self.found.files
         max_files, on_batch = plan.max_files, self.on_batch
         include, exclude, follow = plan.include, plan.exclude, plan.follow_symlinks
@@ -296,7 +310,40 @@ class _Walker:
                     special = not is_dir and not is_link
             except OSError:  # pragma: no cover - is_dir() swallows all but rare errors
                 is_dir = is_link = special = False
-            verdict = verdict_here(name, is_dir)
+            if (
+                at_once
+                and is_dir
+                and not is_link
+                and relative not in tracked.files
+                and tracked.has_under(relative)
+            ):
+                # Entered whatever git's rules say: only how is left to decide.
+                if not enter:
+                    found.depth_cut += 1
+                else:
+                    subdirs.append(
+                        (
+                            entry.path,
+                            relative,
+                            depth + 1,
+                            rules,
+                            ancestors,
+                            tracked_only,
+                            not tracked_only,  # below an ignored one: nothing to decide
+                        )
+                    )
+                continue
+            # What git tracks stays whatever git's rules say, and below an ignored
+            # directory nothing else does: without .ollmignore rules or --exclude,
+            # there is nothing to ask of either.
+            known = at_once and relative in tracked.files
+            if deferred and not known:  # the first entry that needs this directory's mode
+                deferred = False
+                if self._resolved(item)[5]:
+                    tracked_only = True
+                    subdirs = [(*sub[:5], True, False) for sub in subdirs]
+            known = known or (at_once and tracked_only)
+            verdict = KEPT if known else verdict_here(name, is_dir)
             if (
                 verdict != IGNORED_BY_OLLM  # --exclude drops what git tracks too
                 and exclude is not None
@@ -315,7 +362,7 @@ class _Walker:
                     found.depth_cut += 1
                 elif not is_link or self._leads_on(entry.path, relative, ancestors):
                     subdirs.append(
-                        (entry.path, relative, depth + 1, rules, ancestors, only_tracked)
+                        (entry.path, relative, depth + 1, rules, ancestors, only_tracked, False)
                     )
                 continue
             if special:  # a FIFO, socket or device: not a file (git skips them too)
@@ -329,6 +376,14 @@ class _Walker:
             else:  # a plain file, the common case: no call
                 files.append(relative)
         return subdirs
+
+    @staticmethod
+    def _resolved(item: _Pending) -> _Pending:
+        """A deferred directory with its own verdict asked (of its parent's rules):
+        tracked files only when git's rules ignore it."""
+        rel_parent, _, name = item[1].rpartition("/")
+        ignored = item[3].for_directory(rel_parent).verdict(name, True) != KEPT
+        return (*item[:5], ignored or item[5], False)
 
     def _tracked_stays(self, relative: str, is_dir: bool, verdict: int) -> bool:
         """Whether an ignored entry stays because git tracks it (or files below it)."""

@@ -324,3 +324,72 @@ def test_a_lean_run_leaves_its_objects_to_the_exit(
         gc.unfreeze()
     assert orjson.loads(capsysbinary.readouterr().out)["files"] == ["app.py"]
     assert _log._configure == []
+
+
+EXIT_SCRIPT = """
+import atexit, logging, sys
+from ollm_cli.cli.files_lean import exit_at_once
+
+class Finalized:
+    def __del__(self):
+        sys.stderr.write("taken apart\\n")
+
+kept = Finalized()
+atexit.register(lambda: sys.stderr.write("exit function ran\\n"))
+handler = logging.FileHandler(sys.argv[1], delay=True)
+logging.getLogger("t").addHandler(handler)
+logging.getLogger("t").warning("a record")
+sys.stdout.write("no newline, still buffered")
+exit_at_once(int(sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_a_finished_run_exits_without_finalization_but_flushed(
+    tmp_path: Path, env: dict[str, str], code: int
+) -> None:
+    log = tmp_path / "log.txt"
+    env = {k: v for k, v in env.items() if k != "PYTHONUNBUFFERED"}  # stdout kept to the end
+    done = run_process(
+        [sys.executable, "-c", EXIT_SCRIPT, str(log), str(code)], cwd=tmp_path, env=env
+    )
+    assert done.returncode == code
+    assert done.stdout == b"no newline, still buffered"
+    assert done.stderr == b"exit function ran\n"  # and no object taken apart
+    assert log.read_text() == "a record\n"  # logging's exit function flushed it
+    again = run_process(
+        [sys.executable, "-c", EXIT_SCRIPT.replace("exit_at_once(", "sys.exit("), str(log), "0"],
+        cwd=tmp_path,
+        env=env,
+    )
+    assert b"taken apart" in again.stderr  # what a plain exit does
+
+
+def test_output_that_cannot_be_flushed_is_left_to_pythons_exit(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    script = (
+        "import sys\n"
+        "from ollm_cli.cli.files_lean import exit_at_once\n"
+        "sys.stdout.write('x' * 10)\n"
+        "sys.stdin.read(1)  # the reader is gone once this returns\n"
+        "exit_at_once(0)\n"
+    )
+    buffered = {k: v for k, v in env.items() if k != "PYTHONUNBUFFERED"}  # kept to the end
+    process = subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=buffered,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdin and process.stdout and process.stderr
+    process.stdout.close()
+    process.stdin.write(b".")
+    process.stdin.close()
+    err = process.stderr.read()
+    process.stderr.close()
+    process.wait(timeout=120)
+    assert process.returncode == 120  # what Python's exit makes of a failed flush
+    assert b"BrokenPipeError" in err

@@ -53,6 +53,32 @@ def test_tracked_files_in_an_ignored_directory_come_alone(tmp_path: Path) -> Non
     assert "src/other.generated.js" not in files
 
 
+def test_a_tracked_directory_learns_it_is_ignored_from_its_first_untracked_entry(
+    tmp_path: Path,
+) -> None:
+    # gen/ is entered without asking git's rules (git tracks files in it); its tracked
+    # subdirectories met before its first untracked entry are queued before gen/
+    # knows it is ignored: they too must end in tracked-only mode
+    root = tmp_path / "repo"
+    names = {f"gen/d{i}/t.txt": "" for i in range(20)}
+    names |= {f"gen/d{i}/u.txt": "" for i in range(20)}
+    names |= {"gen/u.txt": "", "gen/d0/deep/t.txt": "", "gen/d0/deep/u.txt": ""}
+    names |= {"src/a/t.txt": "", "src/a/u.txt": "", ".gitignore": "gen/\n"}
+    build(root, names)
+    order = [entry.name for entry in os.scandir(root / "gen")]
+    assert order.index("u.txt") > 0  # a directory comes first (20 in 21 orders do)
+    git_init(root)
+    git(root, "add", ".gitignore", "src")
+    git(root, "add", "-f", "gen/d0/deep/t.txt", *(f"gen/d{i}/t.txt" for i in range(20)))
+    git(root, "rm", "-q", "--cached", "src/a/u.txt")
+    with git_environment(tmp_path):
+        expected = git_lists(root)
+        files = scanned(root)
+    assert files == expected
+    assert "gen/d0/deep/t.txt" in files and "src/a/u.txt" in files
+    assert not [name for name in files if name.startswith("gen/") and "u.txt" in name]
+
+
 def test_builtin_ignores_drop_only_untracked_content(tmp_path: Path) -> None:
     probe = PROBES[1]
     root = prepare(probe, tmp_path)
@@ -160,14 +186,27 @@ def test_the_cache_notices_a_change_of_the_index(tmp_path: Path) -> None:
     assert "src/other.generated.js" in again.files
 
 
-def test_without_git_installed_the_scan_alone_runs_and_says_so(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_without_git_installed_the_index_is_still_read(tmp_path: Path) -> None:
     root = prepare(PROBES[0], tmp_path)
     empty = tmp_path / "no-git-bin"
     empty.mkdir()
-    monkeypatch.setenv("PATH", str(empty))
-    result = FileDiscoveryService().scan(DiscoveryOptions(root=root))
+    with git_environment(tmp_path):  # restores the whole environment, PATH included
+        expected = git_lists(root)
+        os.environ["PATH"] = str(empty)
+        result = FileDiscoveryService().scan(DiscoveryOptions(root=root))
+    assert "Cargo.lock" in result.files  # tracked, ignored: known from .git/index alone
+    assert list(result.files) == expected
+    assert result.notes == ()
+
+
+def test_without_git_installed_an_index_only_git_reads_is_a_note(tmp_path: Path) -> None:
+    root = prepare(PROBES[0], tmp_path)
+    git(root, "update-index", "--split-index")  # entries in a shared index file
+    empty = tmp_path / "no-git-bin"
+    empty.mkdir()
+    with git_environment(tmp_path):
+        os.environ["PATH"] = str(empty)
+        result = FileDiscoveryService().scan(DiscoveryOptions(root=root))
     assert "Cargo.lock" not in result.files and "Cargo.toml" in result.files
     assert [note.kind for note in result.notes] == ["git_unavailable"]
 
@@ -273,3 +312,21 @@ def test_a_watcher_reports_a_file_once_git_tracks_it(tmp_path: Path) -> None:
         finally:
             handle.dispose()
             service.dispose()
+
+
+@pytest.mark.parametrize("ignored", [False, True])
+def test_a_repository_inside_a_directory_git_tracks_files_in_is_walked_into(
+    tmp_path: Path, ignored: bool
+) -> None:
+    # git walks into lib/ although it holds a .git, because its index has files in
+    # lib/: so do we (we once listed "lib/" alone, dropping the tracked lib/t.txt)
+    root = tmp_path / "repo"
+    build(root, {"lib/t.txt": "", "lib/u.txt": "", ".gitignore": "lib/\n" if ignored else ""})
+    git_init(root)
+    git(root, "add", "-f", ".gitignore", "lib/t.txt")
+    git_init(root / "lib")
+    with git_environment(tmp_path):
+        expected = git_lists(root)
+        files = scanned(root)
+    assert files == expected
+    assert files == [".gitignore", "lib/t.txt"] + ([] if ignored else ["lib/u.txt"])

@@ -68,10 +68,14 @@ def plant(repo: Path, marker: Path) -> None:
         git(repo, "config", key, value)
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Iterator[Path]:
+@pytest.fixture(params=["git reads", "read here"])
+def workspace(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
     """A workspace repository with a repository nested three levels down whose config
-    was planted after its index was written (so building it ran nothing)."""
+    was planted after its index was written (so building it ran nothing).
+
+    Twice: once with a split index and ``core.excludesFile`` set in the nested
+    repository, so that git itself must read both there (``git ls-files``, ``git
+    config``), and once without, so that the scan reads them from the files."""
     root = tmp_path / "workspace"
     build(root, {"README.md": "top\n", "a/b/sub/lib.py": "needle = 1\n", "a/b/sub/.gitignore": ""})
     git_init(root)
@@ -79,6 +83,9 @@ def workspace(tmp_path: Path) -> Iterator[Path]:
     nested = root / "a" / "b" / "sub"
     git_init(nested)
     git(nested, "add", "lib.py")
+    if request.param == "git reads":
+        git(nested, "update-index", "--split-index")
+        git(nested, "config", "core.excludesFile", str(tmp_path / "no-such-ignore"))
     plant(nested, tmp_path / "MARKER")
     with outside_git_config(tmp_path):
         yield root
@@ -186,6 +193,7 @@ def test_the_excludes_file_of_the_user_still_counts(workspace: Path) -> None:
 
 
 def test_without_git_the_scan_says_so(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    git(workspace, "update-index", "--split-index")  # an index only git reads
     monkeypatch.setenv("PATH", str(workspace.parent / "no-bin"))
     view = read_git(str(workspace))
     assert view.problem is not None and view.problem.startswith("git is not installed")
@@ -210,5 +218,12 @@ def test_a_config_that_never_ends_is_cut_by_the_git_time_limit(
     git(nested, "config", "include.path", str(fifo))
     monkeypatch.setattr(_git, "GIT_TIMEOUT_S", 0.5)
     view = read_git(str(nested))
-    assert view.problem == "git did not answer within 0.5 s: the index was not read"
+    late = "git did not answer within 0.5 s: core.excludesFile was not read"
+    if any((nested / ".git").glob("sharedindex.*")):
+        # a split index: git had to read it too, and blocked on the same configuration
+        assert view.problem == f"{late}; the index neither"
+        assert not view.tracked
+    else:  # the index was read here, the include never followed
+        assert view.problem == late
+        assert "lib.py" in view.tracked
     assert not marker(workspace).exists()

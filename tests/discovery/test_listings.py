@@ -14,7 +14,7 @@ from ollm_cli.pipeline.discovery._ignore_rules import builtin_rules, root_stack
 from ollm_cli.pipeline.discovery._listings import Listings
 from ollm_cli.pipeline.discovery._walker import Deadline, walk
 from tests.discovery.git_classes import commit, git_environment
-from tests.discovery.trees import build, git_init, git_listing
+from tests.discovery.trees import build, git, git_init, git_listing
 
 
 def test_listings_go_breadth_first_and_skip_what_is_surely_ignored(tmp_path: Path) -> None:
@@ -67,6 +67,7 @@ def test_git_output_past_a_pipe_is_drained_while_listing(tmp_path: Path) -> None
     names = {f"dir{i % 7}/{'n' * 60}{i:05}.txt": "" for i in range(1500)}  # ~100 KiB listed
     build(root, names)
     commit(root, ".")
+    git(root, "update-index", "--split-index")  # an index git must read: ls-files runs
     calls = []
 
     def busy() -> bool:
