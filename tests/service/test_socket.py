@@ -78,9 +78,10 @@ from ollm_cli.pipeline.service._protocol import (
     encode,
     encode_request,
 )
-from ollm_cli.pipeline.service._socket import ServiceServer, bind_socket, peer
+from ollm_cli.pipeline.service._socket import ServiceServer, bind_socket
 from ollm_cli.pipeline.service._state import ServicePaths, ServiceState, code_version
 from ollm_cli.pipeline.service._status import ask_status
+from ollm_cli.pipeline.service._wire import peer
 from ollm_cli.pipeline.service.hosting._host import PipelineHost
 from tests.fake_ollama import FakeModel, FakeOllama, Reply
 from tests.service.conftest import wait_for
