@@ -48,8 +48,10 @@ class SafeConsole(Console):
         )
 
 
-console: Console = SafeConsole(highlight=False)
-err_console: Console = SafeConsole(stderr=True, highlight=False)
+# emoji off: a ":smile:" in a notice, a title or a path is shown as it is written (and
+# rich's table of emoji codes is not imported by the first line a command prints)
+console: Console = SafeConsole(highlight=False, emoji=False)
+err_console: Console = SafeConsole(stderr=True, highlight=False, emoji=False)
 
 
 def write_stdout(text: str) -> None:

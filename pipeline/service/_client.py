@@ -15,6 +15,11 @@ Ray.
 If the service dies under a call, the call raises
 :class:`~ollm_cli.pipeline.errors.ServiceLostError` (exit code 8).
 
+The messages of a conversation's life (:mod:`~ollm_cli.pipeline.service._messages`)
+are imported with this module; those of the chat's commands
+(:mod:`~ollm_cli.pipeline.service._protocol`) when the first is sent: a warm
+``ollm run -p`` builds no model it does not use.
+
 Example::
 
     connection = ServiceConnection(settings, Path.cwd())
@@ -35,54 +40,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.compression import CompressionResult, SnapshotInfo
-from ollm_cli.pipeline.context import ContextEntry, ContextSource
 from ollm_cli.pipeline.coordinator._turn_result import AskCallback, TurnResult
 from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.events import EventBus
-from ollm_cli.pipeline.records import (
-    CloseReport,
-    SearchHit,
-    Session,
-    SessionSummary,
-    StoreHealth,
-)
+from ollm_cli.pipeline.records import CloseReport
 from ollm_cli.pipeline.service._connection import ServiceConnection
-from ollm_cli.pipeline.service._protocol import (
-    AddContext,
+from ollm_cli.pipeline.service._messages import (
+    ENDING,
     AnswerApproval,
     ApprovalAsked,
     CancelTurn,
-    Compressed,
-    CompressNow,
-    ContextEntries,
     EndSession,
     Failed,
-    GetSession,
-    GetStoreHealth,
-    Health,
-    ListContext,
-    ListModels,
-    Models,
     Notices,
     OpenSession,
-    Pending,
-    PendingEvents,
-    RecentSessions,
-    RemoveContext,
-    Removed,
-    Reply,
     RunTurn,
-    SearchHits,
-    SearchSessions,
     SessionOpened,
-    SessionRecord,
-    SessionRequest,
-    Sessions,
-    SetTitle,
-    SnapshotNow,
-    SnapshotSaved,
-    SwitchModel,
     TakeNotices,
     TurnCancelled,
     TurnEnded,
@@ -92,7 +65,11 @@ from ollm_cli.pipeline.service._protocol import (
 from ollm_cli.pipeline.tools import ToolGrant
 
 if TYPE_CHECKING:
+    from ollm_cli.pipeline.compression import CompressionResult, SnapshotInfo
+    from ollm_cli.pipeline.context import ContextEntry, ContextSource
     from ollm_cli.pipeline.contract import ConversationContract, Lifecycle
+    from ollm_cli.pipeline.records import SearchHit, Session, SessionSummary, StoreHealth
+    from ollm_cli.pipeline.service._protocol import Reply, SessionRequest
 
 ReplyT = TypeVar("ReplyT")
 
@@ -112,6 +89,8 @@ class RemoteContext:
         self._client = client
 
     async def entries(self, session_id: str) -> list[ContextEntry]:
+        from ollm_cli.pipeline.service._protocol import ContextEntries, ListContext
+
         reply = await self._client.ask(ListContext(session_id=session_id), ContextEntries)
         return reply.entries
 
@@ -125,6 +104,8 @@ class RemoteContext:
         source: ContextSource = "user",
         ttl: float | None = None,
     ) -> None:
+        from ollm_cli.pipeline.service._protocol import AddContext
+
         await self._client.connection.request(
             AddContext(
                 session_id=session_id,
@@ -137,6 +118,8 @@ class RemoteContext:
         )
 
     async def remove(self, session_id: str, key: str) -> bool:
+        from ollm_cli.pipeline.service._protocol import RemoveContext, Removed
+
         reply = await self._client.ask(RemoveContext(session_id=session_id, key=key), Removed)
         return reply.removed
 
@@ -210,7 +193,7 @@ class RemoteCoordinator:
         kinds = sorted(wanted) if wanted is not None else None
         try:
             async for item in self.connection.stream(
-                RunTurn(session_id=session_id, text=text, kinds=kinds)
+                RunTurn(session_id=session_id, text=text, kinds=kinds), ENDING
             ):
                 if isinstance(item, TurnEvent):
                     self.events.publish(item.event)
@@ -237,6 +220,8 @@ class RemoteCoordinator:
 
     async def _publish_pending(self, session_id: str) -> None:
         """Show what the conversation did since its last turn (a compression)."""
+        from ollm_cli.pipeline.service._protocol import Pending, PendingEvents
+
         pending = await self.ask(PendingEvents(session_id=session_id), Pending)
         for event in pending.events:
             self.events.publish(event)
@@ -246,35 +231,51 @@ class RemoteCoordinator:
     async def recent_sessions(
         self, limit: int, *, this_folder: bool = False, with_messages: bool = False
     ) -> list[SessionSummary]:
+        from ollm_cli.pipeline.service._protocol import RecentSessions, Sessions
+
         request = RecentSessions(limit=limit, this_folder=this_folder, with_messages=with_messages)
         return (await self.ask(request, Sessions)).sessions
 
     async def search_sessions(self, query: str, limit: int) -> list[SearchHit]:
+        from ollm_cli.pipeline.service._protocol import SearchHits, SearchSessions
+
         return (await self.ask(SearchSessions(query=query, limit=limit), SearchHits)).hits
 
     async def switch_model(self, session_id: str, model: str) -> None:
+        from ollm_cli.pipeline.service._protocol import SwitchModel
+
         await self.connection.request(SwitchModel(session_id=session_id, model=model))
         conversation = self.conversations.get(session_id)
         if conversation is not None:
             conversation.model = model
 
     async def provider_models(self) -> list[str]:
+        from ollm_cli.pipeline.service._protocol import ListModels, Models
+
         return (await self.ask(ListModels(), Models)).names
 
     async def get_session(self, session_id: str) -> Session:
+        from ollm_cli.pipeline.service._protocol import GetSession, SessionRecord
+
         return (await self.ask(GetSession(session_id=session_id), SessionRecord)).session
 
     async def set_title(self, session_id: str, title: str) -> None:
+        from ollm_cli.pipeline.service._protocol import SetTitle
+
         await self.connection.request(SetTitle(session_id=session_id, title=title))
 
     async def compress_now(
         self, session_id: str, focus: str | None = None
     ) -> CompressionResult | None:
+        from ollm_cli.pipeline.service._protocol import Compressed, CompressNow
+
         reply = await self.ask(CompressNow(session_id=session_id, focus=focus), Compressed)
         await self._publish_pending(session_id)
         return reply.result
 
     async def snapshot_now(self, session_id: str) -> SnapshotInfo:
+        from ollm_cli.pipeline.service._protocol import SnapshotNow, SnapshotSaved
+
         return (await self.ask(SnapshotNow(session_id=session_id), SnapshotSaved)).info
 
     # -------------------------------------------------------- store and exit
@@ -282,6 +283,8 @@ class RemoteCoordinator:
     async def store_health(self) -> StoreHealth:
         """The store's health; before every prompt of the chat, so what a conversation
         did in the background since its turn (a compression) is shown here too."""
+        from ollm_cli.pipeline.service._protocol import GetStoreHealth, Health
+
         for session_id in list(self.conversations):
             with contextlib.suppress(OllmError):
                 await self._publish_pending(session_id)

@@ -17,7 +17,9 @@ Frames are those of :func:`~ollm_cli.pipeline.service._protocol.encode_request` 
 :func:`~ollm_cli.pipeline.service._protocol.decode_service`, byte for byte, but made
 with the model of each message sent or received alone: a command builds the schemas
 of the few messages it uses, not of every request and reply (about as long as the
-rest of a warm ``ollm run -p``).
+rest of a warm ``ollm run -p``). Only the messages of a conversation's life are
+imported with this module (:mod:`~ollm_cli.pipeline.service._messages`); a reply of
+another kind imports the rest of the protocol when it arrives (:func:`reply_model`).
 
 Example::
 
@@ -38,40 +40,19 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import cast, get_args
+from typing import TYPE_CHECKING, cast
 
 import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import OllmError, ServiceError
-from ollm_cli.pipeline.service._protocol import (
-    ENDING,
-    HEADER,
-    MAX_REPLY_BYTES,
-    MAX_REQUEST_BYTES,
-    ClientFrame,
+from ollm_cli.pipeline.service._messages import (
+    CONVERSATION_REPLIES,
     Failed,
     Hello,
-    LoadEnded,
-    Reply,
-    Request,
-    RunLoad,
-    RunTurn,
-    ServiceFrame,
-    SessionRequest,
+    Message,
     Welcome,
-    decode_service,
-    encode_request,
-)
-from ollm_cli.pipeline.service._socket import (
-    FrameError,
-    _first_line,
-    _reachable_path,
-    foreign_peer,
-    peer,
-    read_frame,
-    service_lost,
 )
 from ollm_cli.pipeline.service._state import (
     ServicePaths,
@@ -79,14 +60,23 @@ from ollm_cli.pipeline.service._state import (
     code_version,
     process_started,
 )
+from ollm_cli.pipeline.service._wire import (
+    HEADER,
+    MAX_REPLY_BYTES,
+    MAX_REQUEST_BYTES,
+    FrameError,
+    first_line,
+    foreign_peer,
+    peer,
+    reachable_path,
+    read_frame,
+    service_lost,
+)
+
+if TYPE_CHECKING:
+    from ollm_cli.pipeline.service._protocol import Reply, Request, ServiceFrame, SessionRequest
 
 logger = logging.getLogger(__name__)
-
-
-_REPLIES: dict[str, type[BaseModel]] = {
-    model.model_fields["type"].default: model for model in get_args(get_args(Reply)[0])
-}
-"""Each reply's model by its ``type``."""
 
 
 def encode_body(request_id: int, body: Request) -> bytes:
@@ -95,24 +85,42 @@ def encode_body(request_id: int, body: Request) -> bytes:
     :func:`encode_request`'s :class:`~ollm_cli.pipeline.errors.UsageError`."""
     data = b'{"id":%d,"body":%s}' % (request_id, body.model_dump_json(by_alias=True).encode())
     if len(data) > MAX_REQUEST_BYTES:
+        from ollm_cli.pipeline.service._protocol import ClientFrame, encode_request
+
         return encode_request(ClientFrame(id=request_id, body=body))
     return HEADER.pack(len(data)) + data
 
 
-def decode_reply(data: bytes) -> ServiceFrame:
-    """What ``decode_service(data)`` returns, validated by the model of the reply's
-    ``type`` alone; a frame that is not one (not JSON, no known type, another key) is
-    left to :func:`decode_service`, whose error says what is wrong with it."""
+def reply_model(tag: str) -> type[Message] | None:
+    """The model of the reply whose ``type`` is ``tag`` (``None``: no reply has it).
+    One not of a conversation's life (a ``/sessions``, a load run's) imports
+    :mod:`~ollm_cli.pipeline.service._protocol`, once, when the first arrives."""
+    model = CONVERSATION_REPLIES.get(tag)
+    if model is None:
+        from ollm_cli.pipeline.service._protocol import REPLIES
+
+        model = REPLIES.get(tag)
+    return model
+
+
+def decode_reply(data: bytes) -> tuple[int, Reply]:
+    """The id and body ``decode_service(data)`` gives, validated by the model of the
+    reply's ``type`` alone (:func:`reply_model`);
+    a frame that is not one (not JSON, no known type, another key) is left to
+    :func:`~ollm_cli.pipeline.service._protocol.decode_service`, whose error says what
+    is wrong with it."""
     try:
         frame = orjson.loads(data)
-        model = _REPLIES[frame["body"]["type"]]
+        model = reply_model(frame["body"]["type"])
         request_id = frame["id"]
     except (orjson.JSONDecodeError, KeyError, TypeError):
-        return decode_service(data)
-    if frame.keys() != {"id", "body"} or type(request_id) is not int:
-        return decode_service(data)
-    body = cast(Reply, model.model_validate_json(orjson.dumps(frame["body"])))
-    return ServiceFrame.model_construct(id=request_id, body=body)
+        model = None
+    if model is None or frame.keys() != {"id", "body"} or type(request_id) is not int:
+        from ollm_cli.pipeline.service._protocol import decode_service
+
+        decoded: ServiceFrame = decode_service(data)
+        return decoded.id, decoded.body
+    return request_id, cast("Reply", model.model_validate_json(orjson.dumps(frame["body"])))
 
 
 class ServiceConnection:
@@ -213,12 +221,12 @@ class ServiceConnection:
         assert self._reader is not None
         try:
             while (data := await read_frame(self._reader, MAX_REPLY_BYTES)) is not None:
-                frame = decode_reply(data)
-                queue = self._queues.get(frame.id)
+                request_id, body = decode_reply(data)
+                queue = self._queues.get(request_id)
                 if queue is not None:
-                    queue.put_nowait(frame.body)
+                    queue.put_nowait(body)
         except (FrameError, ValidationError, ConnectionError) as error:
-            logger.warning("the OLLM service sent what is not a message: %s", _first_line(error))
+            logger.warning("the OLLM service sent what is not a message: %s", first_line(error))
         finally:
             self._lost = service_lost()
             for queue in self._queues.values():
@@ -257,14 +265,17 @@ class ServiceConnection:
             raise reply.exception()
         return reply
 
-    async def stream(self, body: RunTurn | RunLoad) -> AsyncIterator[Reply]:
-        """Send ``body``; its replies as they come, up to the turn's (or run's) end."""
+    async def stream(
+        self, body: SessionRequest, last: tuple[type[Message], ...]
+    ) -> AsyncIterator[Reply]:
+        """Send ``body`` (a turn, a load run); its replies as they come, up to one of
+        the types of ``last`` (its end) or a :class:`Failed` one."""
         request_id = await self._send_welcomed(body)
         try:
             while True:
                 reply = await self._next(request_id)
                 yield reply
-                if isinstance(reply, (*ENDING, LoadEnded, Failed)):
+                if isinstance(reply, (*last, Failed)):
                     return
         finally:
             self._queues.pop(request_id, None)
@@ -298,7 +309,7 @@ async def _open(
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """A connection to the service's socket, once its peer is shown to be the daemon
     of ``state`` run by this user."""
-    address, folder = _reachable_path(path)
+    address, folder = reachable_path(path)
     try:
         reader, writer = await asyncio.open_unix_connection(address, limit=2**20)
     except OSError as error:

@@ -48,7 +48,7 @@ class RemoteLoad:
 
     async def run(self) -> LoadReport:
         """Run it to its end (or to a stop) and return its verified report."""
-        async for item in self.connection.stream(self.request):
+        async for item in self.connection.stream(self.request, (LoadEnded,)):
             if isinstance(item, LoadProgress):
                 if self.on_turn is not None:
                     self.on_turn(item.turns)

@@ -2,6 +2,12 @@
 request, reply and turn item, so that nothing crosses the boundary as a method
 name in a string or a tuple tagged by a string.
 
+The messages of a conversation's life (hello, open, a turn and its items, end,
+notices, a failure) are defined in :mod:`ollm_cli.pipeline.service._messages`, all a
+warm ``ollm run -p`` imports; this module adds the others (the chat's commands, a
+load run's, the status question) and the unions every frame is validated with, and
+names them all.
+
 A conversation held by the service (:class:`~ollm_cli.pipeline.service.hosting._host.PipelineHost`)
 is asked with a :data:`Request` and answers with a :data:`Reply`; a turn answers
 with a stream of :data:`TurnItem` (its events as they happen, the tool-approval
@@ -23,109 +29,44 @@ Example::
 
 from __future__ import annotations
 
-import struct
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
-from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.compression import CompressionResult, SnapshotInfo
 from ollm_cli.pipeline.context import ContextEntry, ContextSource
-from ollm_cli.pipeline.coordinator._turn_result import TurnResult
-from ollm_cli.pipeline.errors import (
-    ActorFailedError,
-    ConfigError,
-    InvalidContextError,
-    LoopDetectedError,
-    OllmError,
-    PromptTooLargeError,
-    ProviderError,
-    ServiceError,
-    ServiceLostError,
-    SessionError,
-    SessionLockedError,
-    SessionNotFoundError,
-    StorageError,
-    ToolError,
-    UsageError,
-)
+from ollm_cli.pipeline.errors import UsageError
 from ollm_cli.pipeline.events import AnyEvent
 from ollm_cli.pipeline.harness._load_models import HarnessOptions, LoadReport
-from ollm_cli.pipeline.records import (
-    SearchHit,
-    Session,
-    SessionSummary,
-    StoreHealth,
-    ToolCallPart,
+from ollm_cli.pipeline.records import SearchHit, Session, SessionSummary, StoreHealth
+from ollm_cli.pipeline.service._messages import (
+    CONVERSATION_REPLIES,
+    ENDING,
+    ERRORS,
+    SETTLING,
+    AnswerApproval,
+    ApprovalAsked,
+    CancelTurn,
+    Done,
+    EndSession,
+    Failed,
+    Hello,
+    Message,
+    Notices,
+    OpenSession,
+    PromptSizes,
+    RunTurn,
+    SessionOpened,
+    TakeNotices,
+    TurnCancelled,
+    TurnEnded,
+    TurnEvent,
+    TurnFailed,
+    Welcome,
 )
-from ollm_cli.pipeline.tools import ToolGrant
-
-HEADER = struct.Struct(">I")
-MAX_REQUEST_BYTES = 16 * 1024 * 1024
-"""The largest frame a client may send (a message of a few megabytes, a context entry)."""
-MAX_REPLY_BYTES = 512 * 1024 * 1024
-"""The largest frame the service sends (``/history`` of a long session)."""
-
-
-class Message(BaseModel):
-    # built when first used: a client builds only the messages it sends and receives
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
+from ollm_cli.pipeline.service._wire import HEADER, MAX_REPLY_BYTES, MAX_REQUEST_BYTES
 
 # ------------------------------------------------------------------ requests
-
-
-class Hello(Message):
-    """The first frame of a connection: who asks, for which configuration and folder."""
-
-    type: Literal["hello"] = "hello"
-    version: str
-    pid: int
-    started: float | None
-    settings: OllmSettings
-    workspace: str
-    environment: dict[str, str]
-
-
-class OpenSession(Message):
-    type: Literal["open_session"] = "open_session"
-    resume: str | None = None
-    model: str | None = None
-    title: str | None = None
-    tags: list[str] | None = None
-    system_prompt: str | None = None
-    interactive: bool = False
-    grant: ToolGrant | None = None
-    """The tools the conversation runs without asking (``--allow-tools``, ``--approve``)."""
-    discard_failed: bool = False
-    """A new session whose every request failed at the provider is not kept (``ollm run``)."""
-
-
-class RunTurn(Message):
-    """Answered by the turn's items as they happen, up to its end."""
-
-    type: Literal["run_turn"] = "run_turn"
-    session_id: str
-    text: str
-    kinds: list[str] | None = None
-    """The event kinds the client shows (``None``: every kind)."""
-
-
-class AnswerApproval(Message):
-    type: Literal["answer_approval"] = "answer_approval"
-    session_id: str
-    call_id: str
-    approved: bool
-
-
-class CancelTurn(Message):
-    type: Literal["cancel_turn"] = "cancel_turn"
-    session_id: str
-
-
-class EndSession(Message):
-    type: Literal["end_session"] = "end_session"
-    session_id: str
 
 
 class ListContext(Message):
@@ -203,10 +144,6 @@ class GetStoreHealth(Message):
     type: Literal["store_health"] = "store_health"
 
 
-class TakeNotices(Message):
-    type: Literal["take_notices"] = "take_notices"
-
-
 class PendingEvents(Message):
     """The events of a conversation its client has not seen yet (between turns)."""
 
@@ -264,67 +201,6 @@ Request = Annotated[Hello | SessionRequest, Field(discriminator="type")]
 # ------------------------------------------------------------------- replies
 
 
-class Welcome(Message):
-    type: Literal["welcome"] = "welcome"
-    version: str
-
-
-class SessionOpened(Message):
-    type: Literal["session_opened"] = "session_opened"
-    session_id: str
-    model: str
-
-
-class Done(Message):
-    """The request was carried out and has nothing to return."""
-
-    type: Literal["done"] = "done"
-
-
-class PromptSizes(Message):
-    """The sizes a :class:`~ollm_cli.pipeline.errors.PromptTooLargeError` names, which
-    the client needs to cut the message with the user's consent (``--truncate-prompt``)."""
-
-    prompt_tokens: int
-    room_tokens: int
-    window: int
-    room_estimate: int
-
-
-class Failed(Message):
-    """The request failed with an :class:`~ollm_cli.pipeline.errors.OllmError`: its
-    class (one of :data:`ERRORS`), message and hint (and a too-large prompt's sizes),
-    raised again by the client."""
-
-    type: Literal["failed"] = "failed"
-    error: str
-    message: str
-    hint: str | None = None
-    sizes: PromptSizes | None = None
-
-    @classmethod
-    def of(cls, error: BaseException) -> Failed:
-        if isinstance(error, PromptTooLargeError):
-            sizes = PromptSizes(
-                prompt_tokens=error.prompt_tokens,
-                room_tokens=error.room_tokens,
-                window=error.window,
-                room_estimate=error.room_estimate,
-            )
-            return cls(
-                error="PromptTooLargeError", message=error.message, hint=error.hint, sizes=sizes
-            )
-        if isinstance(error, OllmError):
-            name = type(error).__name__ if type(error).__name__ in ERRORS else _base(error)
-            return cls(error=name, message=error.message, hint=error.hint)
-        return cls(error="OllmError", message=f"{type(error).__name__}: {error}")
-
-    def exception(self) -> OllmError:
-        if self.error == "PromptTooLargeError" and self.sizes is not None:
-            return PromptTooLargeError(self.message, hint=self.hint, **self.sizes.model_dump())
-        return ERRORS.get(self.error, OllmError)(self.message, hint=self.hint)
-
-
 class ContextEntries(Message):
     type: Literal["context_entries"] = "context_entries"
     entries: list[ContextEntry]
@@ -370,11 +246,6 @@ class Health(Message):
     health: StoreHealth
 
 
-class Notices(Message):
-    type: Literal["notices"] = "notices"
-    lines: list[str]
-
-
 class Pending(Message):
     type: Literal["pending"] = "pending"
     events: list[AnyEvent]
@@ -401,34 +272,6 @@ LoadItem = Annotated[LoadProgress | LoadEnded | Failed, Field(discriminator="typ
 # ---------------------------------------------------------------- turn items
 
 
-class TurnEvent(Message):
-    """An event of the turn, as it happens."""
-
-    type: Literal["turn_event"] = "turn_event"
-    event: AnyEvent
-
-
-class ApprovalAsked(Message):
-    """The turn waits for the user's answer (:class:`AnswerApproval`)."""
-
-    type: Literal["approval_asked"] = "approval_asked"
-    call: ToolCallPart
-
-
-class TurnEnded(Message):
-    type: Literal["turn_ended"] = "turn_ended"
-    result: TurnResult
-
-
-class TurnCancelled(Message):
-    type: Literal["turn_cancelled"] = "turn_cancelled"
-
-
-class TurnFailed(Message):
-    type: Literal["turn_failed"] = "turn_failed"
-    failure: Failed
-
-
 TurnItem = Annotated[
     TurnEvent | ApprovalAsked | TurnEnded | TurnCancelled | TurnFailed,
     Field(discriminator="type"),
@@ -442,10 +285,6 @@ class TurnItems(Message):
     items: list[TurnItem]
     cursor: int
 
-
-SETTLING = (ApprovalAsked, TurnEnded, TurnCancelled, TurnFailed)
-"""Items after which a turn waits for its client: it ended, or it asks a question."""
-ENDING = (TurnEnded, TurnCancelled, TurnFailed)
 
 Reply = Annotated[
     Welcome
@@ -472,6 +311,28 @@ Reply = Annotated[
     | LoadEnded,
     Field(discriminator="type"),
 ]
+
+REPLIES: dict[str, type[Message]] = {
+    **CONVERSATION_REPLIES,
+    **{
+        model.model_fields["type"].default: model
+        for model in (
+            ContextEntries,
+            Removed,
+            Compressed,
+            SnapshotSaved,
+            Sessions,
+            SearchHits,
+            Models,
+            SessionRecord,
+            Health,
+            Pending,
+            LoadProgress,
+            LoadEnded,
+        )
+    },
+}
+"""Each reply's model by its ``type`` (every member of :data:`Reply`)."""
 
 
 # -------------------------------------------------------------------- frames
@@ -516,66 +377,79 @@ def decode_service(data: bytes) -> ServiceFrame:
     return ServiceFrame.model_validate_json(data)
 
 
-ERRORS: dict[str, type[OllmError]] = {
-    cls.__name__: cls
-    for cls in (
-        OllmError,
-        UsageError,
-        PromptTooLargeError,
-        ConfigError,
-        SessionError,
-        SessionNotFoundError,
-        SessionLockedError,
-        StorageError,
-        LoopDetectedError,
-        ProviderError,
-        ToolError,
-        ActorFailedError,
-        InvalidContextError,
-        ServiceError,
-        ServiceLostError,
-    )
-}
-"""The errors a client raises again by name: the user sees the same message, hint and
-exit code as in-process."""
-
-
-def _base(error: OllmError) -> str:
-    """The nearest class of :data:`ERRORS` (keeps the exit code of one we do not list)."""
-    for cls in type(error).__mro__:
-        if cls.__name__ in ERRORS:
-            return cls.__name__
-    return "OllmError"
-
-
 __all__ = [
     "ENDING",
     "ERRORS",
+    "HEADER",
+    "MAX_REPLY_BYTES",
+    "MAX_REQUEST_BYTES",
+    "REPLIES",
     "SETTLING",
     "Activity",
+    "AddContext",
+    "AnswerApproval",
+    "ApprovalAsked",
     "AskStatus",
+    "CancelTurn",
     "ClientFrame",
+    "CompressNow",
+    "Compressed",
+    "ContextEntries",
+    "Done",
+    "EndSession",
     "Failed",
+    "GetSession",
+    "GetStoreHealth",
+    "Health",
     "Hello",
     "HostActivity",
+    "ListContext",
+    "ListModels",
     "LoadEnded",
     "LoadItem",
     "LoadProgress",
+    "Message",
+    "Models",
+    "Notices",
+    "OpenSession",
+    "Pending",
+    "PendingEvents",
+    "PromptSizes",
+    "RecentSessions",
+    "RemoveContext",
+    "Removed",
     "Reply",
     "Request",
     "RunLoad",
+    "RunTurn",
+    "SearchHits",
+    "SearchSessions",
     "ServiceFrame",
+    "SessionOpened",
+    "SessionRecord",
     "SessionRequest",
+    "Sessions",
+    "SetTitle",
+    "SnapshotNow",
+    "SnapshotSaved",
     "StatusAnswer",
     "StatusQuestion",
     "StatusReport",
     "StopLoad",
+    "SwitchModel",
+    "TakeNotices",
+    "TurnCancelled",
+    "TurnEnded",
+    "TurnEvent",
+    "TurnFailed",
     "TurnItem",
     "TurnItems",
+    "Welcome",
     "decode_client",
     "decode_opening",
     "decode_service",
     "encode",
+    "encode_request",
 ]
 
 

@@ -32,7 +32,6 @@ import contextlib
 import logging
 import os
 import socket
-import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -44,8 +43,6 @@ from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import OllmError, ServiceError
 from ollm_cli.pipeline.service._protocol import (
     ENDING,
-    HEADER,
-    MAX_REQUEST_BYTES,
     Activity,
     Failed,
     Hello,
@@ -69,10 +66,18 @@ from ollm_cli.pipeline.service._protocol import (
     encode,
 )
 from ollm_cli.pipeline.service._state import ServicePaths, code_version
+from ollm_cli.pipeline.service._wire import (
+    MAX_REQUEST_BYTES,
+    FrameError,
+    first_line,
+    peer,
+    reachable_path,
+    read_frame,
+    service_lost,
+)
 
 logger = logging.getLogger(__name__)
 
-PEERCRED = struct.Struct("3i")
 POLL_S = 5.0
 """How long the service waits at the host for a turn's next item before asking again."""
 LIVE_KINDS = frozenset(
@@ -80,69 +85,8 @@ LIVE_KINDS = frozenset(
 )
 """Event kinds shown as they happen; a client that wants none of them (a batch, a load)
 gets a quick turn's items in one round trip to the host."""
-_SOCKET_PATH_MAX = 100
 STATUS_WAIT_S = 10.0
 """How long ``ollm service status`` waits for a host's answer (a busy host's is late)."""
-
-
-class FrameError(Exception):
-    """A frame that cannot be a message: too long, or not one of the protocol's."""
-
-
-async def read_frame(reader: asyncio.StreamReader, limit: int) -> bytes | None:
-    """The next frame's JSON (``None`` at the end of the stream)."""
-    try:
-        header = await reader.readexactly(HEADER.size)
-    except asyncio.IncompleteReadError as error:
-        if error.partial:
-            raise FrameError("the stream ended inside a frame's header") from None
-        return None
-    (length,) = HEADER.unpack(header)
-    if length > limit:
-        raise FrameError(f"a frame of {length} bytes (at most {limit})")
-    try:
-        return await reader.readexactly(length)
-    except asyncio.IncompleteReadError:
-        raise FrameError("the stream ended inside a frame") from None
-
-
-def peer(sock: socket.socket) -> tuple[int, int]:
-    """The pid and uid of the process at the other end of a Unix socket."""
-    pid, uid, _ = PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-    return pid, uid
-
-
-def foreign_peer(path: Path, pid: int, uid: int, service_pid: int) -> ServiceError | None:
-    """Why the process at the other end of the socket at ``path`` is not this user's
-    service (its daemon, ``service_pid``), or None when it is."""
-    if uid == os.getuid() and pid == service_pid:
-        return None
-    return ServiceError(
-        f"the socket {path} is not the OLLM service's (its peer is process {pid} of "
-        f"user {uid}); it was not used",
-        hint="`ollm service stop` replaces it with the service's own",
-    )
-
-
-def _reachable_path(path: Path) -> tuple[str, int | None]:
-    """A path to ``path`` short enough for a Unix socket address (108 bytes): the
-    path itself, or the same file through an open descriptor of its folder."""
-    if len(str(path).encode()) <= _SOCKET_PATH_MAX:
-        return str(path), None
-    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    return f"/proc/self/fd/{folder}/{path.name}", folder
-
-
-def service_lost(error: BaseException | None = None) -> OllmError:
-    """The error a client raises when the local service died under it (exit code 8)."""
-    from ollm_cli.pipeline.errors import ServiceLostError
-
-    detail = f" ({type(error).__name__})" if error is not None else ""
-    return ServiceLostError(
-        f"the OLLM service stopped while serving this command{detail}",
-        hint="everything acknowledged before this point is saved; run the command again "
-        "(it starts a new service), and see `ollm service logs`",
-    )
 
 
 # -------------------------------------------------------------------- server
@@ -154,7 +98,7 @@ def bind_socket(paths: ServicePaths) -> socket.socket:
     paths.ensure()
     with contextlib.suppress(FileNotFoundError):
         paths.socket.unlink()
-    address, folder = _reachable_path(paths.socket)
+    address, folder = reachable_path(paths.socket)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
@@ -233,17 +177,13 @@ class ServiceServer:
             self.last_active = time.time()
             await relay.run(reader)
         except (FrameError, ValidationError) as error:
-            logger.warning("dropped client %d: a malformed message (%s)", pid, _first_line(error))
+            logger.warning("dropped client %d: a malformed message (%s)", pid, first_line(error))
         except (ConnectionError, asyncio.IncompleteReadError):
             logger.info("client %d went away", pid)
         finally:
             self.clients -= uid == os.getuid()
             self.last_active = time.time()
             await relay.close()
-
-
-def _first_line(error: BaseException) -> str:
-    return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
 class _Relay:
@@ -414,7 +354,7 @@ class _Relay:
             cause = getattr(error, "cause", None)
             if isinstance(cause, OllmError):
                 raise cause from None
-            raise OllmError(f"the pipeline host failed: {_first_line(error)}") from None
+            raise OllmError(f"the pipeline host failed: {first_line(error)}") from None
         except RayActorError:
             raise service_lost() from None
 
@@ -429,11 +369,4 @@ class _Relay:
             await self.writer.wait_closed()
 
 
-__all__ = [
-    "FrameError",
-    "ServiceServer",
-    "bind_socket",
-    "foreign_peer",
-    "read_frame",
-    "service_lost",
-]
+__all__ = ["ServiceServer", "bind_socket"]

@@ -31,8 +31,8 @@ from ollm_cli.pipeline.service._protocol import (
     StatusReport,
     encode,
 )
-from ollm_cli.pipeline.service._socket import _reachable_path, foreign_peer, peer
 from ollm_cli.pipeline.service._state import ServicePaths, ServiceState, code_version
+from ollm_cli.pipeline.service._wire import foreign_peer, peer, reachable_path
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ def ask_status(
 
 def _connect(paths: ServicePaths, state: ServiceState, timeout_s: float) -> socket.socket:
     """A connection to the socket whose peer is the daemon of ``state``, of this user."""
-    address, folder = _reachable_path(paths.socket)
+    address, folder = reachable_path(paths.socket)
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     connection.settimeout(timeout_s)
     try:

@@ -168,6 +168,27 @@ def test_control_sequences_from_the_model_never_reach_the_terminal() -> None:
     assert "copied" in out and "cleared" in out
 
 
+def test_a_shortcode_in_a_line_the_cli_prints_is_shown_as_written() -> None:
+    """A session titled ``fix :bug: in :fire: path`` (or a notice, a file name) was
+    printed with the shortcodes turned into emoji; and the first line any command
+    printed imported rich's table of emoji codes (a few ms of a warm ``ollm run -p``)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from ollm_cli.cli.output import console, err_console\n"
+        "console.print('fix :bug: in :fire: path')\n"
+        "err_console.print('[dim]session :smile:[/]')\n"
+        "print('rich._emoji_codes' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.splitlines() == ["fix :bug: in :fire: path", "False"]
+    assert done.stderr.strip() == "session :smile:"
+
+
 def test_looks_like_markdown() -> None:
     for text in ("# h", "- a", "1. a", "> q", "```\nx\n```", "a **b**", "a `b`", "[a](b)"):
         assert looks_like_markdown(text), text

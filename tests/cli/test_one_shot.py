@@ -465,10 +465,19 @@ def test_a_warm_run_p_imports_none_of_the_services_it_is_a_client_of(
         for line in warm.stderr.decode().splitlines()
         if line.startswith("import time:")
     ]
-    # the list is the whole command's: the client, the protocol, what the turn returned
+    # the list is the whole command's: the client, its messages, what the turn returned
     assert {
         "ollm_cli.pipeline.service._client",
-        "ollm_cli.pipeline.service._protocol",
+        "ollm_cli.pipeline.service._messages",
+        "ollm_cli.pipeline.service._wire",
         "ollm_cli.pipeline.coordinator._turn_result",
     } <= set(imported)
     assert [m for m in imported if _not_for_the_client(m)] == []
+    # nor the messages of the chat's commands and of load runs, nor what they carry
+    assert {
+        "ollm_cli.pipeline.service._protocol",
+        "ollm_cli.pipeline.service._socket",
+        "ollm_cli.pipeline.harness",
+        "ollm_cli.pipeline.compression",
+        "ollm_cli.pipeline.context",
+    }.isdisjoint(imported)

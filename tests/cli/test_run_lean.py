@@ -140,10 +140,11 @@ def test_property_whatever_the_lean_parser_reads_typer_reads_the_same(
 
 
 def test_the_client_builds_no_model_at_import() -> None:
-    """A warm ``-p`` creates about 130 pydantic model classes (settings, records,
-    events, the protocol's messages) and uses about twenty: building each one's
-    validator at import cost the client about 25 ms. Each is built when first used
-    (``defer_build``); this lists those an import of the client built anyway."""
+    """A warm ``-p`` creates about 75 pydantic model classes (settings, records,
+    events, the messages of a conversation's life) and uses about twenty: building
+    each one's validator at import cost the client about 25 ms. Each is built when
+    first used (``defer_build``); this lists those an import of the client built
+    anyway."""
     code = (
         "import pydantic\n"
         "import ollm_cli.cli.run_command, ollm_cli.cli.run_lean\n"
@@ -160,8 +161,46 @@ def test_the_client_builds_no_model_at_import() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     created, built = done.stdout.splitlines()
-    assert int(created) > 100  # what the client creates: the test looks at them
+    assert int(created) > 50  # what the client creates: the test looks at them
     assert built == "[]"
+
+
+def test_the_client_imports_the_messages_of_the_chat_and_of_load_runs_when_one_arrives() -> None:
+    """The client created the model of every request and reply, with the harness's
+    and the compression's models they carry (about 55 classes and 35 ms a warm
+    ``-p`` never used); it now imports :mod:`~ollm_cli.pipeline.service._protocol`
+    when a reply of its own arrives (a ``/sessions``), and still validates it."""
+    heavy = (
+        "ollm_cli.pipeline.service._protocol",
+        "ollm_cli.pipeline.service._socket",
+        "ollm_cli.pipeline.harness",
+        "ollm_cli.pipeline.compression",
+        "ollm_cli.pipeline.context",
+    )
+    code = (
+        "import sys\n"
+        "import ollm_cli.cli.run_command, ollm_cli.cli.run_lean\n"
+        "from ollm_cli.pipeline.service._connection import decode_reply\n"
+        f"heavy = {heavy!r}\n"
+        'print(decode_reply(b\'{"id":3,"body":{"type":"turn_cancelled"}}\'))\n'
+        "print([m for m in heavy if m in sys.modules])\n"
+        'print(decode_reply(b\'{"id":4,"body":{"type":"sessions","sessions":[]}}\'))\n'
+        "print('ollm_cli.pipeline.service._protocol' in sys.modules)\n"
+        "try:\n"
+        '    decode_reply(b\'{"id":5,"body":{"type":"sessions","sessions":[1]}}\')\n'
+        "except Exception as error:\n"
+        "    print(type(error).__name__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.splitlines() == [
+        "(3, TurnCancelled(type='turn_cancelled'))",
+        "[]",
+        "(4, Sessions(type='sessions', sessions=[]))",
+        "True",
+        "ValidationError",
+    ]
 
 
 # ------------------------------------------------------------------ whole processes

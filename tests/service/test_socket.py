@@ -78,9 +78,10 @@ from ollm_cli.pipeline.service._protocol import (
     encode,
     encode_request,
 )
-from ollm_cli.pipeline.service._socket import ServiceServer, bind_socket, peer
+from ollm_cli.pipeline.service._socket import ServiceServer, bind_socket
 from ollm_cli.pipeline.service._state import ServicePaths, ServiceState, code_version
 from ollm_cli.pipeline.service._status import ask_status
+from ollm_cli.pipeline.service._wire import peer
 from ollm_cli.pipeline.service.hosting._host import PipelineHost
 from tests.fake_ollama import FakeModel, FakeOllama, Reply
 from tests.service.conftest import wait_for
@@ -490,9 +491,10 @@ def test_the_client_frames_every_message_as_the_protocol_does() -> None:
     ]
     for number, reply in enumerate(replies, 1):
         data = encode(ServiceFrame(id=number, body=reply))[HEADER.size :]
-        decoded = decode_reply(data)
-        assert decoded == decode_service(data)
-        assert type(decoded.body) is type(reply) and decoded.body == reply
+        request_id, body = decode_reply(data)
+        frame = decode_service(data)
+        assert (request_id, body) == (frame.id, frame.body) == (number, reply)
+        assert type(body) is type(reply)
     for bad in (
         b"not json",
         b"[1]",
@@ -505,7 +507,7 @@ def test_the_client_frames_every_message_as_the_protocol_does() -> None:
         with pytest.raises(ValidationError):
             decode_reply(bad)
     lax = b'{"id": true, "body": {"type": "done"}}'  # what the protocol takes, the client takes
-    assert decode_reply(lax) == decode_service(lax)
+    assert decode_reply(lax) == (decode_service(lax).id, decode_service(lax).body)
 
 
 def test_the_client_builds_the_schemas_of_the_messages_it_uses_only() -> None:
