@@ -47,10 +47,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ollm_cli.config.paths import ray_temp_dir
-from ollm_cli.pipeline.service._ray_head import (
-    close_ray_folders,
-    start_head,
-)
 from ollm_cli.pipeline.service._state import (
     CLUSTER_REFUSED,
     ServicePaths,
@@ -60,6 +56,10 @@ from ollm_cli.pipeline.service._state import (
     ray_environment,
     remove_state,
     write_state,
+)
+from ollm_cli.pipeline.service.ray_node._head import (
+    close_ray_folders,
+    start_head,
 )
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from ollm_cli.pipeline.service import _ray_agent
-from ollm_cli.pipeline.service._ray_head import AGENT_SCRIPT
+from ollm_cli.pipeline.service.ray_node import _agent as _ray_agent
+from ollm_cli.pipeline.service.ray_node._head import AGENT_SCRIPT
 from tests.service.conftest import wait_for
 
 

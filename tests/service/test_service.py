@@ -16,8 +16,8 @@ import orjson
 import psutil
 import pytest
 
-from ollm_cli.pipeline.service._ray_head import AGENT_SCRIPT
 from ollm_cli.pipeline.service._state import ServicePaths, code_version
+from ollm_cli.pipeline.service.ray_node._head import AGENT_SCRIPT
 from tests.fake_ollama import FakeOllama
 from tests.service.conftest import (
     OLLM,

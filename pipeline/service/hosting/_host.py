@@ -97,7 +97,7 @@ WATCH_S = 0.5
 
 def _imported_by_a_waiting_worker() -> bool:
     """Whether a Ray worker imported this module before it was asked for a host: as
-    it started (the service's head preloads it, see ``_ray_head.WORKER_MODULES``),
+    it started (the service's head preloads it, see ``ray_node._head.WORKER_MODULES``),
     not when the host was created in it."""
     if "ray" not in sys.modules:  # in-process: no Ray worker at all
         return False

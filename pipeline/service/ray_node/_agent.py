@@ -20,7 +20,7 @@ package, the raylet's arguments after it.
 
 Example (what the raylet runs)::
 
-    python -I -S .../_ray_agent.py .../agent.py --node-id=<hex> --session-dir=<dir> ...
+    python -I -S .../ray_node/_agent.py .../agent.py --node-id=<hex> --session-dir=<dir> ...
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ WORKER_MODULES = (
 are pipeline hosts): the host's code, and the providers' (with their HTTP
 clients), which a host's first session needs (about 0.5 s of its opening)."""
 
-AGENT_SCRIPT = Path(__file__).with_name("_ray_agent.py")
+AGENT_SCRIPT = Path(__file__).with_name("_agent.py")
 """The service's dashboard agent, run as a script (see :func:`lean_dashboard_agent`)."""
 
 PRESTARTED_WORKERS = 1
@@ -119,7 +119,7 @@ def start_head(temp_dir: Path, while_starting: Callable[[], None] | None = None)
 @contextlib.contextmanager
 def lean_dashboard_agent() -> Iterator[None]:
     """While a head starts in this process, its raylet gets the service's own dashboard
-    agent (:mod:`~ollm_cli.pipeline.service._ray_agent`: the three ports the raylet
+    agent (:mod:`~ollm_cli.pipeline.service.ray_node._agent`: the three ports the raylet
     waits for, published at once) instead of Ray's, which imports Ray and all its
     dashboard's modules first (1.3 s of CPU; the raylet, and so the head, waited
     for it). Ray is not asked whether its full agent could run either (it asks
