@@ -25,13 +25,16 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 _build_lock = threading.RLock()
 
 
 class DeferredModel(BaseModel):
     """A model built at its first use, by one thread at a time (see the module)."""
+
+    # itself too: built at import, it was the one model a warm `ollm run -p` built
+    model_config = ConfigDict(defer_build=True)
 
     @classmethod
     def model_rebuild(
