@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.example_count import counting_examples, is_property, too_few_examples
+from tests.file_order import DURATIONS, longest_first, read_durations
 from tests.ports import refusing_port
 
 settings.register_profile(
@@ -55,6 +56,12 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     if problem is not None:
         pytest.fail(problem, pytrace=False)
     return result
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest files first, so that xdist's two workers end together
+    (``tests/file_order.py``)."""
+    items[:] = longest_first(items, read_durations(DURATIONS.read_text()))
 
 
 _OTHER_TOOLS_VARIABLES = {"OLLAMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY"}

@@ -28,6 +28,7 @@ Example::
 
 from __future__ import annotations
 
+from ollm_cli.pipeline.runtime._cluster_probe import check_cluster
 from ollm_cli.pipeline.runtime._factory import create_runtime
 from ollm_cli.pipeline.runtime._inprocess import InProcessRuntime, LocalService
 from ollm_cli.pipeline.runtime._ray import RayRuntime, RayService
@@ -42,5 +43,6 @@ __all__ = [
     "Runtime",
     "RuntimeKind",
     "Service",
+    "check_cluster",
     "create_runtime",
 ]

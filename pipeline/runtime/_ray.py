@@ -28,6 +28,7 @@ from ollm_cli.config.paths import ensure_private_dir, ollm_home, ray_temp_dir
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.errors import ActorFailedError
 from ollm_cli.pipeline.retry_policy import retrying
+from ollm_cli.pipeline.runtime._cluster_probe import check_cluster
 from ollm_cli.pipeline.runtime._runtime import Runtime, RuntimeKind, shells_of
 from ollm_cli.pipeline.runtime._service import Service, ShellT
 
@@ -121,6 +122,8 @@ class RayRuntime(Runtime):
             # expected, and would reach the terminal in Ray's words
             logging.getLogger("ray._private.worker").addFilter(_without_thread_notice)
 
+            if self.ray_address:  # a refused ray.init retries for ~20 s: ask first
+                check_cluster(self.ray_address)
             env = {"env_vars": {k: v for k, v in os.environ.items() if k.startswith("OLLM_")}}
             ray.init(
                 address=self.ray_address,
@@ -175,8 +178,10 @@ class RayRuntime(Runtime):
         import ray
 
         await self._close_services()
-        # a killed actor loses what its telemetry has not sent yet
-        flushes = [s.call(ShellBase.flush_telemetry) for s in self.services]
+        # a killed actor loses what its telemetry has not sent yet; a start refused
+        # before the actors were made (no cluster, say) has none to flush
+        made = hasattr(self, "recording")
+        flushes = [s.call(ShellBase.flush_telemetry) for s in self.services] if made else []
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.gather(*flushes, return_exceptions=True), 10)
         for handle in self._handles:

@@ -167,7 +167,10 @@ def _start_ray(paths: ServicePaths, ray_address: str | None) -> _OwnRay | None:
     import ray
 
     if ray_address is not None:
+        from ollm_cli.pipeline.runtime import check_cluster
+
         try:
+            check_cluster(ray_address)  # a refused ray.init retries for ~20 s
             ray.init(
                 address=ray_address,
                 namespace=paths.namespace,

@@ -55,6 +55,10 @@ def start_service(
 
 
 def _spawn(settings: OllmSettings, paths: ServicePaths) -> ServiceState:
+    if settings.runtime.ray_address:  # said here at once, not by a daemon after ~20 s
+        from ollm_cli.pipeline.runtime import check_cluster
+
+        check_cluster(settings.runtime.ray_address)
     command, env = _daemon_command(settings, paths)
     with open(paths.log, "ab") as log:
         os.chmod(paths.log, 0o600)
