@@ -105,7 +105,21 @@ def shared_for(request: pytest.FixtureRequest, runtime: str) -> Path | None:
     if runtime != "service" or request.node.get_closest_marker("own_service") is not None:
         return None
     shared: Path = request.getfixturevalue("shared_service")
+    if not _running(shared):
+        # it stopped itself, idle (SHARED_IDLE_TIMEOUT_S) while this worker ran other
+        # tests: started again here, so the test's first command does not announce it
+        started = _ollm_command(shared, "service", "start")
+        assert started.returncode == 0, started.stderr.decode(errors="replace")
     return shared
+
+
+def _running(home: Path) -> bool:
+    """Whether the service of ``home`` runs: its state file names a live process."""
+    try:
+        pid = int(orjson.loads((home / "service" / "state.json").read_bytes())["pid"])
+    except FileNotFoundError:
+        return False
+    return psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
 
 
 def join_shared_service(home: Path, shared: Path) -> dict[str, str]:
