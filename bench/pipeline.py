@@ -35,8 +35,6 @@ def percentile(values: list[float], share: float) -> float:
 
 
 async def measure(turns: int, home: Path) -> tuple[list[float], list[float], float]:
-    import ray
-
     settings = OllmSettings()
     settings.services.session.data_dir = home / "sessions"
     settings.snapshots.data_dir = home / "snapshots"
@@ -47,6 +45,10 @@ async def measure(turns: int, home: Path) -> tuple[list[float], list[float], flo
     settings.services.compression.enabled = False
     runtime = create_runtime(settings, home, kind="ray")
     await runtime.start()
+    # after the runtime's start: it makes its local Ray private (loopback only, token
+    # authentication) through variables Ray reads when it is imported
+    import ray
+
     try:
         echo: Any = ray.remote(_Echo).remote()
         await echo.ping.remote()
