@@ -130,6 +130,21 @@ def walk(
     return _Walker(plan, git_view, on_batch, cancel, deadline, ahead).run(root_rules)
 
 
+class _Here(NamedTuple):
+    """What :meth:`_Walker._entries` knows of the directory it decides about."""
+
+    rel_dir: str
+    depth: int
+    rules: IgnoreStack
+    verdict: Callable[[str, bool], int]
+    """Its rules' verdict on one of its entries (name, is it a directory)."""
+    ancestors: tuple[tuple[int, int], ...]
+    enter: bool
+    """Whether its subdirectories are walked into (``maxDepth`` not reached)."""
+    batch: _Batch
+    subdirs: list[_Pending]
+
+
 class _CapReached(Exception):
     """``maxFiles`` files are listed: the walk stops where it is."""
 
@@ -269,7 +284,8 @@ class _Walker:
         ancestors: tuple[tuple[int, int], ...],
         batch: _Batch,
     ) -> list[_Pending]:
-        """Decide about each entry of one directory (the hot loop: kept inline).
+        """Decide about each entry of one directory (the hot loop: what a clean clone
+        needs is inline, the rest is :meth:`_decide`).
 
         A directory git tracks files under is entered whatever git's rules say of
         it: they only decide whether it is entered for its tracked files alone. So,
@@ -278,19 +294,18 @@ class _Walker:
         compiled) only when one of its entries is not a file git tracks. In a clean
         clone that is never."""
         rel_dir, depth, tracked_only, deferred = item[1], item[2], item[5], item[6]
-        plan, found, tracked, files = self.plan, self.found, self.tracked, self.found.files
-        max_files, on_batch = plan.max_files, self.on_batch
-        include, exclude, follow = plan.include, plan.exclude, plan.follow_symlinks
-        verdict_here = rules.for_directory(rel_dir).verdict
+        plan, tracked, files = self.plan, self.tracked, self.found.files
+        max_files, exclude, include = plan.max_files, plan.exclude, plan.include
         # A regular file git tracks is listed whatever git's ignore rules say: only a
         # .ollmignore rule, --exclude or --include could leave it out, so without
         # them it is listed at once and its name never matched (in a clean clone:
         # every file but the untracked ones).
-        at_once = not rules.ollm and exclude is None and include is None and on_batch is None
+        at_once = not rules.ollm and exclude is None and include is None and self.on_batch is None
         listed_at_once = tracked.files if at_once else _NOTHING
-        prefix = rel_dir + "/" if rel_dir else ""
+        verdict_here = rules.for_directory(rel_dir).verdict
         enter = depth < plan.max_depth
-        subdirs: list[_Pending] = []
+        here = _Here(rel_dir, depth, rules, verdict_here, ancestors, enter, batch, [])
+        prefix = rel_dir + "/" if rel_dir else ""
         for name, entry in zip(names, entries, strict=True):
             if name == ".git":
                 continue
@@ -305,7 +320,7 @@ class _Walker:
                 else:
                     is_dir = entry.is_dir(follow_symlinks=False)
                     is_link = not is_dir and entry.is_symlink()
-                    if is_link and follow:
+                    if is_link and plan.follow_symlinks:
                         is_dir = entry.is_dir()
                     special = not is_dir and not is_link
             except OSError:  # pragma: no cover - is_dir() swallows all but rare errors
@@ -317,21 +332,9 @@ class _Walker:
                 and relative not in tracked.files
                 and tracked.has_under(relative)
             ):
-                # Entered whatever git's rules say: only how is left to decide.
-                if not enter:
-                    found.depth_cut += 1
-                else:
-                    subdirs.append(
-                        (
-                            entry.path,
-                            relative,
-                            depth + 1,
-                            rules,
-                            ancestors,
-                            tracked_only,
-                            not tracked_only,  # below an ignored one: nothing to decide
-                        )
-                    )
+                # Entered whatever git's rules say: only how is left to decide (below
+                # an ignored one, nothing: it is not deferred).
+                self._push(here, entry.path, relative, tracked_only, not tracked_only)
                 continue
             # What git tracks stays whatever git's rules say, and below an ignored
             # directory nothing else does: without .ollmignore rules or --exclude,
@@ -341,41 +344,66 @@ class _Walker:
                 deferred = False
                 if self._resolved(item)[5]:
                     tracked_only = True
-                    subdirs = [(*sub[:5], True, False) for sub in subdirs]
+                    here.subdirs[:] = [(*sub[:5], True, False) for sub in here.subdirs]
             known = known or (at_once and tracked_only)
-            verdict = KEPT if known else verdict_here(name, is_dir)
-            if (
-                verdict != IGNORED_BY_OLLM  # --exclude drops what git tracks too
-                and exclude is not None
-                and exclude.match(relative, name, is_dir)
-            ):
-                verdict = IGNORED_BY_OLLM
-            only_tracked = tracked_only
-            if verdict != KEPT or only_tracked:
-                # Ignored (or below an ignored directory): what git tracks stays.
-                if not self._tracked_stays(relative, is_dir, verdict):
-                    continue
-                only_tracked = True
-            if is_dir and relative not in tracked.files:
-                # A directory git tracks is a submodule: one entry, never walked into.
-                if not enter:
-                    found.depth_cut += 1
-                elif not is_link or self._leads_on(entry.path, relative, ancestors):
-                    subdirs.append(
-                        (entry.path, relative, depth + 1, rules, ancestors, only_tracked, False)
-                    )
-                continue
-            if special:  # a FIFO, socket or device: not a file (git skips them too)
-                found.stats["files_ignored"] += 1
-                continue
-            if include is not None and not include.match(relative, name, False):
-                continue
-            if is_dir or is_link or on_batch is not None or len(files) >= max_files:
-                kind: EntryKind = "directory" if is_dir else "symlink" if is_link else "file"
-                self._add(batch, relative, kind, rel_dir)
-            else:  # a plain file, the common case: no call
-                files.append(relative)
-        return subdirs
+            self._decide(here, entry, name, relative, is_dir, is_link, special, known, tracked_only)
+        return here.subdirs
+
+    def _push(
+        self, here: _Here, path: str, relative: str, tracked_only: bool, deferred: bool
+    ) -> None:
+        """Walk into the directory ``relative`` next, unless ``maxDepth`` cuts it."""
+        if not here.enter:
+            self.found.depth_cut += 1
+        else:
+            here.subdirs.append(
+                (path, relative, here.depth + 1, here.rules, here.ancestors, tracked_only, deferred)
+            )
+
+    def _decide(
+        self,
+        here: _Here,
+        entry: os.DirEntry[str],
+        name: str,
+        relative: str,
+        is_dir: bool,
+        is_link: bool,
+        special: bool,
+        known: bool,
+        tracked_only: bool,
+    ) -> None:
+        """List, push or leave out one entry that was not listed at once: its verdict
+        by the rules (unless ``known`` to stay), then ``--exclude``, what git tracks,
+        ``--include`` and the kind of entry decide."""
+        plan, tracked, files = self.plan, self.tracked, self.found.files
+        exclude, include = plan.exclude, plan.include
+        verdict = KEPT if known else here.verdict(name, is_dir)
+        if (
+            verdict != IGNORED_BY_OLLM  # --exclude drops what git tracks too
+            and exclude is not None
+            and exclude.match(relative, name, is_dir)
+        ):
+            verdict = IGNORED_BY_OLLM
+        if verdict != KEPT or tracked_only:
+            # Ignored (or below an ignored directory): what git tracks stays.
+            if not self._tracked_stays(relative, is_dir, verdict):
+                return
+            tracked_only = True
+        if is_dir and relative not in tracked.files:
+            # A directory git tracks is a submodule: one entry, never walked into.
+            if not (here.enter and is_link) or self._leads_on(entry.path, relative, here.ancestors):
+                self._push(here, entry.path, relative, tracked_only, False)
+            return
+        if special:  # a FIFO, socket or device: not a file (git skips them too)
+            self.found.stats["files_ignored"] += 1
+            return
+        if include is not None and not include.match(relative, name, False):
+            return
+        if is_dir or is_link or self.on_batch is not None or len(files) >= plan.max_files:
+            kind: EntryKind = "directory" if is_dir else "symlink" if is_link else "file"
+            self._add(here.batch, relative, kind, here.rel_dir)
+        else:  # a plain file, the common case
+            files.append(relative)
 
     @staticmethod
     def _resolved(item: _Pending) -> _Pending:
