@@ -74,12 +74,8 @@ def _dead_service(home: Path) -> str | None:
     """What is wrong with the service of ``home`` after a test: a state file naming a
     process that is gone (the daemon died); ``None`` when it runs, or stopped cleanly
     (idle: it removes its state file)."""
-    try:
-        state = orjson.loads((home / "service" / "state.json").read_bytes())
-    except FileNotFoundError:
-        return None
-    pid = int(state["pid"])
-    if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+    pid = _state_pid(home)
+    if pid is None or _alive(pid):
         return None
     log = home / "service" / "service.log"
     tail = log.read_text(errors="replace")[-4000:] if log.exists() else "(no log)"
@@ -105,7 +101,8 @@ def shared_for(request: pytest.FixtureRequest, runtime: str) -> Path | None:
     if runtime != "service" or request.node.get_closest_marker("own_service") is not None:
         return None
     shared: Path = request.getfixturevalue("shared_service")
-    if not _running(shared):
+    pid = _state_pid(shared)
+    if pid is None or not _alive(pid):
         # it stopped itself, idle (SHARED_IDLE_TIMEOUT_S) while this worker ran other
         # tests: started again here, so the test's first command does not announce it
         started = _ollm_command(shared, "service", "start")
@@ -113,12 +110,16 @@ def shared_for(request: pytest.FixtureRequest, runtime: str) -> Path | None:
     return shared
 
 
-def _running(home: Path) -> bool:
-    """Whether the service of ``home`` runs: its state file names a live process."""
+def _state_pid(home: Path) -> int | None:
+    """The daemon the state file of ``home``'s service names; ``None`` without one (the
+    service stopped cleanly, or never started)."""
     try:
-        pid = int(orjson.loads((home / "service" / "state.json").read_bytes())["pid"])
+        return int(orjson.loads((home / "service" / "state.json").read_bytes())["pid"])
     except FileNotFoundError:
-        return False
+        return None
+
+
+def _alive(pid: int) -> bool:
     return psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
 
 
