@@ -20,7 +20,7 @@ from ollm_cli.cli.chat_render import StreamWriter, tool_call_lines
 from ollm_cli.cli.loop_thread import LoopThread, ctrl_c_interrupts
 from ollm_cli.cli.oversized_prompt import run_turn_within_window
 from ollm_cli.pipeline.contract import ConversationContract
-from ollm_cli.pipeline.errors import OllmError
+from ollm_cli.pipeline.errors import OllmError, ServiceLostError
 from ollm_cli.pipeline.events import (
     CompressionFinished,
     CompressionStarted,
@@ -157,6 +157,19 @@ class ChatRepl:
         if messages:
             resume = f"ollm run --resume {self.session_id[:8]}"
             self.err.print(f"[dim]resume this session with: {resume}[/]")
+
+    def _lost_service(self, error: ServiceLostError) -> ServiceLostError:
+        """The service died under the chat: no later message could be answered, so the
+        chat ends (exit 8, said by ``main``) with the command that resumes this session
+        on the service the next command starts."""
+        self.stream.abandon()
+        self.console.print()
+        return ServiceLostError(
+            str(error),
+            hint="everything acknowledged before this point is saved; resume this session "
+            f"with: ollm run --resume {self.session_id[:8]} (it starts a new service); "
+            "see `ollm service logs`",
+        )
 
     # ----------------------------------------------------------------- rendering
 
@@ -317,6 +330,8 @@ class ChatRepl:
             )
             self._show_changed(files)
             return
+        except ServiceLostError as error:
+            raise self._lost_service(error) from None
         except OllmError as error:
             self.err.print(f"[red]error:[/] {escape(str(error))}")
             return
@@ -398,6 +413,8 @@ class ChatRepl:
                     self._turn(again)
             else:
                 self.err.print(f"[red]unknown or incomplete command[/] {escape(name)}; try /help")
+        except ServiceLostError as error:
+            raise self._lost_service(error) from None
         except OllmError as error:
             self.err.print(f"[red]error:[/] {escape(str(error))}")
         return True
