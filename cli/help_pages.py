@@ -48,17 +48,20 @@ def _listed(match: re.Match[str]) -> str:
     spans = list(_CODE.finditer(body))
     if not spans:
         return match[0]
-    lead = body[: spans[0].start()].strip()
-    items = []
+    # the examples are the code of their own sentence: the prose after it (which may
+    # name commands too: "until you run `ollm trust` again") stays a paragraph
+    inside = [range(span.start(), span.end()) for span in spans]
     rest = ""
-    for span, following in zip(spans, [*spans[1:], None], strict=True):
-        end = following.start() if following else len(body)
-        item = body[span.start() : end]
-        if following is None:  # the prose after the last example is not part of it
-            sentence_end = _SENTENCE_END.search(item, span.end() - span.start())
-            if sentence_end:
-                item, rest = item[: sentence_end.start()], item[sentence_end.end() :]
-        items.append(_JOINERS.sub("", item))
+    for end in _SENTENCE_END.finditer(body, spans[0].end()):
+        if not any(end.start() in code for code in inside):
+            body, rest = body[: end.start()], body[end.end() :]
+            spans = [span for span in spans if span.end() <= len(body)]
+            break
+    lead = body[: spans[0].start()].strip()
+    items = [
+        _JOINERS.sub("", body[span.start() : following.start() if following else len(body)])
+        for span, following in zip(spans, [*spans[1:], None], strict=True)
+    ]
     heading = "Examples:" if len(items) > 1 else "Example:"
     intro = f"{heading} {lead}" if lead else heading
     listed = f"\n\n{intro}\n\n" + "\n".join(f"- {item}" for item in items)

@@ -115,6 +115,12 @@ def test_examples_keep_the_prose_around_them() -> None:
         "Do it.\n\nExamples:\n\n- `a --x`\n- `b` (after Ctrl-C)\n\nExit code 0 when done."
     )
     assert examples_one_per_line("Plain text, no example.") == "Plain text, no example."
+    # prose after the examples' sentence keeps its code as prose (`ollm trust --help`
+    # listed "`ollm trust` again, which shows the difference" as an example)
+    trust = "Trust it.\n\nExamples: `a`, `a --list`.\nRun `a` again. Kept in `$HOME/f`.\n"
+    assert examples_one_per_line(trust) == (
+        "Trust it.\n\nExamples:\n\n- `a`\n- `a --list`\n\nRun `a` again. Kept in `$HOME/f`."
+    )
 
 
 def test_lazy_groups_are_covered() -> None:
