@@ -100,7 +100,7 @@ class SessionFolder:
             write_atomic(path, raw)
         except OSError as exc:
             reason = os_reason(exc)
-            logger.error("cannot write session %s: %s", sid, reason)
+            logger.info("cannot write session %s: %s", sid, reason)  # raised: said once
             raise StorageError(
                 f"cannot write session {sid} in {self.data_dir}: {reason}",
                 hint="free some disk space or fix the folder's permissions "
