@@ -119,6 +119,10 @@ def _run(
             f"unexpected argument {session!r}",
             hint="to resume that session use `ollm run --resume ID`; to send a message use -p",
         )
+    if session is not None:  # an id that cannot be one is said before the service starts
+        from ollm_cli.pipeline.recording._ids import check_prefix
+
+        check_prefix(session)
     loop = LoopThread()
     events = EventBus()
     interactive = prompt is None
