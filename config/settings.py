@@ -17,11 +17,12 @@ import fnmatch
 import logging
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, cast
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from ollm_cli.config.discovery_defaults import DEFAULT_BUILTIN_IGNORES, FILE_DISCOVERY_DEFAULTS
@@ -517,3 +518,59 @@ class OllmSettings(ConfigModel):
     hooks: list[HookSettings] = Field(default_factory=list)
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings.defaults)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings.defaults)
+
+    @classmethod
+    def validate_sections(cls, data: Mapping[str, Any]) -> "OllmSettings":
+        """What :meth:`model_validate` gives for ``data`` (a config's merged layers,
+        camelCase), with only the sections ``data`` sets validated, each by its own
+        model; the others are at their defaults, valid by construction (see
+        :class:`ConfigModel`). The whole model's validator (22 nested models, the
+        largest cost of a warm ``ollm run -p`` after its imports) is built only when
+        ``data`` is not valid, to raise :meth:`model_validate`'s error: every bad key
+        named, as ever. Also when it sets a section that is not a model (``hooks``).
+
+        Example::
+
+            OllmSettings.validate_sections({"provider": {"model": "qwen3"}})
+            # == OllmSettings.model_validate(...): only ProviderSettings validated
+        """
+        names = {info.alias or name: name for name, info in cls.model_fields.items()}
+        sections: dict[str, Any] = {}
+        for key, value in data.items():
+            name = names.get(key, key)
+            info = cls.model_fields.get(name)
+            model = info.annotation if info is not None else None
+            if not (
+                isinstance(value, dict)
+                and isinstance(model, type)
+                and issubclass(model, ConfigModel)
+            ):
+                return cls.model_validate(data)
+            try:
+                sections[name] = model.model_validate(value)
+            except ValidationError:
+                return cls.model_validate(data)  # raises, with the whole model's locations
+        return cls.model_construct(**sections)
+
+    def changed_sections(self) -> dict[str, Any]:
+        """Each section that differs from its default, as a config file writes it
+        (camelCase keys, JSON values): :meth:`model_validate` of it gives these
+        settings back. Only the serializers of those sections are built (a warm
+        ``ollm run -p`` sends this to the local service in its hello).
+
+        Example::
+
+            OllmSettings.validate_sections({"provider": {"model": "qwen3"}}).changed_sections()
+            # {"provider": {"name": "auto", "model": "qwen3", ...}}
+        """
+        changed: dict[str, Any] = {}
+        for name, info in type(self).model_fields.items():
+            value = getattr(self, name)
+            if value == info.get_default(call_default_factory=True, validated_data={}):
+                continue
+            changed[info.alias or name] = (
+                [item.model_dump(mode="json", by_alias=True) for item in value]
+                if isinstance(value, list)
+                else value.model_dump(mode="json", by_alias=True)
+            )
+        return changed
