@@ -65,7 +65,13 @@ class ConfigModel(BaseModel):
     it, not at import: defaults are valid by construction (pydantic never
     validates them), so a user without config files, whose settings are all
     defaults (:meth:`defaults`), pays for no validator at all, and one with a
-    config file pays for it once, when it is read.
+    config file pays for it once, when it is read (for the sections it sets:
+    :meth:`OllmSettings.validate_sections`).
+
+    A list defaults to ``[]`` (pydantic copies it for each instance), never to
+    ``default_factory=list``: pydantic reads a factory's signature each time it
+    calls it, and a builtin's is parsed from text (tokenize's regex compiled, at
+    first: milliseconds of every command).
     """
 
     model_config = ConfigDict(
@@ -166,7 +172,7 @@ class SessionSettings(ConfigModel):
     """How many days sessions removed by ``maxSessions`` (or deleted) stay in the
     trash folder, from which ``ollm sessions trash restore ID`` brings them back
     (0: emptied at the next cleanup)."""
-    rescue_dirs: list[Path] = Field(default_factory=list)
+    rescue_dirs: list[Path] = []
     """Where records that could not be written to ``dataDir`` (a full disk) are
     kept when a command ends, tried before the defaults ($XDG_RUNTIME_DIR when it is
     private, ``OLLM_HOME/rescue``, ``~/.cache/ollm/rescue``); a folder on another
@@ -421,9 +427,9 @@ class SandboxSettings(ConfigModel):
     max_write_mb: Annotated[int, Field(ge=1, le=1_048_576)] = 1024
     """How much one tool command may add to the workspace's file system; past it the
     command is stopped (checked every 50 ms from the file system's free space)."""
-    deny_read: list[str] = Field(default_factory=list)
+    deny_read: list[str] = []
     """More paths hidden from tool commands (``~`` expanded); user-level config only."""
-    allow_read: list[str] = Field(default_factory=list)
+    allow_read: list[str] = []
     """Paths of the default hidden list tool commands may read after all
     (``~/.npmrc``); user-level config only."""
 
@@ -515,7 +521,7 @@ class OllmSettings(ConfigModel):
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings.defaults)
     provider: ProviderSettings = Field(default_factory=ProviderSettings.defaults)
     tools: ToolSettings = Field(default_factory=ToolSettings.defaults)
-    hooks: list[HookSettings] = Field(default_factory=list)
+    hooks: list[HookSettings] = []
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings.defaults)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings.defaults)
 

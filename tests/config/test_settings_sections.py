@@ -173,3 +173,29 @@ def test_a_run_with_a_variable_set_builds_that_section_alone(tmp_path: Path) -> 
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["qwen3", "other", "True", "False", "False"]
+
+
+def test_no_section_defaults_to_a_builtin_factory() -> None:
+    """A builtin as ``default_factory`` (``list``) makes pydantic parse its signature
+    from text each time it makes the default (tokenize's regex compiled at first):
+    the config's lists default to ``[]``, each instance still getting its own."""
+    models = [OllmSettings, *_sections(OllmSettings)]
+    builtins = [
+        f"{model.__name__}.{name}"
+        for model in models
+        for name, info in model.model_fields.items()
+        if type(info.default_factory) is type
+    ]
+    assert builtins == []
+    first, second = OllmSettings.defaults(), OllmSettings.defaults()
+    first.tools.sandbox.deny_read.append("~/.secret")
+    assert second.tools.sandbox.deny_read == []
+
+
+def _sections(model: type[Any]) -> list[type[Any]]:
+    found = []
+    for info in model.model_fields.values():
+        for kind in (info.annotation, *getattr(info.annotation, "__args__", ())):
+            if isinstance(kind, type) and hasattr(kind, "model_fields") and kind not in found:
+                found += [kind, *_sections(kind)]
+    return found
