@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ollm_cli.cli.overrides import apply_overrides
 from ollm_cli.config.loader import load_settings
@@ -179,7 +179,7 @@ def test_no_section_defaults_to_a_builtin_factory() -> None:
     """A builtin as ``default_factory`` (``list``) makes pydantic parse its signature
     from text each time it makes the default (tokenize's regex compiled at first):
     the config's lists default to ``[]``, each instance still getting its own."""
-    models = [OllmSettings, *_sections(OllmSettings)]
+    models: list[type[BaseModel]] = [OllmSettings, *_sections(OllmSettings)]
     builtins = [
         f"{model.__name__}.{name}"
         for model in models
@@ -192,10 +192,10 @@ def test_no_section_defaults_to_a_builtin_factory() -> None:
     assert second.tools.sandbox.deny_read == []
 
 
-def _sections(model: type[Any]) -> list[type[Any]]:
-    found = []
+def _sections(model: type[BaseModel]) -> list[type[BaseModel]]:
+    found: list[type[BaseModel]] = []
     for info in model.model_fields.values():
         for kind in (info.annotation, *getattr(info.annotation, "__args__", ())):
-            if isinstance(kind, type) and hasattr(kind, "model_fields") and kind not in found:
+            if isinstance(kind, type) and issubclass(kind, BaseModel) and kind not in found:
                 found += [kind, *_sections(kind)]
     return found
