@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ollm_cli.config.paths import private_dir_problem
 from ollm_cli.pipeline.service._state import (
@@ -128,6 +128,9 @@ def remove_ray_folder(state: ServiceState) -> None:
 
 
 class StopReport(BaseModel):
+    # built when first used (`ollm service stop`), not by every client that imports this
+    model_config = ConfigDict(defer_build=True)
+
     was_running: bool
     pid: int | None = None
     graceful: bool = True
