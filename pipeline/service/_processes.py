@@ -38,10 +38,20 @@ logger = logging.getLogger(__name__)
 def _reachable(address: str, timeout: float = 1.0) -> bool:
     host, _, port = address.rpartition(":")
     try:
-        with socket.create_connection((host, int(port)), timeout=timeout):
-            return True
+        # the host as bytes (it is an address): a str is encoded with the idna codec,
+        # whose import (stringprep, unicodedata) was a share of every command's look
+        name = host.encode("ascii") if host.isascii() else host
+        for family, kind, proto, _, target in socket.getaddrinfo(
+            name, int(port), type=socket.SOCK_STREAM
+        ):
+            with socket.socket(family, kind, proto) as probe:
+                probe.settimeout(timeout)
+                with contextlib.suppress(OSError):
+                    probe.connect(target)
+                    return True
     except (OSError, ValueError):
-        return False
+        pass
+    return False
 
 
 def find_service(paths: ServicePaths | None = None) -> ServiceState | None:
