@@ -60,10 +60,10 @@ def stderr_is_plain() -> bool:
     importing rich (:func:`write_stderr_line`)."""
     if "FORCE_COLOR" in os.environ or "TTY_COMPATIBLE" in os.environ:
         return False
-    try:
-        return not sys.stderr.isatty()
-    except ValueError:  # closed
-        return True
+    try:  # no stderr (`2>&-`) or a closed one: rich decides what it does
+        return sys.stderr is not None and not sys.stderr.isatty()
+    except ValueError:
+        return False
 
 
 def write_stderr_line(text: str) -> None:

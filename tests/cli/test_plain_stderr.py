@@ -80,3 +80,14 @@ def test_a_terminal_gets_the_line_styled(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("NO_COLOR", "")
     one_shot._say("session 3f1c2a9e", "dim")
     assert "session 3f1c2a9e" in shown.getvalue()
+
+
+def test_without_stderr_the_run_goes_on_as_rich_lets_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ollm run -p ... 2>&-``: Python has no ``sys.stderr``; rich writes nowhere."""
+    monkeypatch.setattr(sys, "stderr", None)
+    assert not output.stderr_is_plain()
+    one_shot._say("session 3f1c2a9e", "dim")
+    closed = io.StringIO()
+    closed.close()  # its isatty() raises
+    monkeypatch.setattr(sys, "stderr", closed)
+    assert not output.stderr_is_plain()
