@@ -25,8 +25,11 @@ The load average at the start is printed: the machine may be shared.
 ``ollm_cli`` package in ``DIR`` in turns (A/B interleaved: the only comparable
 figures on a shared machine).
 
+``--warm-against DIR`` measures only warm runs and ``ollm --help``, this tree's and
+those of the ``ollm_cli`` in ``DIR`` in turns, each tree with its own home and service.
+
 Run: ``python -m bench.service [--runs N] [--cold-runs N] [--embedded] [--imports]
-[--cold-against DIR]``
+[--cold-against DIR] [--warm-against DIR]``
 """
 
 from __future__ import annotations
@@ -178,6 +181,52 @@ def cold_against(
     return figures
 
 
+def warm_against(
+    runs: int, root: Path, server_url: str, other: Path
+) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """``runs`` rounds of a warm ``ollm run -p`` and an ``ollm --help`` of this tree and
+    of the ``ollm_cli`` package in ``other`` (wall and CPU time of each), the trees in
+    turns (ABBA...), each with its own home and its service started first."""
+    trees: list[tuple[str, Path | None]] = [("this tree", None), (str(other), other)]
+    envs = {}
+    for name, package in trees:
+        env = _env(
+            root / f"warm-{'other' if package else 'this'}",
+            OLLM_PROVIDER="ollama",
+            OLLM_OLLAMA_HOST=server_url,
+            OLLM_MODEL="llama3.2:latest",
+        )
+        if package is not None:
+            env["PYTHONPATH"] = os.pathsep.join([str(package), str(REPO)])
+        envs[name] = env
+    figures: dict[str, dict[str, list[tuple[float, float]]]] = {
+        name: {"warm": [], "help": []} for name, _ in trees
+    }
+    try:
+        for name, _ in trees:
+            _run(["run", "-p", "hello"], envs[name], root)  # starts its service
+        for run in range(runs):
+            for name, _ in trees if run % 2 == 0 else trees[::-1]:
+                figures[name]["warm"].append(_run_cpu(["run", "-p", "hello"], envs[name], root))
+                figures[name]["help"].append(_run_cpu(["--help"], envs[name], root))
+    finally:
+        for name, _ in trees:
+            subprocess.run(
+                [*OLLM, "service", "stop"], env=envs[name], cwd=root, capture_output=True
+            )
+    return figures
+
+
+def _print_warms(name: str, figures: dict[str, list[tuple[float, float]]]) -> None:
+    wall = {kind: statistics.median(w for w, _ in runs) for kind, runs in figures.items()}
+    cpu = {kind: statistics.median(c for _, c in runs) for kind, runs in figures.items()}
+    print(
+        f"{name}: warm ollm run -p {wall['warm']:.3f} s (CPU {cpu['warm']:.3f} s), "
+        f"ollm --help {wall['help']:.3f} s (CPU {cpu['help']:.3f} s): "
+        f"{wall['warm'] / wall['help']:.2f}x wall, {cpu['warm'] / cpu['help']:.2f}x CPU"
+    )
+
+
 def _print_colds(name: str, colds: list[tuple[float, dict[str, float]]]) -> None:
     runs = " ".join(f"{elapsed:.2f}" for elapsed, _ in colds)
     median = statistics.median(elapsed for elapsed, _ in colds)
@@ -307,6 +356,14 @@ def main() -> None:
         help="only cold starts, in turns with the ollm_cli package in DIR (e.g. a copy "
         "of another tree's editable link tree: cp -rL build/__editable__*/ollm_cli DIR/)",
     )
+    parser.add_argument(
+        "--warm-against",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="only warm runs and --help, in turns with the ollm_cli package in DIR (as "
+        "for --cold-against)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ollm-bench-service-") as folder:
         root = Path(folder)
@@ -323,6 +380,17 @@ def main() -> None:
             print(f"load average at start: {averages}, at end: {after} ({os.cpu_count()} cores)")
             for name, colds in compared.items():
                 _print_colds(name, colds)
+            return
+        if args.warm_against is not None:
+            from tests.fake_ollama import FakeOllama
+
+            with FakeOllama() as server:
+                warms = warm_against(args.runs, root, server.url, args.warm_against.resolve())
+            after = " ".join(f"{value:.2f}" for value in os.getloadavg())
+            averages = " ".join(f"{value:.2f}" for value in load)
+            print(f"load average at start: {averages}, at end: {after} ({os.cpu_count()} cores)")
+            for name, figures_of in warms.items():
+                _print_warms(name, figures_of)
             return
         figures = ollama_figures(args.runs, root, args.cold_runs or args.runs)
         averages = " ".join(f"{value:.2f}" for value in load)
