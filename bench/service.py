@@ -7,8 +7,8 @@ model server) and a fresh ``OLLM_HOME``:
   times in fresh homes: the median, and the median of each stage of the start as
   the service's log times them (:data:`STAGES`);
 - warm: ``ollm run -p`` against the running service, against ``ollm --help`` (the
-  cost of starting the command at all) and ``--runtime inprocess``, both measured
-  in the same run;
+  cost of starting the command at all; the two taken in turns, their wall and CPU
+  times, and each pair's ratio) and ``--runtime inprocess``, measured in the same run;
 - two clients at once against one warm run;
 - the embedded SmolLM2: the second ``ollm run -p "What is 2+2?"`` in the
   service against the model's own generation time for that answer, measured
@@ -25,8 +25,11 @@ The load average at the start is printed: the machine may be shared.
 ``ollm_cli`` package in ``DIR`` in turns (A/B interleaved: the only comparable
 figures on a shared machine).
 
+``--warm-against DIR`` measures only warm runs and ``ollm --help``, this tree's and
+those of the ``ollm_cli`` in ``DIR`` in turns, each tree with its own home and service.
+
 Run: ``python -m bench.service [--runs N] [--cold-runs N] [--embedded] [--imports]
-[--cold-against DIR]``
+[--cold-against DIR] [--warm-against DIR]``
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -68,6 +72,16 @@ def _run(args: list[str], env: dict[str, str], cwd: Path) -> float:
     if done.returncode != 0:
         raise SystemExit(f"`ollm {' '.join(args)}` failed ({done.returncode}): {done.stderr}")
     return elapsed
+
+
+def _run_cpu(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """:func:`_run`, and the CPU time (user and system) the command's process used:
+    on a shared machine the wall time of a short command varies with the others'
+    load far more than its CPU time does."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    elapsed = _run(args, env, cwd)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def _pair(args: list[str], env: dict[str, str], cwd: Path) -> float:
@@ -167,6 +181,52 @@ def cold_against(
     return figures
 
 
+def warm_against(
+    runs: int, root: Path, server_url: str, other: Path
+) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """``runs`` rounds of a warm ``ollm run -p`` and an ``ollm --help`` of this tree and
+    of the ``ollm_cli`` package in ``other`` (wall and CPU time of each), the trees in
+    turns (ABBA...), each with its own home and its service started first."""
+    trees: list[tuple[str, Path | None]] = [("this tree", None), (str(other), other)]
+    envs = {}
+    for name, package in trees:
+        env = _env(
+            root / f"warm-{'other' if package else 'this'}",
+            OLLM_PROVIDER="ollama",
+            OLLM_OLLAMA_HOST=server_url,
+            OLLM_MODEL="llama3.2:latest",
+        )
+        if package is not None:
+            env["PYTHONPATH"] = os.pathsep.join([str(package), str(REPO)])
+        envs[name] = env
+    figures: dict[str, dict[str, list[tuple[float, float]]]] = {
+        name: {"warm": [], "help": []} for name, _ in trees
+    }
+    try:
+        for name, _ in trees:
+            _run(["run", "-p", "hello"], envs[name], root)  # starts its service
+        for run in range(runs):
+            for name, _ in trees if run % 2 == 0 else trees[::-1]:
+                figures[name]["warm"].append(_run_cpu(["run", "-p", "hello"], envs[name], root))
+                figures[name]["help"].append(_run_cpu(["--help"], envs[name], root))
+    finally:
+        for name, _ in trees:
+            subprocess.run(
+                [*OLLM, "service", "stop"], env=envs[name], cwd=root, capture_output=True
+            )
+    return figures
+
+
+def _print_warms(name: str, figures: dict[str, list[tuple[float, float]]]) -> None:
+    wall = {kind: statistics.median(w for w, _ in runs) for kind, runs in figures.items()}
+    cpu = {kind: statistics.median(c for _, c in runs) for kind, runs in figures.items()}
+    print(
+        f"{name}: warm ollm run -p {wall['warm']:.3f} s (CPU {cpu['warm']:.3f} s), "
+        f"ollm --help {wall['help']:.3f} s (CPU {cpu['help']:.3f} s): "
+        f"{wall['warm'] / wall['help']:.2f}x wall, {cpu['warm'] / cpu['help']:.2f}x CPU"
+    )
+
+
 def _print_colds(name: str, colds: list[tuple[float, dict[str, float]]]) -> None:
     runs = " ".join(f"{elapsed:.2f}" for elapsed, _ in colds)
     median = statistics.median(elapsed for elapsed, _ in colds)
@@ -190,8 +250,10 @@ def ollama_figures(runs: int, root: Path, cold_runs: int = 1) -> dict[str, Any]:
         colds = cold_figures(cold_runs, root, server.url)
         try:
             _run(["run", "-p", "hello"], env, root)  # starts the service of the warm runs
-            warm = [_run(["run", "-p", "hello"], env, root) for _ in range(runs)]
-            help_ = [_run(["--help"], env, root) for _ in range(runs)]
+            warm, help_ = [], []
+            for _ in range(runs):  # in turns: a change of the machine's load hits both
+                warm.append(_run_cpu(["run", "-p", "hello"], env, root))
+                help_.append(_run_cpu(["--help"], env, root))
             inprocess = [
                 _run(["run", "-p", "hello", "--runtime", "inprocess"], env, root)
                 for _ in range(runs)
@@ -206,9 +268,12 @@ def ollama_figures(runs: int, root: Path, cold_runs: int = 1) -> dict[str, Any]:
             name: statistics.median(stages.get(name, 0.0) for _, stages in colds)
             for name, _ in STAGES
         },
-        "warm_s": statistics.median(warm),
+        "warm_s": statistics.median(wall for wall, _ in warm),
+        "warm_cpu_s": statistics.median(cpu for _, cpu in warm),
+        "warm_ratios": sorted(w / h for (w, _), (h, _) in zip(warm, help_, strict=True)),
         "inprocess_s": statistics.median(inprocess),
-        "help_s": statistics.median(help_),
+        "help_s": statistics.median(wall for wall, _ in help_),
+        "help_cpu_s": statistics.median(cpu for _, cpu in help_),
         "pair_s": statistics.median(pairs),
     }
 
@@ -291,6 +356,14 @@ def main() -> None:
         help="only cold starts, in turns with the ollm_cli package in DIR (e.g. a copy "
         "of another tree's editable link tree: cp -rL build/__editable__*/ollm_cli DIR/)",
     )
+    parser.add_argument(
+        "--warm-against",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="only warm runs and --help, in turns with the ollm_cli package in DIR (as "
+        "for --cold-against)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ollm-bench-service-") as folder:
         root = Path(folder)
@@ -308,6 +381,17 @@ def main() -> None:
             for name, colds in compared.items():
                 _print_colds(name, colds)
             return
+        if args.warm_against is not None:
+            from tests.fake_ollama import FakeOllama
+
+            with FakeOllama() as server:
+                warms = warm_against(args.runs, root, server.url, args.warm_against.resolve())
+            after = " ".join(f"{value:.2f}" for value in os.getloadavg())
+            averages = " ".join(f"{value:.2f}" for value in load)
+            print(f"load average at start: {averages}, at end: {after} ({os.cpu_count()} cores)")
+            for name, figures_of in warms.items():
+                _print_warms(name, figures_of)
+            return
         figures = ollama_figures(args.runs, root, args.cold_runs or args.runs)
         averages = " ".join(f"{value:.2f}" for value in load)
         print(f"load average at start: {averages} ({os.cpu_count()} cores)")
@@ -322,6 +406,13 @@ def main() -> None:
             f"warm ollm run -p:                    {figures['warm_s']:.2f} s  vs ollm --help "
             f"{figures['help_s']:.2f} s = {figures['warm_s'] / figures['help_s']:.2f}x  "
             "(target <= 1.5x)"
+        )
+        ratios = " ".join(f"{ratio:.2f}" for ratio in figures["warm_ratios"])
+        print(f"                                     each run's ratio, sorted: {ratios}")
+        print(
+            f"  its CPU (user+system):             {figures['warm_cpu_s']:.2f} s  vs ollm --help "
+            f"{figures['help_cpu_s']:.2f} s = "
+            f"{figures['warm_cpu_s'] / figures['help_cpu_s']:.2f}x"
         )
         print(
             f"                                     vs --runtime inprocess "

@@ -36,9 +36,7 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from rich.markup import escape
-
-from ollm_cli.cli.output import err_console, print_json, write_stdout
+from ollm_cli.cli.output import print_json, stderr_is_plain, write_stderr_line, write_stdout
 from ollm_cli.cli.oversized_prompt import run_turn_within_window
 from ollm_cli.pipeline.coordinator._turn_result import raise_if_stopped
 from ollm_cli.pipeline.errors import UsageError
@@ -264,14 +262,25 @@ def one_turn(
             stream.end_line()
     result.notices.extend(denied.lines)
     for notice in result.notices:  # what was cut, left out or not run: said, never silent
-        err_console.print(f"[yellow]⚠ {escape(notice)}[/]", soft_wrap=True)
+        _say(f"⚠ {notice}", "yellow")
     if json_output:
         print_json(result)
     else:
         if stream is None or not stream.written:
             write_stdout(result.answer.rstrip("\n") + "\n")
-        err_console.print(f"[dim]session {session_id[:8]}[/]")
+        _say(f"session {session_id[:8]}", "dim")
     raise_if_stopped(result)
+
+
+def _say(line: str, style: str) -> None:
+    """One line on stderr: styled on a terminal (rich), plain in a pipe or a file, as
+    rich writes it there (without importing rich), never wrapped."""
+    if stderr_is_plain():
+        write_stderr_line(line)
+        return
+    from ollm_cli.cli.output import err_console
+
+    err_console.print(line, style=style, markup=False, highlight=False, soft_wrap=True)
 
 
 def _stdout_is_terminal() -> bool:
@@ -280,6 +289,10 @@ def _stdout_is_terminal() -> bool:
 
 def _warn_on_loop(event: PipelineEvent) -> None:
     if isinstance(event, LoopDetectedEvent):
+        from rich.markup import escape
+
+        from ollm_cli.cli.output import err_console
+
         err_console.print(
             f"[yellow]loop detected ({escape(event.pattern)}, {event.count}×): "
             f"{escape(event.details)} → {event.action}[/]"
@@ -288,6 +301,10 @@ def _warn_on_loop(event: PipelineEvent) -> None:
 
 def _warn_on_notice(event: PipelineEvent) -> None:
     if isinstance(event, ContextNotice):
+        from rich.markup import escape
+
+        from ollm_cli.cli.output import err_console
+
         err_console.print(f"[yellow]{escape(event.message)}[/]")
 
 

@@ -3,21 +3,30 @@
 Rich honours ``NO_COLOR`` by itself; we add nothing that bypasses it. Errors go
 to stderr through :func:`print_error`, which redacts secrets and shows the
 hint on its own line (or as a JSON object under ``--json``).
+
+The rich consoles (:mod:`ollm_cli.cli.consoles`) are imported when a command first
+prints through them: a warm ``ollm run -p`` in a pipe writes its one line for stderr
+plainly (:func:`stderr_is_plain`), as rich would there, and imports no rich.
 """
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from rich.console import Console
-from rich.markup import escape
-from rich.segment import Segment
 
 from ollm_cli.pipeline.errors import OllmError
 from ollm_cli.pipeline.terminal_text import strip_control
+
+if TYPE_CHECKING:  # imported at first use (see __getattr__)
+    from rich.console import Console
+
+    from ollm_cli.cli.consoles import SafeConsole
+
+    console: Console
+    err_console: Console
 
 __all__ = [
     "SafeConsole",
@@ -27,31 +36,41 @@ __all__ = [
     "print_json",
     "print_token_limit_notice",
     "print_warning",
+    "stderr_is_plain",
     "strip_control",
+    "write_stderr_line",
     "write_stdout",
 ]
 
 
-class SafeConsole(Console):
-    """A rich console that strips control sequences from every piece of text it prints.
+def __getattr__(name: str) -> Any:
+    """``console``, ``err_console`` and ``SafeConsole`` (:mod:`ollm_cli.cli.consoles`),
+    imported with rich when a command first prints through them."""
+    if name in ("console", "err_console", "SafeConsole"):
+        from ollm_cli.cli import consoles
 
-    Rich's own styling and cursor movement (its control segments) pass; text from
-    a model, a tool, a file or an imported session never reaches the terminal
-    with an escape sequence in it (clearing the screen, retitling the window,
-    OSC 52 writing the clipboard).
-    """
-
-    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
-        return super()._render_buffer(
-            segment if segment.control else Segment(strip_control(segment.text), segment.style)
-            for segment in buffer
-        )
+        return getattr(consoles, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# emoji off: a ":smile:" in a notice, a title or a path is shown as it is written (and
-# rich's table of emoji codes is not imported by the first line a command prints)
-console: Console = SafeConsole(highlight=False, emoji=False)
-err_console: Console = SafeConsole(stderr=True, highlight=False, emoji=False)
+def stderr_is_plain() -> bool:
+    """Whether rich would write plain text to stderr, with no style: stderr is not a
+    terminal, and no variable makes rich take it for one (``FORCE_COLOR``,
+    ``TTY_COMPATIBLE``). A line for a script's log can then be written without
+    importing rich (:func:`write_stderr_line`)."""
+    if "FORCE_COLOR" in os.environ or "TTY_COMPATIBLE" in os.environ:
+        return False
+    try:  # no stderr (`2>&-`) or a closed one: rich decides what it does
+        return sys.stderr is not None and not sys.stderr.isatty()
+    except ValueError:
+        return False
+
+
+def write_stderr_line(text: str) -> None:
+    """Write ``text`` and a newline to stderr, control sequences stripped and tabs
+    expanded, as rich writes it where it prints plainly (:func:`stderr_is_plain`)."""
+    sys.stderr.write(strip_control(text).expandtabs(8) + "\n")
+    sys.stderr.flush()
 
 
 def write_stdout(text: str) -> None:
@@ -95,6 +114,10 @@ def print_error(error: BaseException, *, as_json: bool = False) -> None:
         sys.stderr.buffer.write(orjson.dumps(payload) + b"\n")
         sys.stderr.flush()
         return
+    from rich.markup import escape
+
+    from ollm_cli.cli.consoles import err_console
+
     err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
     if hint:
         err_console.print(f"[dim]hint:[/] {escape(hint)}", markup=True, soft_wrap=True)
@@ -102,6 +125,10 @@ def print_error(error: BaseException, *, as_json: bool = False) -> None:
 
 def print_warning(text: str) -> None:
     """Warn the user on stderr, in one rich-styled ``warning:`` line (secrets redacted)."""
+    from rich.markup import escape
+
+    from ollm_cli.cli.consoles import err_console
+
     shown = strip_control(_redact(text))
     err_console.print(f"[bold yellow]warning:[/] {escape(shown)}", markup=True, soft_wrap=True)
 
@@ -115,6 +142,7 @@ def print_token_limit_notice(
 
     The answer on stdout stays exactly the model's text; the note goes to stderr.
     """
+    from ollm_cli.cli.consoles import err_console
     from ollm_cli.pipeline.providers import TOKEN_LIMIT_REASON, cut_note
 
     if finish_reason != TOKEN_LIMIT_REASON:

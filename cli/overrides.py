@@ -36,17 +36,18 @@ def apply_overrides(
     ``settings`` itself when no flag is given."""
     if not (model or provider or runtime or ray_address or no_loop_detection):
         return settings  # no flag: nothing to validate again
-    data: dict[str, Any] = settings.model_dump(by_alias=True)
+    # the sections set (the others at their defaults), each validated again alone
+    data: dict[str, Any] = settings.changed_sections()
     if model:
-        data["provider"]["model"] = model
+        data.setdefault("provider", {})["model"] = model
     if provider:
-        data["provider"]["name"] = provider
+        data.setdefault("provider", {})["name"] = provider
     if runtime:
-        data["runtime"]["kind"] = runtime
+        data.setdefault("runtime", {})["kind"] = runtime
     if ray_address:
-        data["runtime"]["rayAddress"] = ray_address
-        if data["runtime"]["kind"] == "inprocess":  # an address names a Ray cluster
+        data.setdefault("runtime", {})["rayAddress"] = ray_address
+        if (runtime or settings.runtime.kind) == "inprocess":  # an address names a cluster
             data["runtime"]["kind"] = "service"
     if no_loop_detection:
-        data["services"]["loopDetection"]["enabled"] = False
-    return OllmSettings.model_validate(data)
+        data.setdefault("services", {}).setdefault("loopDetection", {})["enabled"] = False
+    return OllmSettings.validate_sections(data)

@@ -21,17 +21,15 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-
-from ollm_cli.cli.chat_repl import ChatRepl, finish_compressions
+from ollm_cli.cli import output
 from ollm_cli.cli.loop_thread import LoopThread
 from ollm_cli.cli.one_shot import ApproveMode, one_turn, prompt_text, tool_grant
-from ollm_cli.cli.output import console, err_console
+from ollm_cli.cli.output import stderr_is_plain
 from ollm_cli.cli.overrides import ProviderChoice, RuntimeChoice, apply_overrides
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.cli.workspace_trust import settle_workspace_trust
@@ -42,6 +40,9 @@ from ollm_cli.pipeline.events import EventBus
 from ollm_cli.pipeline.records import CloseReport
 from ollm_cli.pipeline.service import open_conversations
 from ollm_cli.pipeline.tools import ToolGrant
+
+if TYPE_CHECKING:
+    from ollm_cli.cli.chat_repl import ChatRepl
 
 
 @dataclass(frozen=True)
@@ -126,41 +127,42 @@ def _run(
     loop = LoopThread()
     events = EventBus()
     interactive = prompt is None
-    repl = ChatRepl(loop, console, err_console)
+    # the chat's and rich's imports: a -p turn in a pipe needs neither
+    repl = _chat_repl(loop) if interactive else None
     lifecycle, conversations = open_conversations(
         settings,
         workspace,
         events=events,
         ask=repl.ask_approval
-        if interactive and sys.stdin.isatty() and approve is not ApproveMode.deny
+        if repl is not None and sys.stdin.isatty() and approve is not ApproveMode.deny
         else None,
         grant=grant,
         discard_failed=True,  # a first request that fails leaves no empty session
         announce_start=_announce_service_start,
     )
-    repl.coordinator = conversations
-    if interactive:
+    if repl is not None:
+        repl.coordinator = conversations
         repl.use_line_editor()
-    repl.truncate_prompt = truncate_prompt
+        repl.truncate_prompt = truncate_prompt
     started = False
     failed = False
     report: CloseReport | None = None
     try:
-        # a spinner only where it is seen: without a terminal rich's would draw nothing
-        # and its import (rich.live, the spinners' table) would be the client's cost
-        spinner = (
-            err_console.status("starting the pipeline…", spinner="dots")
-            if err_console.is_terminal
-            else contextlib.nullcontext()
-        )
-        with spinner:
+        with _spinner("starting the pipeline…"):
             loop.run(lifecycle.start())
         started = True
         session_id = _open_session(
-            loop, conversations, repl, session, resume, continue_latest, model, anywhere
+            loop,
+            conversations,
+            repl.read_line if repl is not None else input,
+            session,
+            resume,
+            continue_latest,
+            model,
+            anywhere,
         )
         _show_notices(loop, conversations)
-        if interactive:
+        if repl is not None:
             events.subscribe(repl.render_event)
             repl.chat(session_id)
         else:
@@ -180,7 +182,10 @@ def _run(
         raise
     finally:
         try:
-            finish_compressions(loop, conversations, err_console)
+            if any(conversations.compression_pending(sid) for sid in conversations.conversations):
+                from ollm_cli.cli.chat_repl import finish_compressions
+
+                finish_compressions(loop, conversations, output.err_console)
             for sid in list(conversations.conversations):
                 _quietly_if(failed, loop, conversations.end_session(sid))
         finally:
@@ -192,6 +197,26 @@ def _run(
                 loop.close()
         if report is not None and not report.ok and not failed:
             raise _not_saved_error(report, settings.services.session.data_dir)
+
+
+def _chat_repl(loop: LoopThread) -> ChatRepl:
+    from ollm_cli.cli.chat_repl import ChatRepl
+
+    return ChatRepl(loop, output.console, output.err_console)
+
+
+def _spinner(text: str) -> contextlib.AbstractContextManager[Any]:
+    """A spinner only where it is seen: without a terminal rich's would draw nothing,
+    and its import (rich.live, the spinners' table; rich itself in a pipe) would be
+    the client's cost."""
+    if stderr_is_plain():
+        return contextlib.nullcontext()
+    err_console = output.err_console
+    return (
+        err_console.status(text, spinner="dots")
+        if err_console.is_terminal
+        else contextlib.nullcontext()
+    )
 
 
 def _quietly_if(failed: bool, loop: LoopThread, step: Coroutine[Any, Any, None]) -> None:
@@ -206,7 +231,7 @@ def _quietly_if(failed: bool, loop: LoopThread, step: Coroutine[Any, Any, None])
 
 def _announce_service_start() -> None:
     """Say that this command is starting the local service (it takes seconds)."""
-    err_console.print(
+    output.err_console.print(
         "[dim]starting the OLLM service (it stays for the next commands; "
         "`ollm service stop` stops it)…[/]"
     )
@@ -215,7 +240,7 @@ def _announce_service_start() -> None:
 def _open_session(
     loop: LoopThread,
     coordinator: ConversationContract,
-    repl: ChatRepl,
+    read_line: Callable[[str], str],
     session: str | None,
     resume: bool,
     continue_latest: bool,
@@ -229,7 +254,7 @@ def _open_session(
     if resume and session is None:
         from ollm_cli.cli.session_picker import pick_session  # a chat's, never -p's cost
 
-        session = pick_session(loop, coordinator, err_console, repl.read_line)
+        session = pick_session(loop, coordinator, output.err_console, read_line)
     return loop.run(coordinator.start_session(resume=session, model=model))
 
 
@@ -246,12 +271,14 @@ def _continue_latest(
             hint="start one with `ollm run`"
             + ("" if anywhere else ", or continue the latest of any folder with --continue --any"),
         )
+    from rich.markup import escape
+
     from ollm_cli.cli.session_picker import one_line
 
     latest = recent[0]
     title = f" {escape(one_line(latest.title or ''))}" if latest.title else ""
     when = latest.last_activity[:16].replace("T", " ")
-    err_console.print(
+    output.err_console.print(
         f"[dim]continuing {latest.session_id[:8]}{title} ({when}, "
         f"{latest.message_count} messages)[/]"
     )
@@ -261,7 +288,9 @@ def _continue_latest(
 def _show_notices(loop: LoopThread, coordinator: ConversationContract) -> None:
     """Say once what the store did on its own (sessions trashed, records replayed)."""
     for notice in loop.run(coordinator.take_notices()):
-        err_console.print(f"[yellow]{escape(notice)}[/]")
+        from rich.markup import escape
+
+        output.err_console.print(f"[yellow]{escape(notice)}[/]")
 
 
 def _close_recording(loop: LoopThread, coordinator: ConversationContract) -> CloseReport | None:
@@ -269,15 +298,19 @@ def _close_recording(loop: LoopThread, coordinator: ConversationContract) -> Clo
     try:
         report = loop.run(coordinator.close_recording())
     except OllmError as error:
-        err_console.print(f"[red]closing the session store failed:[/] {escape(str(error))}")
+        from rich.markup import escape
+
+        output.err_console.print(f"[red]closing the session store failed:[/] {escape(str(error))}")
         return None
     if not report.ok:
+        from rich.markup import escape
+
         where = (
             f"kept in the rescue file {report.rescue_file}"
             if report.rescue_file
             else "LOST: no other folder was writable to rescue them to"
         )
-        err_console.print(
+        output.err_console.print(
             f"[red]⚠ {report.unsaved_records} record(s) could not be saved "
             f"({escape(report.error or 'write failed')}); {escape(where)}[/]"
         )

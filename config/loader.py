@@ -456,8 +456,8 @@ def load_settings(
     if not merged:  # no file, no variable: nothing to validate (see ConfigModel)
         loaded.settings = OllmSettings.defaults()
         return loaded
-    try:
-        loaded.settings = OllmSettings.model_validate(merged)
+    try:  # only the sections set are validated: the rest are defaults
+        loaded.settings = OllmSettings.validate_sections(merged)
     except ValidationError as exc:
         error = _format_validation_error(exc, loaded)
         if not lenient:

@@ -17,11 +17,12 @@ import fnmatch
 import logging
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, cast
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from ollm_cli.config.discovery_defaults import DEFAULT_BUILTIN_IGNORES, FILE_DISCOVERY_DEFAULTS
@@ -64,7 +65,13 @@ class ConfigModel(BaseModel):
     it, not at import: defaults are valid by construction (pydantic never
     validates them), so a user without config files, whose settings are all
     defaults (:meth:`defaults`), pays for no validator at all, and one with a
-    config file pays for it once, when it is read.
+    config file pays for it once, when it is read (for the sections it sets:
+    :meth:`OllmSettings.validate_sections`).
+
+    A list defaults to ``[]`` (pydantic copies it for each instance), never to
+    ``default_factory=list``: pydantic reads a factory's signature each time it
+    calls it, and a builtin's is parsed from text (tokenize's regex compiled, at
+    first: milliseconds of every command).
     """
 
     model_config = ConfigDict(
@@ -165,7 +172,7 @@ class SessionSettings(ConfigModel):
     """How many days sessions removed by ``maxSessions`` (or deleted) stay in the
     trash folder, from which ``ollm sessions trash restore ID`` brings them back
     (0: emptied at the next cleanup)."""
-    rescue_dirs: list[Path] = Field(default_factory=list)
+    rescue_dirs: list[Path] = []
     """Where records that could not be written to ``dataDir`` (a full disk) are
     kept when a command ends, tried before the defaults ($XDG_RUNTIME_DIR when it is
     private, ``OLLM_HOME/rescue``, ``~/.cache/ollm/rescue``); a folder on another
@@ -420,9 +427,9 @@ class SandboxSettings(ConfigModel):
     max_write_mb: Annotated[int, Field(ge=1, le=1_048_576)] = 1024
     """How much one tool command may add to the workspace's file system; past it the
     command is stopped (checked every 50 ms from the file system's free space)."""
-    deny_read: list[str] = Field(default_factory=list)
+    deny_read: list[str] = []
     """More paths hidden from tool commands (``~`` expanded); user-level config only."""
-    allow_read: list[str] = Field(default_factory=list)
+    allow_read: list[str] = []
     """Paths of the default hidden list tool commands may read after all
     (``~/.npmrc``); user-level config only."""
 
@@ -514,6 +521,62 @@ class OllmSettings(ConfigModel):
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings.defaults)
     provider: ProviderSettings = Field(default_factory=ProviderSettings.defaults)
     tools: ToolSettings = Field(default_factory=ToolSettings.defaults)
-    hooks: list[HookSettings] = Field(default_factory=list)
+    hooks: list[HookSettings] = []
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings.defaults)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings.defaults)
+
+    @classmethod
+    def validate_sections(cls, data: Mapping[str, Any]) -> "OllmSettings":
+        """What :meth:`model_validate` gives for ``data`` (a config's merged layers,
+        camelCase), with only the sections ``data`` sets validated, each by its own
+        model; the others are at their defaults, valid by construction (see
+        :class:`ConfigModel`). The whole model's validator (22 nested models, the
+        largest cost of a warm ``ollm run -p`` after its imports) is built only when
+        ``data`` is not valid, to raise :meth:`model_validate`'s error: every bad key
+        named, as ever. Also when it sets a section that is not a model (``hooks``).
+
+        Example::
+
+            OllmSettings.validate_sections({"provider": {"model": "qwen3"}})
+            # == OllmSettings.model_validate(...): only ProviderSettings validated
+        """
+        names = {info.alias or name: name for name, info in cls.model_fields.items()}
+        sections: dict[str, Any] = {}
+        for key, value in data.items():
+            name = names.get(key, key)
+            info = cls.model_fields.get(name)
+            model = info.annotation if info is not None else None
+            if not (
+                isinstance(value, dict)
+                and isinstance(model, type)
+                and issubclass(model, ConfigModel)
+            ):
+                return cls.model_validate(data)
+            try:
+                sections[name] = model.model_validate(value)
+            except ValidationError:
+                return cls.model_validate(data)  # raises, with the whole model's locations
+        return cls.model_construct(**sections)
+
+    def changed_sections(self) -> dict[str, Any]:
+        """Each section that differs from its default, as a config file writes it
+        (camelCase keys, JSON values): :meth:`model_validate` of it gives these
+        settings back. Only the serializers of those sections are built (a warm
+        ``ollm run -p`` sends this to the local service in its hello).
+
+        Example::
+
+            OllmSettings.validate_sections({"provider": {"model": "qwen3"}}).changed_sections()
+            # {"provider": {"name": "auto", "model": "qwen3", ...}}
+        """
+        changed: dict[str, Any] = {}
+        for name, info in type(self).model_fields.items():
+            value = getattr(self, name)
+            if value == info.get_default(call_default_factory=True, validated_data={}):
+                continue
+            changed[info.alias or name] = (
+                [item.model_dump(mode="json", by_alias=True) for item in value]
+                if isinstance(value, list)
+                else value.model_dump(mode="json", by_alias=True)
+            )
+        return changed

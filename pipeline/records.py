@@ -371,6 +371,8 @@ class CloseReport(Record):
 
     ok: bool
     unsaved_records: int = 0
-    sessions: list[str] = Field(default_factory=list)
+    # a default, not default_factory=list: pydantic reads a factory's signature, and a
+    # builtin's is parsed from text (tokenize's regex compiled: ms of every ollm run -p)
+    sessions: list[str] = Field(default=[])
     rescue_file: str | None = None
     error: str | None = None

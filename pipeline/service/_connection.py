@@ -183,7 +183,7 @@ class ServiceConnection:
             version=code_version(),
             pid=os.getpid(),
             started=process_started(os.getpid()),
-            settings=self.settings,
+            settings=self.settings.changed_sections(),
             workspace=str(self.workspace.resolve()),
             environment=self.environment,
         )

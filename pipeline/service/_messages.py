@@ -18,11 +18,10 @@ Example::
 # No `from __future__ import annotations` here: pydantic evaluates a string annotation
 # when it creates the class, a quarter of the time it takes to create these models,
 # which every command does (a warm `ollm run -p` among them).
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ollm_cli.config.settings import OllmSettings
 from ollm_cli.pipeline.coordinator._turn_result import TurnResult
 from ollm_cli.pipeline.errors import (
     ActorFailedError,
@@ -58,7 +57,10 @@ class Hello(Message):
     version: str
     pid: int
     started: float | None
-    settings: OllmSettings
+    settings: dict[str, Any]
+    """The client's settings: each section that differs from its default, as a
+    config file writes it (``OllmSettings.changed_sections()``); the service
+    validates them whole (a client builds the validators of those sections alone)."""
     workspace: str
     environment: dict[str, str]
 

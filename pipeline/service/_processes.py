@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ollm_cli.config.paths import private_dir_problem
 from ollm_cli.pipeline.service._state import (
@@ -38,10 +38,20 @@ logger = logging.getLogger(__name__)
 def _reachable(address: str, timeout: float = 1.0) -> bool:
     host, _, port = address.rpartition(":")
     try:
-        with socket.create_connection((host, int(port)), timeout=timeout):
-            return True
+        # the host as bytes (it is an address): a str is encoded with the idna codec,
+        # whose import (stringprep, unicodedata) was a share of every command's look
+        name = host.encode("ascii") if host.isascii() else host
+        for family, kind, proto, _, target in socket.getaddrinfo(
+            name, int(port), type=socket.SOCK_STREAM
+        ):
+            with socket.socket(family, kind, proto) as probe:
+                probe.settimeout(timeout)
+                with contextlib.suppress(OSError):
+                    probe.connect(target)
+                    return True
     except (OSError, ValueError):
-        return False
+        pass
+    return False
 
 
 def find_service(paths: ServicePaths | None = None) -> ServiceState | None:
@@ -128,6 +138,9 @@ def remove_ray_folder(state: ServiceState) -> None:
 
 
 class StopReport(BaseModel):
+    # built when first used (`ollm service stop`), not by every client that imports this
+    model_config = ConfigDict(defer_build=True)
+
     was_running: bool
     pid: int | None = None
     graceful: bool = True

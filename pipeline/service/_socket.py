@@ -40,7 +40,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ollm_cli.config.settings import OllmSettings
-from ollm_cli.pipeline.errors import OllmError, ServiceError
+from ollm_cli.pipeline.errors import ConfigError, OllmError, ServiceError
 from ollm_cli.pipeline.service._protocol import (
     ENDING,
     Activity,
@@ -186,6 +186,20 @@ class ServiceServer:
             await relay.close()
 
 
+def _settings(hello: Hello) -> OllmSettings:
+    """The settings a client sent in its hello (the sections it changed), validated
+    whole; a :class:`ConfigError` naming the keys (never their values) if not."""
+    try:
+        return OllmSettings.model_validate(hello.settings)
+    except ValidationError as error:
+        keys = ", ".join(".".join(map(str, e["loc"])) for e in error.errors())
+        raise ConfigError(
+            f"the OLLM service refused this command's settings ({keys})",
+            hint="check them with `ollm config show`; if they are valid there, the "
+            "service is of another version: `ollm service stop`",
+        ) from None
+
+
 class _Relay:
     """One client's connection, in the daemon."""
 
@@ -196,6 +210,7 @@ class _Relay:
         self.started: float | None = None
         self.host: Any = None
         self.hello: Hello | None = None
+        self.settings: OllmSettings | None = None
         self.tasks: set[asyncio.Task[None]] = set()
         self.client_id = os.urandom(8).hex()
         self._lock = asyncio.Lock()
@@ -253,9 +268,10 @@ class _Relay:
         with contextlib.suppress(psutil.Error):
             self.started = psutil.Process(self.pid).create_time()
         try:
+            settings = _settings(hello)
             loop = asyncio.get_running_loop()
             self.host = await loop.run_in_executor(
-                None, self.server.host_for, hello.settings, Path(hello.workspace)
+                None, self.server.host_for, settings, Path(hello.workspace)
             )
         except OllmError as error:
             await self.send(request_id, Failed.of(error))
@@ -264,6 +280,7 @@ class _Relay:
         # while the client opens its first session) until the connection ends
         await self._call(self.host.hello, self.client_id, self.pid, self.started)
         self.hello = hello
+        self.settings = settings
         await self.send(request_id, Welcome(version=code_version()))
         return True
 
@@ -326,7 +343,7 @@ class _Relay:
         """A load run in the host: its progress as turns finish, then its report.
         The run's pipeline (its own sessions folder, which no other command uses)
         is retired before the report is sent, instead of staying loaded until idle."""
-        assert self.hello is not None
+        assert self.hello is not None and self.settings is not None
         await self._call(self.host.start_load, self.pid, self.started, body, self.hello.environment)
         seen = 0
         try:
@@ -340,7 +357,7 @@ class _Relay:
                     seen = item.turns
                     await self.send(request_id, item)
         finally:
-            await asyncio.shield(self.server.retire(self.host, self.hello.settings))
+            await asyncio.shield(self.server.retire(self.host, self.settings))
         await self.send(request_id, item)
 
     @staticmethod

@@ -421,6 +421,8 @@ NOT_IN_THE_CLIENT = (
     "ollm_cli.base.redaction",
     "typer",
     "click",
+    "rich",  # in a pipe: its one stderr line is written as rich would write it there
+    "ollm_cli.cli.chat_repl",
 )
 """What a warm ``ollm run -p`` on the service must not import: Ray, the session store's
 sqlite index and streaming reader, the token counter, the services and the runtime

@@ -213,7 +213,7 @@ def _old_hello(settings: OllmSettings, workspace: Path) -> Hello:
         version="0.0.1+old",
         pid=os.getpid(),
         started=None,
-        settings=settings,
+        settings=settings.changed_sections(),
         workspace=str(workspace),
         environment={},
     )
@@ -339,7 +339,7 @@ def test_a_client_of_another_user_is_refused(server: FakeOllama, tmp_path: Path)
                     version=code_version(),
                     pid=1,
                     started=None,
-                    settings=settings,
+                    settings=settings.changed_sections(),
                     workspace=str(tmp_path),
                     environment={},
                 ),
@@ -455,7 +455,7 @@ def test_the_client_frames_every_message_as_the_protocol_does() -> None:
             version="1",
             pid=7,
             started=None,
-            settings=OllmSettings(),
+            settings={"provider": {"model": "m"}},
             workspace="/w",
             environment={"A": "b"},
         ),
@@ -516,7 +516,7 @@ def test_the_client_builds_the_schemas_of_the_messages_it_uses_only() -> None:
         "from ollm_cli.config.settings import OllmSettings\n"
         "from ollm_cli.pipeline.service import _connection as c, _protocol as p\n"
         "c.encode_body(1, p.Hello(version='1', pid=1, started=None,"
-        " settings=OllmSettings(), workspace='/', environment={}))\n"
+        " settings={}, workspace='/', environment={}))\n"
         'c.decode_reply(b\'{"id":1,"body":{"type":"welcome","version":"1"}}\')\n'
         "print(p.ClientFrame.__pydantic_complete__, p.ServiceFrame.__pydantic_complete__,"
         " p.Sessions.__pydantic_complete__)\n"
