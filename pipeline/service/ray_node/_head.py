@@ -135,10 +135,12 @@ def lean_dashboard_agent() -> Iterator[None]:
         return ImportError("the OLLM service runs no dashboard: the minimal agent will do")
 
     def command(component: str, session_dir: str, unbuffered: bool = True) -> list[str]:
+        # isolated, no site: the script imports a few standard modules only, whatever
+        # the environment (Ray's arguments for its own agent follow, and are read)
         if component == ray_constants.PROCESS_TYPE_DASHBOARD_AGENT:
-            # isolated, no site: the script imports os and sys only, whatever the
-            # environment (Ray's arguments for its own agent follow, and are read)
             return [sys.executable, "-I", "-S", str(AGENT_SCRIPT)]
+        if component == ray_constants.PROCESS_TYPE_RUNTIME_ENV_AGENT:
+            return [sys.executable, "-I", "-S", str(AGENT_SCRIPT), "--ollm-agent=runtime_env"]
         return list(build(component, session_dir, unbuffered))
 
     private_utils.get_dashboard_dependency_error = minimal
