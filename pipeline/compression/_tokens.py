@@ -70,10 +70,35 @@ TRUNCATION_MARGIN = 0.98
 """A reported count this close to the window means the server cut the prompt."""
 
 
-@lru_cache(maxsize=1)
+_LOADING = threading.Lock()
+
+
 def encoding() -> tiktoken.Encoding:
-    """The offline ``cl100k_base`` encoding (loaded once per process)."""
+    """The offline ``cl100k_base`` encoding, loaded once per process when first needed
+    (about 0.17 s of a core, seconds on a busy machine: a counter made and not asked
+    to count, as every shell and coordinator makes one, costs nothing). Threads that
+    ask while it loads wait for that one load."""
+    with _LOADING:
+        return _load_encoding()
+
+
+@lru_cache(maxsize=1)
+def _load_encoding() -> tiktoken.Encoding:
     return tiktoken.get_encoding(ENCODING_NAME)
+
+
+def load_encoding_soon() -> None:
+    """Load the encoding on a thread of its own, if no one has yet: for a process that
+    will count soon and has waits to fill meanwhile (a pipeline host between its
+    first client's hello and that client's first turn). Whoever counts first waits
+    for that load, not for a second one."""
+    if not encoding_loaded():
+        threading.Thread(target=encoding, name="load-token-encoding", daemon=True).start()
+
+
+def encoding_loaded() -> bool:
+    """Whether this process has loaded the encoding yet."""
+    return _load_encoding.cache_info().currsize > 0
 
 
 def default_calibration_path() -> Path:
@@ -131,7 +156,6 @@ class TokenCounter:
     ) -> None:
         if not 0 < smoothing <= 1:
             raise ValueError("smoothing must be in (0, 1]")
-        self._encoding = encoding()
         self._path = calibration_path or default_calibration_path()
         self._persist = persist
         self._smoothing = smoothing
@@ -148,6 +172,10 @@ class TokenCounter:
         ] = {}
         self._lock = threading.Lock()
         self._calibration = self._load() if persist else CalibrationFile()
+
+    @property
+    def _encoding(self) -> tiktoken.Encoding:
+        return encoding()  # loaded at the first count, not when the counter is made
 
     @property
     def calibration_path(self) -> Path:
