@@ -75,7 +75,7 @@ PRELOADED = (
     "ollm_cli.pipeline.service._socket",
 )
 """What the daemon imports while its Ray head's processes start (on the core they
-leave free as the raylet waits for its agents), instead of before them (the
+leave free as the GCS and the raylet start), instead of before them (the
 protocol's models) or when the first client says hello (the host's class, which
 ``ray.remote`` needs)."""
 

@@ -26,7 +26,7 @@ are pipeline hosts): the host's code, and the providers' (with their HTTP
 clients), which a host's first session needs (about 0.5 s of its opening)."""
 
 AGENT_SCRIPT = Path(__file__).with_name("_agent.py")
-"""The service's dashboard agent, run as a script (see :func:`lean_dashboard_agent`)."""
+"""The service's raylet agents, run as a script (see :func:`lean_dashboard_agent`)."""
 
 PRESTARTED_WORKERS = 1
 """The workers Ray starts as the daemon connects (one per CPU of the head): the
@@ -39,10 +39,9 @@ def start_head(temp_dir: Path, while_starting: Callable[[], None] | None = None)
     (not Ray's ``/tmp/ray``, open to every user: another could rename the raylet's
     socket there, or read session ids in its logs).
 
-    ``while_starting`` runs once the head's processes are launched, while their
-    raylet waits for its agents (Ray's runtime environment agent imports Ray and
-    aiohttp, about 1.5 s of a core): the daemon imports the pipeline's modules
-    then, on the other core, in its main thread (not beside ``import ray``).
+    ``while_starting`` runs once the head's processes are launched, while the GCS
+    and the raylet start: the daemon imports the pipeline's modules then, on the
+    other core, in its main thread (not beside ``import ray``).
 
     ``ray.init`` would also start the autoscaler's monitor and the log monitor
     (Python processes that compete with the head's own start on a small
@@ -68,10 +67,13 @@ def start_head(temp_dir: Path, while_starting: Callable[[], None] | None = None)
     Nothing answers without the token: no dashboard, no metrics collection (the
     agent's Prometheus endpoint) and no API server (the dashboard head, whose own
     Prometheus endpoint answers anyone on the machine); the daemon needs neither.
-    The dashboard agent, which the raylet cannot do without, is the service's
-    own (:func:`lean_dashboard_agent`): it serves nothing, as Ray's minimal one
-    does not, and is ready at once, where the raylet waited for Ray's to import
-    every module of the dashboard.
+    The raylet's two agents, which it cannot do without, are the service's own
+    (:func:`lean_dashboard_agent`): the dashboard agent serves nothing, as Ray's
+    minimal one does not, and the runtime environment agent refuses every
+    runtime environment (the service's hosts name none); both are ready at once,
+    where the raylet waited for Ray's to import Ray, aiohttp and every module of
+    the dashboard before it registered its node (0.9 s of a core for the runtime
+    environment agent alone, more on a busy machine).
     """
     from ray._private.node import Node
     from ray._private.parameter import RayParams
@@ -118,11 +120,11 @@ def start_head(temp_dir: Path, while_starting: Callable[[], None] | None = None)
 
 @contextlib.contextmanager
 def lean_dashboard_agent() -> Iterator[None]:
-    """While a head starts in this process, its raylet gets the service's own dashboard
-    agent (:mod:`~ollm_cli.pipeline.service.ray_node._agent`: the three ports the raylet
-    waits for, published at once) instead of Ray's, which imports Ray and all its
-    dashboard's modules first (1.3 s of CPU; the raylet, and so the head, waited
-    for it). Ray is not asked whether its full agent could run either (it asks
+    """While a head starts in this process, its raylet gets the service's own agents
+    (:mod:`~ollm_cli.pipeline.service.ray_node._agent`: the ports the raylet waits
+    for, published at once) instead of Ray's, which import Ray first, and all the
+    dashboard's modules or aiohttp (1.3 s and 0.9 s of CPU; the raylet, and so the
+    head, waited for them). Ray is not asked whether its full agent could run either (it asks
     ``get_dashboard_dependency_error``, which imports aiohttp, gRPC's asyncio,
     OpenTelemetry and Prometheus in the daemon, about 0.4 s)."""
     from ray._private import ray_constants, services
