@@ -29,8 +29,8 @@ AGENT_SCRIPT = Path(__file__).with_name("_agent.py")
 """The service's raylet agents, run as a script (see :func:`lean_dashboard_agent`)."""
 
 PRESTARTED_WORKERS = 1
-"""The workers Ray starts as the daemon connects (one per CPU of the head): the
-first host's."""
+"""The workers Ray starts with the raylet (one per CPU of the head): the first
+host's."""
 
 
 def start_head(temp_dir: Path, while_starting: Callable[[], None] | None = None) -> Any:
@@ -50,14 +50,18 @@ def start_head(temp_dir: Path, while_starting: Callable[[], None] | None = None)
     port is taken and the agent retries for about 4 s before the head is
     ready. Any free port does.
 
-    The first pipeline host's process starts with the head: Ray prestarts one
-    worker per CPU when its first driver (the daemon) connects, and each worker
-    imports :data:`WORKER_MODULES` before it waits for work. The worker that
-    becomes the host has thus imported Ray and the host's code while the daemon
-    prepared its socket and the client said hello (about 1.5 s of a cold start
-    on 2 cores, off the path). The head has one CPU: the service runs no task
-    that needs one (its hosts reserve none), and a second prestarted worker
-    would only compete for the machine's cores and hold 150 MB idle.
+    The first pipeline host's process starts with the head: the raylet prestarts
+    one worker per CPU as it starts, and each worker imports
+    :data:`WORKER_MODULES` before it waits for work. The worker that becomes the
+    host has thus imported Ray and the host's code while the daemon imported the
+    pipeline's modules, connected, prepared its socket and the client said hello
+    (about 1.5 s of a cold start on 2 cores, off the path). It is not started
+    when the daemon connects (Ray's ``prestart_worker_first_driver``): Ray then
+    holds the driver's connection until the worker has imported Ray and
+    registered (0.7 s of a cold start, the daemon idle). The head has one CPU:
+    the service runs no task that needs one (its hosts reserve none), and a
+    second prestarted worker would only compete for the machine's cores and hold
+    150 MB idle.
 
     Ray runs its workers at niceness 15, below every other process of the user:
     the service's workers are its pipeline hosts, which answer the user's turns
@@ -103,7 +107,8 @@ def start_head(temp_dir: Path, while_starting: Callable[[], None] | None = None)
         "include_log_monitor": False,
         "temp_dir": str(temp_dir),
         "_system_config": {
-            "prestart_worker_first_driver": True,
+            "enable_worker_prestart": True,
+            "prestart_worker_first_driver": False,
             "preload_python_modules": list(WORKER_MODULES),
             "enable_metrics_collection": False,
             "worker_niceness": 0,
