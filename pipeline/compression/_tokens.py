@@ -162,6 +162,8 @@ class TokenCounter:
         self._cache_size = max(1, cache_size)
         self._message_cache: dict[tuple[str, ...], int] = {}
         self._saved_at = 0.0
+        self._unsaved = False
+        """A ratio changed since the file was last written."""
         # the same message object seen again (the live context of a conversation is
         # recounted at every turn): no need to rebuild its content key
         self._by_identity: dict[int, tuple[SessionMessage, int]] = {}
@@ -345,6 +347,7 @@ class TokenCounter:
                 ratio = entry.ratio + self._smoothing * (sample - entry.ratio)
                 samples = entry.samples + 1
             self._calibration.models[model] = ModelCalibration(ratio=ratio, samples=samples)
+            self._unsaved = True
             # the first samples move the ratio most; after them a save every
             # SAVE_INTERVAL_S keeps the file current without an fsync per answer
             now = time.monotonic()
@@ -355,9 +358,13 @@ class TokenCounter:
 
     def save(self) -> None:
         """Write the calibration file now (at the end of a run: between saves the
-        latest samples are in memory only); nothing to do in memory-only mode."""
+        latest samples are in memory only); nothing to do in memory-only mode, or
+        when no ratio changed since the last write (a conversation whose reports
+        said nothing about the tokenizer: no fsync at its end)."""
         if self._persist:
             with self._lock:
+                if not self._unsaved:
+                    return
                 self._saved_at = time.monotonic()
                 self._save()
 
@@ -403,6 +410,7 @@ class TokenCounter:
         try:
             ensure_private_dir(self._path.parent)
             write_atomic(self._path, orjson.dumps(self._calibration.model_dump()))
+            self._unsaved = False
         except OSError as exc:
             logger.warning(
                 "calibration: cannot save %s (%s); the ratio is kept in memory",

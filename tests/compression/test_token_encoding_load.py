@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import orjson
 import tiktoken
@@ -76,3 +77,22 @@ def test_a_message_costs_its_text_and_its_framing() -> None:
     counter = TokenCounter(persist=False)
     message = SessionMessage.user(TEXT)
     assert counter.count_message(message) == MESSAGE_OVERHEAD + len(reference.encode_ordinary(TEXT))
+
+
+def test_a_save_with_no_ratio_changed_writes_nothing(tmp_path: Path) -> None:
+    """A conversation whose reports said nothing about the tokenizer (or that had
+    none) ends without rewriting the file; a changed ratio is written at the end."""
+    path = tmp_path / "calibration.json"
+    counter = TokenCounter(calibration_path=path)
+    counter.calibrate("m", 1000, 20)  # implausible: ignored
+    counter.save()
+    assert not path.exists()
+    for _ in range(4):  # the first three are written at once, the fourth waits
+        counter.calibrate("m", 100, 120)
+    written = path.stat().st_mtime_ns
+    os.utime(path, ns=(written - 10**9, written - 10**9))
+    counter.save()
+    assert int(orjson.loads(path.read_bytes())["models"]["m"]["samples"]) == 4
+    before = path.stat().st_mtime_ns
+    counter.save()  # nothing changed since
+    assert path.stat().st_mtime_ns == before
