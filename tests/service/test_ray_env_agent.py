@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ollm_cli.pipeline.service.ray_node import _agent as _ray_agent
 from ollm_cli.pipeline.service.ray_node._head import AGENT_SCRIPT
 from tests.service.conftest import service_processes, state_of, wait_for
@@ -99,3 +101,29 @@ def test_the_service_s_head_runs_the_lean_runtime_environment_agent(shared_home:
     assert len(agents) == 1, pythons
     assert agents[0].startswith(f"{sys.executable} -I -S {AGENT_SCRIPT} ")
     assert not [c for c in pythons if "runtime_env/agent/main.py" in c and " -I -S " not in c]
+
+
+def test_the_listener_answers_each_request_and_keeps_listening(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    port = _ray_agent.refuse_runtime_environments("127.0.0.1")
+    for _ in range(2):
+        answer = _ask(port)
+        assert answer.startswith(b"HTTP/1.1 501 ") and answer.endswith(_ray_agent.REFUSAL)
+    logged = wait_for(lambda: capsys.readouterr().err or None, what="the refusal logged")
+    assert "refused POST /get_or_create_runtime_env HTTP/1.1" in logged
+
+
+def test_the_agent_of_a_raylet_gone_publishes_its_port_and_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(_ray_agent.PIPE_CHECK, raising=False)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # reaped: its pid names no process
+    monkeypatch.setenv("RAY_RAYLET_PID", str(gone.pid))
+    node_id = secrets.token_hex(28)
+    argv = ["--ollm-agent=runtime_env", RAY_AGENT, f"--node-id={node_id}"]
+    assert _ray_agent.main([*argv, f"--session-dir={tmp_path}"]) == 0
+    published = tmp_path / f"{_ray_agent.RUNTIME_ENV_PORT_NAME}_{node_id}"
+    assert [p.name for p in tmp_path.iterdir()] == [published.name]
+    assert 0 < int(published.read_text()) < 65536
