@@ -20,6 +20,11 @@ reported in :attr:`LoadedExtensions.infos` and skipped; it never stops OLLM.
 from __future__ import annotations
 
 import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any, Literal
@@ -173,6 +178,54 @@ def _load_one(entry: EntryPoint, loaded: LoadedExtensions, workspace: Path) -> N
     )
 
 
+class _EntryPointScan:
+    """The entry points of a group, found once per state of the folders they come from.
+
+    ``importlib.metadata.entry_points()`` reads the metadata of every installed
+    distribution (about 10 ms here), and the pipeline asks at every conversation
+    (its hooks) and every shell (context, tools). A scan is kept with what it
+    depends on: each folder of ``sys.path`` and its modification time. Installing
+    or removing a distribution adds or removes its ``*.dist-info`` folder, which
+    changes its folder's time; another ``sys.path`` (or current folder, for
+    ``''``) is another key. Either scans again. A folder changed within
+    :data:`RECENT_NS` of a scan could change again unseen (its time would not
+    move: file systems keep times in coarse ticks), so that scan is not kept.
+    """
+
+    RECENT_NS = 2_000_000_000
+
+    def __init__(self, folders: Callable[[], list[str]] = lambda: sys.path) -> None:
+        self._folders = folders
+        self._found: dict[str, tuple[tuple[tuple[str, int], ...], list[EntryPoint]]] = {}
+        self._lock = threading.Lock()
+
+    def _state(self) -> tuple[tuple[str, int], ...]:
+        state = []
+        for entry in self._folders():
+            folder = os.path.abspath(entry or os.curdir)
+            try:
+                state.append((folder, os.stat(folder).st_mtime_ns))
+            except OSError:
+                state.append((folder, -1))
+        return tuple(state)
+
+    def __call__(self, group: str) -> list[EntryPoint]:
+        state = self._state()
+        with self._lock:
+            kept = self._found.get(group)
+        if kept is not None and kept[0] == state:
+            return kept[1]
+        started = time.time_ns()
+        found = sorted(entry_points(group=group), key=lambda e: e.name)
+        if all(mtime < started - self.RECENT_NS for _, mtime in state):
+            with self._lock:
+                self._found[group] = (state, found)
+        return found
+
+
+_scan = _EntryPointScan()
+
+
 def load_extensions(group: str = GROUP, *, workspace: Path | None = None) -> LoadedExtensions:
     """Load every extension installed in this Python environment.
 
@@ -184,6 +237,6 @@ def load_extensions(group: str = GROUP, *, workspace: Path | None = None) -> Loa
     """
     loaded = LoadedExtensions()
     root = workspace or Path.cwd()
-    for entry in sorted(entry_points(group=group), key=lambda e: e.name):
+    for entry in _scan(group):
         _load_one(entry, loaded, root)
     return loaded

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ollm_cli.pipeline.compression._snapshot_info import SnapshotInfo
     from ollm_cli.pipeline.compression._snapshots import SnapshotManager
     from ollm_cli.pipeline.compression._summarizer import ModelSummarizer
-    from ollm_cli.pipeline.compression._tokens import TokenCounter, encoding
+    from ollm_cli.pipeline.compression._tokens import TokenCounter, encoding, load_encoding_soon
 
 __all__ = [
     "ActiveContext",
@@ -28,6 +28,7 @@ __all__ = [
     "SnapshotManager",
     "TokenCounter",
     "encoding",
+    "load_encoding_soon",
 ]
 
 __getattr__ = lazy_exports(
@@ -42,6 +43,7 @@ __getattr__ = lazy_exports(
         "_tokens": (
             "TokenCounter",
             "encoding",
+            "load_encoding_soon",
         ),
     },
 )

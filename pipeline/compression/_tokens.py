@@ -70,10 +70,35 @@ TRUNCATION_MARGIN = 0.98
 """A reported count this close to the window means the server cut the prompt."""
 
 
-@lru_cache(maxsize=1)
+_LOADING = threading.Lock()
+
+
 def encoding() -> tiktoken.Encoding:
-    """The offline ``cl100k_base`` encoding (loaded once per process)."""
+    """The offline ``cl100k_base`` encoding, loaded once per process when first needed
+    (about 0.17 s of a core, seconds on a busy machine: a counter made and not asked
+    to count, as every shell and coordinator makes one, costs nothing). Threads that
+    ask while it loads wait for that one load."""
+    with _LOADING:
+        return _load_encoding()
+
+
+@lru_cache(maxsize=1)
+def _load_encoding() -> tiktoken.Encoding:
     return tiktoken.get_encoding(ENCODING_NAME)
+
+
+def load_encoding_soon() -> None:
+    """Load the encoding on a thread of its own, if no one has yet: for a process that
+    will count soon and has waits to fill meanwhile (a pipeline host between its
+    first client's hello and that client's first turn). Whoever counts first waits
+    for that load, not for a second one."""
+    if not encoding_loaded():
+        threading.Thread(target=encoding, name="load-token-encoding", daemon=True).start()
+
+
+def encoding_loaded() -> bool:
+    """Whether this process has loaded the encoding yet."""
+    return _load_encoding.cache_info().currsize > 0
 
 
 def default_calibration_path() -> Path:
@@ -131,13 +156,14 @@ class TokenCounter:
     ) -> None:
         if not 0 < smoothing <= 1:
             raise ValueError("smoothing must be in (0, 1]")
-        self._encoding = encoding()
         self._path = calibration_path or default_calibration_path()
         self._persist = persist
         self._smoothing = smoothing
         self._cache_size = max(1, cache_size)
         self._message_cache: dict[tuple[str, ...], int] = {}
         self._saved_at = 0.0
+        self._unsaved = False
+        """A ratio changed since the file was last written."""
         # the same message object seen again (the live context of a conversation is
         # recounted at every turn): no need to rebuild its content key
         self._by_identity: dict[int, tuple[SessionMessage, int]] = {}
@@ -148,6 +174,10 @@ class TokenCounter:
         ] = {}
         self._lock = threading.Lock()
         self._calibration = self._load() if persist else CalibrationFile()
+
+    @property
+    def _encoding(self) -> tiktoken.Encoding:
+        return encoding()  # loaded at the first count, not when the counter is made
 
     @property
     def calibration_path(self) -> Path:
@@ -317,6 +347,7 @@ class TokenCounter:
                 ratio = entry.ratio + self._smoothing * (sample - entry.ratio)
                 samples = entry.samples + 1
             self._calibration.models[model] = ModelCalibration(ratio=ratio, samples=samples)
+            self._unsaved = True
             # the first samples move the ratio most; after them a save every
             # SAVE_INTERVAL_S keeps the file current without an fsync per answer
             now = time.monotonic()
@@ -327,9 +358,13 @@ class TokenCounter:
 
     def save(self) -> None:
         """Write the calibration file now (at the end of a run: between saves the
-        latest samples are in memory only); nothing to do in memory-only mode."""
+        latest samples are in memory only); nothing to do in memory-only mode, or
+        when no ratio changed since the last write (a conversation whose reports
+        said nothing about the tokenizer: no fsync at its end)."""
         if self._persist:
             with self._lock:
+                if not self._unsaved:
+                    return
                 self._saved_at = time.monotonic()
                 self._save()
 
@@ -375,6 +410,7 @@ class TokenCounter:
         try:
             ensure_private_dir(self._path.parent)
             write_atomic(self._path, orjson.dumps(self._calibration.model_dump()))
+            self._unsaved = False
         except OSError as exc:
             logger.warning(
                 "calibration: cannot save %s (%s); the ratio is kept in memory",

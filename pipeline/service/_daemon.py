@@ -63,6 +63,7 @@ from ollm_cli.pipeline.service.ray_node._head import (
 )
 
 if TYPE_CHECKING:
+    from ollm_cli.pipeline.service._hosts import HostCache
     from ollm_cli.pipeline.service._protocol import Activity
     from ollm_cli.pipeline.service._socket import ServiceServer
 
@@ -74,7 +75,7 @@ PRELOADED = (
     "ollm_cli.pipeline.service._socket",
 )
 """What the daemon imports while its Ray head's processes start (on the core they
-leave free as the raylet waits for its agents), instead of before them (the
+leave free as the GCS and the raylet start), instead of before them (the
 protocol's models) or when the first client says hello (the host's class, which
 ``ray.remote`` needs)."""
 
@@ -133,9 +134,9 @@ def serve(idle_timeout: float, stop_timeout: float, ray_address: str | None = No
     # after ray.init: Ray installs its own handlers, which would end us undrained
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    server, socket_stop = _serve_socket(paths, cluster=ray_address is not None)
+    hosts, server, socket_stop = _serve_socket(paths, cluster=ray_address is not None)
     _publish_state(paths, own, ray_address, started)
-    watch = _Watch(paths.namespace, server, idle_timeout, stop_timeout, started)
+    watch = _Watch(paths.namespace, server, hosts, idle_timeout, stop_timeout, started)
     watch.until_idle_or(stopping, own, retire=ray_address is None)
     socket_stop()
     if ray_address is None:  # a cluster's hosts stay for --continue, and retire when idle
@@ -236,6 +237,7 @@ class _Watch:
 
     namespace: str
     server: ServiceServer
+    hosts: HostCache
     idle_timeout: float
     stop_timeout: float
     started: float
@@ -245,7 +247,7 @@ class _Watch:
         or Ray no longer answers; with ``retire``, hosts idle that long go meanwhile
         (on a cluster the hosts retire themselves)."""
         check_s = min(5.0, max(self.idle_timeout / 4, 0.2))
-        from ollm_cli.pipeline.service._hosts import host_activities, retire_host
+        from ollm_cli.pipeline.service._hosts import host_activities
 
         while not stopping.wait(check_s):
             own.close_folders()
@@ -264,7 +266,7 @@ class _Watch:
                 # a pipeline unused that long goes (its model and memory with it)
                 if idle_for([activity], now, self.started) >= self.idle_timeout:
                     logger.info("retiring the idle pipeline of %s", activity.workspace)
-                    retire_host(handle, self.stop_timeout)
+                    self.hosts.retire(handle, self.stop_timeout)
 
 
 def _stop(paths: ServicePaths, own: _OwnRay) -> None:
@@ -292,21 +294,24 @@ def _stop(paths: ServicePaths, own: _OwnRay) -> None:
 
 def _serve_socket(
     paths: ServicePaths, *, cluster: bool
-) -> tuple[ServiceServer, Callable[[], None]]:
-    """Serve the service's Unix socket on a thread of its own; the server and the
-    function that stops it (no new client; the conversations stay in their hosts)."""
+) -> tuple[HostCache, ServiceServer, Callable[[], None]]:
+    """Serve the service's Unix socket on a thread of its own; the hosts' handles it
+    keeps, the server and the function that stops it (no new client; the
+    conversations stay in their hosts)."""
     import asyncio
 
-    from ollm_cli.pipeline.service._hosts import cluster_host, daemon_host, list_hosts, retire_host
+    from ollm_cli.pipeline.service._hosts import HostCache, cluster_host, daemon_host, list_hosts
     from ollm_cli.pipeline.service._socket import ServiceServer, bind_socket
 
     listener = bind_socket(paths)
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
+    hosts = HostCache(cluster_host if cluster else daemon_host)
     server = ServiceServer(
-        cluster_host if cluster else daemon_host,
-        retire_host,
+        hosts.get,
+        hosts.retire,
         functools.partial(list_hosts, paths.namespace),
+        hosts.forget,
     )
 
     def run() -> None:
@@ -323,7 +328,7 @@ def _serve_socket(
         loop.call_soon_threadsafe(stop.set)
         thread.join(timeout=5)
 
-    return server, stop_serving
+    return hosts, server, stop_serving
 
 
 def main(argv: list[str] | None = None) -> int:

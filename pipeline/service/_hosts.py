@@ -9,9 +9,12 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +62,7 @@ def host_actor(
     environment its process needs (on a cluster, whose workers lack ours)."""
     import ray
 
-    from ollm_cli.pipeline.service.hosting._host import PipelineHost
-
-    remote: Any = ray.remote(PipelineHost)
+    remote = _host_class()
     options: dict[str, Any] = {}
     if variables is not None:
         options["runtime_env"] = {"env_vars": variables}
@@ -77,6 +78,71 @@ def host_actor(
     ).remote(settings, str(workspace.resolve()), code_version())
     ray.get(handle.ready.remote())
     return handle
+
+
+@functools.cache
+def _host_class() -> Any:
+    """The host's Ray actor class, made once per process (``ray.remote`` inspects the
+    class and wraps its methods each time: about 2 ms of the daemon per connection)."""
+    import ray
+
+    from ollm_cli.pipeline.service.hosting._host import PipelineHost
+
+    return ray.remote(PipelineHost)
+
+
+class HostCache:
+    """The daemon's handles of its hosts, by configuration and workspace.
+
+    A client's hello costs one lookup here instead of a named-actor lookup in Ray's
+    GCS and a round trip to the host (``ready``). A handle is kept until its host
+    is retired (:meth:`retire`) or found dead (:meth:`forget`, by whoever called it
+    and got Ray's ``RayActorError``): the next :meth:`get` then looks it up (or
+    creates it) again, as every hello did before.
+
+    Example::
+
+        hosts = HostCache(daemon_host)
+        handle = hosts.get(settings, workspace)     # created, or the kept one
+        hosts.forget(handle)                        # it died: the next get replaces it
+    """
+
+    def __init__(
+        self,
+        lookup: Callable[[OllmSettings, Path], Any],
+        retire: Callable[[Any, float], None] | None = None,
+    ) -> None:
+        self._lookup = lookup
+        self._retire = retire or retire_host
+        self._handles: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, settings: OllmSettings, workspace: Path) -> Any:
+        """The host of ``settings`` in ``workspace`` (blocking: Ray, on a miss)."""
+        key = settings_key(settings, workspace)
+        with self._lock:
+            handle = self._handles.get(key)
+        if handle is None:
+            handle = self._lookup(settings, workspace)
+            with self._lock:
+                self._handles[key] = handle
+        return handle
+
+    def forget(self, handle: Any) -> None:
+        """``handle``'s host is dead or going: it is looked up again when next wanted."""
+        with self._lock:
+            for key in [key for key, kept in self._handles.items() if kept == handle]:
+                del self._handles[key]
+
+    def retire(self, handle: Any, stop_timeout: float) -> None:
+        """Stop ``handle``'s host (see :func:`retire_host`), and forget it first: a
+        client that says hello meanwhile gets a new one."""
+        self.forget(handle)
+        self._retire(handle, stop_timeout)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._handles)
 
 
 def daemon_host(settings: OllmSettings, workspace: Path) -> Any:
@@ -165,6 +231,7 @@ def drain_hosts(namespace: str, stop_timeout: float) -> None:
 
 __all__ = [
     "HOST_PREFIX",
+    "HostCache",
     "cluster_host",
     "daemon_host",
     "drain_hosts",

@@ -29,7 +29,8 @@ Example::
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import functools
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -65,6 +66,9 @@ from ollm_cli.pipeline.service._messages import (
     Welcome,
 )
 from ollm_cli.pipeline.service._wire import HEADER, MAX_REPLY_BYTES, MAX_REQUEST_BYTES
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 # ------------------------------------------------------------------ requests
 
@@ -511,7 +515,12 @@ class StatusAnswer(Message):
 def decode_opening(data: bytes) -> ClientFrame | StatusQuestion:
     """The first frame of a connection: a status question, or a client's frame (its
     :class:`Hello`, else the caller refuses the connection)."""
+    return _opening_adapter().validate_json(data)
+
+
+@functools.cache
+def _opening_adapter() -> TypeAdapter[ClientFrame | StatusQuestion]:
+    """Built once per process (the daemon's: a few ms of every connection's start)."""
     from pydantic import TypeAdapter  # the daemon's only: this module's imports are the client's
 
-    adapter: TypeAdapter[ClientFrame | StatusQuestion] = TypeAdapter(ClientFrame | StatusQuestion)
-    return adapter.validate_json(data)
+    return TypeAdapter(ClientFrame | StatusQuestion)

@@ -119,7 +119,10 @@ class ServiceServer:
     ``host_for`` gives the Ray handle of the host of a configuration and workspace
     (blocking: it runs on a thread); ``retire_host`` stops one (a load run's own);
     ``list_hosts`` gives the handles of the running hosts (blocking), whose
-    activities ``ollm service status`` reports.
+    activities ``ollm service status`` reports; ``forget_host`` is told of a host
+    ``host_for`` gave that turned out dead (``host_for`` keeps its handles: the
+    daemon's :class:`~ollm_cli.pipeline.service._hosts.HostCache`), and the hello
+    asks ``host_for`` once more.
     """
 
     def __init__(
@@ -127,10 +130,12 @@ class ServiceServer:
         host_for: Callable[[OllmSettings, Path], Any],
         retire_host: Callable[[Any, float], Any] | None = None,
         list_hosts: Callable[[], list[Any]] | None = None,
+        forget_host: Callable[[Any], None] | None = None,
     ) -> None:
         self.host_for = host_for
         self.retire_host = retire_host
         self.list_hosts = list_hosts
+        self.forget_host = forget_host
         self.clients = 0
         self.last_active = time.time()
 
@@ -269,20 +274,35 @@ class _Relay:
             self.started = psutil.Process(self.pid).create_time()
         try:
             settings = _settings(hello)
-            loop = asyncio.get_running_loop()
-            self.host = await loop.run_in_executor(
-                None, self.server.host_for, settings, Path(hello.workspace)
-            )
+            await self._greet_host(hello, settings)
         except OllmError as error:
             await self.send(request_id, Failed.of(error))
             return False
-        # the host counts this client as activity (its idle check must not retire it
-        # while the client opens its first session) until the connection ends
-        await self._call(self.host.hello, self.client_id, self.pid, self.started)
         self.hello = hello
         self.settings = settings
         await self.send(request_id, Welcome(version=code_version()))
         return True
+
+    async def _greet_host(self, hello: Hello, settings: OllmSettings) -> None:
+        """Find the client's host and tell it of the client: the host counts it as
+        activity (its idle check must not retire it while the client opens its first
+        session) until the connection ends. A kept host that died meanwhile is
+        forgotten, and found (or started) again once."""
+        from ollm_cli.pipeline.errors import ServiceLostError
+
+        loop = asyncio.get_running_loop()
+        for attempt in (1, 2):
+            self.host = await loop.run_in_executor(
+                None, self.server.host_for, settings, Path(hello.workspace)
+            )
+            try:
+                await self._call(self.host.hello, self.client_id, self.pid, self.started)
+                return
+            except ServiceLostError:  # the host is dead (Ray's RayActorError)
+                if self.server.forget_host is None or attempt == 2:
+                    raise
+                logger.info("a pipeline host had died: starting another")
+                self.server.forget_host(self.host)
 
     async def _serve(self, request_id: int, body: Request) -> None:
         try:

@@ -22,6 +22,8 @@ Example::
 
 from __future__ import annotations
 
+import copy
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -102,10 +104,7 @@ class Tool(ABC, Generic[ArgsT]):
 
     def json_schema(self) -> dict[str, Any]:
         """The function-calling schema: ``{"type": "function", "function": {...}}``."""
-        parameters = _clean_schema(self.args_model.model_json_schema())
-        parameters.pop("description", None)  # the model's docstring, not for the model
-        parameters.setdefault("properties", {})
-        parameters.setdefault("required", [])
+        parameters = copy.deepcopy(_parameters_schema(self.args_model))
         return {
             "type": "function",
             "function": {
@@ -128,6 +127,18 @@ class Tool(ABC, Generic[ArgsT]):
     @abstractmethod
     def run(self, args: ArgsT, ctx: ToolContext) -> ToolOutput:
         """Do the work; raise :class:`~ollm_cli.pipeline.errors.ToolError` for a clear failure."""
+
+
+@functools.cache
+def _parameters_schema(args_model: type[BaseModel]) -> dict[str, Any]:
+    """The function-calling parameters of ``args_model``, generated once per class
+    (pydantic's JSON schema costs about 1 ms a tool, and every conversation asks for
+    every tool's): callers get a copy of it."""
+    parameters: dict[str, Any] = _clean_schema(args_model.model_json_schema())
+    parameters.pop("description", None)  # the model's docstring, not for the model
+    parameters.setdefault("properties", {})
+    parameters.setdefault("required", [])
+    return parameters
 
 
 def _clean_schema(node: Any) -> Any:

@@ -48,6 +48,7 @@ from pathlib import Path
 
 from ollm_cli.actors.recording import RecordingShell
 from ollm_cli.config.settings import OllmSettings
+from ollm_cli.pipeline.compression import load_encoding_soon
 from ollm_cli.pipeline.errors import OllmError, SessionLockedError, SessionNotFoundError
 from ollm_cli.pipeline.events import AnyEvent, PipelineEvent
 from ollm_cli.pipeline.runtime import create_runtime
@@ -160,6 +161,9 @@ class PipelineHost:
 
     async def _start_shells(self) -> None:
         started = time.perf_counter()
+        # the first turn counts tokens: the encoding loads while the client opens
+        # its session (the shells make their counters without it)
+        load_encoding_soon()
         await self.runtime.start()
         logger.info("shells started in %.2f s", time.perf_counter() - started)
 

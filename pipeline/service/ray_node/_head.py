@@ -26,11 +26,11 @@ are pipeline hosts): the host's code, and the providers' (with their HTTP
 clients), which a host's first session needs (about 0.5 s of its opening)."""
 
 AGENT_SCRIPT = Path(__file__).with_name("_agent.py")
-"""The service's dashboard agent, run as a script (see :func:`lean_dashboard_agent`)."""
+"""The service's raylet agents, run as a script (see :func:`lean_dashboard_agent`)."""
 
 PRESTARTED_WORKERS = 1
-"""The workers Ray starts as the daemon connects (one per CPU of the head): the
-first host's."""
+"""The workers Ray starts with the raylet (one per CPU of the head): the first
+host's."""
 
 
 def start_head(temp_dir: Path, while_starting: Callable[[], None] | None = None) -> Any:
@@ -39,10 +39,9 @@ def start_head(temp_dir: Path, while_starting: Callable[[], None] | None = None)
     (not Ray's ``/tmp/ray``, open to every user: another could rename the raylet's
     socket there, or read session ids in its logs).
 
-    ``while_starting`` runs once the head's processes are launched, while their
-    raylet waits for its agents (Ray's runtime environment agent imports Ray and
-    aiohttp, about 1.5 s of a core): the daemon imports the pipeline's modules
-    then, on the other core, in its main thread (not beside ``import ray``).
+    ``while_starting`` runs once the head's processes are launched, while the GCS
+    and the raylet start: the daemon imports the pipeline's modules then, on the
+    other core, in its main thread (not beside ``import ray``).
 
     ``ray.init`` would also start the autoscaler's monitor and the log monitor
     (Python processes that compete with the head's own start on a small
@@ -51,14 +50,18 @@ def start_head(temp_dir: Path, while_starting: Callable[[], None] | None = None)
     port is taken and the agent retries for about 4 s before the head is
     ready. Any free port does.
 
-    The first pipeline host's process starts with the head: Ray prestarts one
-    worker per CPU when its first driver (the daemon) connects, and each worker
-    imports :data:`WORKER_MODULES` before it waits for work. The worker that
-    becomes the host has thus imported Ray and the host's code while the daemon
-    prepared its socket and the client said hello (about 1.5 s of a cold start
-    on 2 cores, off the path). The head has one CPU: the service runs no task
-    that needs one (its hosts reserve none), and a second prestarted worker
-    would only compete for the machine's cores and hold 150 MB idle.
+    The first pipeline host's process starts with the head: the raylet prestarts
+    one worker per CPU as it starts, and each worker imports
+    :data:`WORKER_MODULES` before it waits for work. The worker that becomes the
+    host has thus imported Ray and the host's code while the daemon imported the
+    pipeline's modules, connected, prepared its socket and the client said hello
+    (about 1.5 s of a cold start on 2 cores, off the path). It is not started
+    when the daemon connects (Ray's ``prestart_worker_first_driver``): Ray then
+    holds the driver's connection until the worker has imported Ray and
+    registered (0.7 s of a cold start, the daemon idle). The head has one CPU:
+    the service runs no task that needs one (its hosts reserve none), and a
+    second prestarted worker would only compete for the machine's cores and hold
+    150 MB idle.
 
     Ray runs its workers at niceness 15, below every other process of the user:
     the service's workers are its pipeline hosts, which answer the user's turns
@@ -68,10 +71,13 @@ def start_head(temp_dir: Path, while_starting: Callable[[], None] | None = None)
     Nothing answers without the token: no dashboard, no metrics collection (the
     agent's Prometheus endpoint) and no API server (the dashboard head, whose own
     Prometheus endpoint answers anyone on the machine); the daemon needs neither.
-    The dashboard agent, which the raylet cannot do without, is the service's
-    own (:func:`lean_dashboard_agent`): it serves nothing, as Ray's minimal one
-    does not, and is ready at once, where the raylet waited for Ray's to import
-    every module of the dashboard.
+    The raylet's two agents, which it cannot do without, are the service's own
+    (:func:`lean_dashboard_agent`): the dashboard agent serves nothing, as Ray's
+    minimal one does not, and the runtime environment agent refuses every
+    runtime environment (the service's hosts name none); both are ready at once,
+    where the raylet waited for Ray's to import Ray, aiohttp and every module of
+    the dashboard before it registered its node (0.9 s of a core for the runtime
+    environment agent alone, more on a busy machine).
     """
     from ray._private.node import Node
     from ray._private.parameter import RayParams
@@ -101,7 +107,8 @@ def start_head(temp_dir: Path, while_starting: Callable[[], None] | None = None)
         "include_log_monitor": False,
         "temp_dir": str(temp_dir),
         "_system_config": {
-            "prestart_worker_first_driver": True,
+            "enable_worker_prestart": True,
+            "prestart_worker_first_driver": False,
             "preload_python_modules": list(WORKER_MODULES),
             "enable_metrics_collection": False,
             "worker_niceness": 0,
@@ -118,11 +125,11 @@ def start_head(temp_dir: Path, while_starting: Callable[[], None] | None = None)
 
 @contextlib.contextmanager
 def lean_dashboard_agent() -> Iterator[None]:
-    """While a head starts in this process, its raylet gets the service's own dashboard
-    agent (:mod:`~ollm_cli.pipeline.service.ray_node._agent`: the three ports the raylet
-    waits for, published at once) instead of Ray's, which imports Ray and all its
-    dashboard's modules first (1.3 s of CPU; the raylet, and so the head, waited
-    for it). Ray is not asked whether its full agent could run either (it asks
+    """While a head starts in this process, its raylet gets the service's own agents
+    (:mod:`~ollm_cli.pipeline.service.ray_node._agent`: the ports the raylet waits
+    for, published at once) instead of Ray's, which import Ray first, and all the
+    dashboard's modules or aiohttp (1.3 s and 0.9 s of CPU; the raylet, and so the
+    head, waited for them). Ray is not asked whether its full agent could run either (it asks
     ``get_dashboard_dependency_error``, which imports aiohttp, gRPC's asyncio,
     OpenTelemetry and Prometheus in the daemon, about 0.4 s)."""
     from ray._private import ray_constants, services
@@ -135,10 +142,12 @@ def lean_dashboard_agent() -> Iterator[None]:
         return ImportError("the OLLM service runs no dashboard: the minimal agent will do")
 
     def command(component: str, session_dir: str, unbuffered: bool = True) -> list[str]:
+        # isolated, no site: the script imports a few standard modules only, whatever
+        # the environment (Ray's arguments for its own agent follow, and are read)
         if component == ray_constants.PROCESS_TYPE_DASHBOARD_AGENT:
-            # isolated, no site: the script imports os and sys only, whatever the
-            # environment (Ray's arguments for its own agent follow, and are read)
             return [sys.executable, "-I", "-S", str(AGENT_SCRIPT)]
+        if component == ray_constants.PROCESS_TYPE_RUNTIME_ENV_AGENT:
+            return [sys.executable, "-I", "-S", str(AGENT_SCRIPT), "--ollm-agent=runtime_env"]
         return list(build(component, session_dir, unbuffered))
 
     private_utils.get_dashboard_dependency_error = minimal
