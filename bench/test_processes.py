@@ -5,7 +5,7 @@ The suite's time goes to the processes it starts: an in-process ``ollm run -p``
 against the fake Ollama server (``tests/fake_ollama.py``) is what its chat, one-shot
 and compaction files repeat. Where ``PYTHONDONTWRITEBYTECODE`` is set, each compiled
 ollm_cli from source; with the run's private ``PYTHONPYCACHEPREFIX`` they share one
-cache. The two ways are interleaved round after round (the machine is shared, its
+cache of the user's. The two ways are interleaved round after round (the machine is shared, its
 load falls on both alike) and each process's CPU time (user + system, from
 ``RUSAGE_CHILDREN``) is compared as well as its wall time: CPU is what two workers on
 two cores run out of. The cache is warmed by one run before the rounds, as the

@@ -46,9 +46,8 @@ for _variable in ("COLUMNS", "LINES"):
 
 # The suite starts thousands of Python processes (``ollm`` commands, services, Ray
 # workers). Where PYTHONDONTWRITEBYTECODE is set, each of them compiled every module of
-# ollm_cli from source again: about a fifth of an in-process ``ollm run -p``'s CPU time.
-# Their bytecode goes to a private folder of this run instead (``PYTHONPYCACHEPREFIX``),
-# never beside the sources, and is removed when the run ends (``tests/bytecode.py``).
+# ollm_cli from source again. Their bytecode goes to one private cache of the user's
+# instead (``PYTHONPYCACHEPREFIX``), never beside the sources (``tests/bytecode.py``).
 private_bytecode_cache(os.environ)
 
 

@@ -1,6 +1,6 @@
 """The run's private bytecode cache (``tests/bytecode.py``): the processes the suite
 starts reuse their compiled modules, written only where the run said, never beside
-the sources."""
+the sources, and never in a folder someone else could have made."""
 
 from __future__ import annotations
 
@@ -15,10 +15,13 @@ from tests.bytecode import private_bytecode_cache
 def test_a_process_that_may_not_write_bytecode_gets_a_private_cache_instead(
     tmp_path: Path,
 ) -> None:
-    environ = {"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/home/someone"}
+    environ = {"PYTHONDONTWRITEBYTECODE": "1", "XDG_CACHE_HOME": str(tmp_path / "cache")}
     folder = private_bytecode_cache(environ)
-    assert folder is not None and folder.is_dir()
-    assert environ == {"HOME": "/home/someone", "PYTHONPYCACHEPREFIX": str(folder)}
+    assert folder == tmp_path / "cache" / "ollm-tests" / "bytecode"
+    assert environ == {
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "PYTHONPYCACHEPREFIX": str(folder),
+    }
     assert folder.stat().st_mode & 0o777 == 0o700  # nobody else can plant bytecode there
     assert folder.stat().st_uid == os.getuid()
 
@@ -41,6 +44,21 @@ def test_a_process_that_may_not_write_bytecode_gets_a_private_cache_instead(
     assert [p.name for p in folder.rglob("answer.*.pyc")] == [
         f"answer.{sys.implementation.cache_tag}.pyc"
     ]
+    # the next run finds the same folder (kept, as __pycache__ folders are)
+    again = {"PYTHONDONTWRITEBYTECODE": "1", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    assert private_bytecode_cache(again) == folder
+
+
+def test_a_folder_others_can_write_to_is_not_used(tmp_path: Path) -> None:
+    folder = tmp_path / "cache" / "ollm-tests" / "bytecode"
+    folder.mkdir(parents=True)
+    folder.chmod(0o777)
+    environ = {"PYTHONDONTWRITEBYTECODE": "1", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    assert private_bytecode_cache(environ) is None
+    assert environ == {"PYTHONDONTWRITEBYTECODE": "1", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    folder.rmdir()
+    folder.symlink_to(tmp_path)  # a link, even to a folder of ours, is not the folder
+    assert private_bytecode_cache(environ) is None
 
 
 def test_nothing_changes_where_bytecode_is_written_or_a_cache_is_named() -> None:
