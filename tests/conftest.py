@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.bytecode import private_bytecode_cache
 from tests.example_count import counting_examples, is_property, too_few_examples
 from tests.file_order import DURATIONS, longest_first, read_durations
 from tests.ports import refusing_port
@@ -42,6 +43,12 @@ os.environ["PROMPT_TOOLKIT_NO_CPR"] = "1"
 for _variable in ("COLUMNS", "LINES"):
     os.environ.pop(_variable, None)
     os.unsetenv(_variable)  # readline set it below os.environ: children would inherit it
+
+# The suite starts thousands of Python processes (``ollm`` commands, services, Ray
+# workers). Where PYTHONDONTWRITEBYTECODE is set, each of them compiled every module of
+# ollm_cli from source again. Their bytecode goes to one private cache of the user's
+# instead (``PYTHONPYCACHEPREFIX``), never beside the sources (``tests/bytecode.py``).
+private_bytecode_cache(os.environ)
 
 
 @pytest.hookimpl(wrapper=True)

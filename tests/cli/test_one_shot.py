@@ -439,15 +439,17 @@ def _not_for_the_client(module: str) -> bool:
 
 
 def test_a_warm_run_p_imports_none_of_the_services_it_is_a_client_of(
-    server: FakeOllama, ollm_home: Path, tmp_path: Path
+    request: pytest.FixtureRequest, server: FakeOllama, ollm_home: Path, tmp_path: Path
 ) -> None:
     """A warm ``ollm run -p`` took 2.7x ``ollm --help``: to name the types of the
     contract and the protocol, its process imported the session store (sqlite3,
     ijson), tiktoken, the loop detector and the context manager. ``python -X
     importtime`` lists every module the command imports (the packages' lazy
-    exports included)."""
-    with ollm_env("service", server.url, ollm_home, tmp_path) as values:
-        first = _run(values, tmp_path, "-p", "hello")  # starts the service
+    exports included). The service is the one the tests share: what is measured is
+    the warm client, not a start."""
+    shared = shared_for(request, "service")
+    with ollm_env("service", server.url, ollm_home, tmp_path, shared=shared) as values:
+        first = _run(values, tmp_path, "-p", "hello")  # the host of this home, made warm
         assert first.returncode == 0, first.stderr.decode()
         # not measured by coverage: its data file is a sqlite3 database, one of the
         # modules the client must not import
