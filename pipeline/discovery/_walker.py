@@ -104,9 +104,13 @@ def mtime_ns(path: str) -> int:
         return MISSING
 
 
+# The directories, from the top down to this one, whose own verdict is not asked yet
+# (see _Walker._entries), each with the rules it is asked of (its parent's): () when
+# none is. A deferred directory's subdirectories are pushed before it may be asked.
+_Deferred = tuple[tuple[IgnoreStack, str], ...]
 # (absolute dir, relative dir, depth, the parent's rules, ancestors' (dev, inode),
-#  tracked files only, deferred: see _Walker._entries)
-_Pending = tuple[str, str, int, IgnoreStack, tuple[tuple[int, int], ...], bool, bool]
+#  tracked files only, deferred)
+_Pending = tuple[str, str, int, IgnoreStack, tuple[tuple[int, int], ...], bool, _Deferred]
 _Batch = list[tuple[str, EntryKind]]
 _NOTHING: frozenset[str] = frozenset()
 
@@ -173,7 +177,7 @@ class _Walker:
 
     def run(self, root_rules: IgnoreStack) -> Walk:
         found = self.found
-        pending: list[_Pending] = [(self.plan.root, "", 0, root_rules, (), False, False)]
+        pending: list[_Pending] = [(self.plan.root, "", 0, root_rules, (), False, ())]
         try:
             while pending:
                 if self.cancel is not None and self.cancel.is_set():
@@ -333,24 +337,29 @@ class _Walker:
                 and tracked.has_under(relative)
             ):
                 # Entered whatever git's rules say: only how is left to decide (below
-                # an ignored one, nothing: it is not deferred).
-                self._push(here, entry.path, relative, tracked_only, not tracked_only)
+                # an ignored one, nothing: it is not deferred; below one not asked
+                # yet, both are asked when it is: git's rules ignore what is below an
+                # ignored directory, tracked files apart).
+                later = () if tracked_only else (*deferred, (here.rules, relative))
+                self._push(here, entry.path, relative, tracked_only, later)
                 continue
             # What git tracks stays whatever git's rules say, and below an ignored
             # directory nothing else does: without .ollmignore rules or --exclude,
             # there is nothing to ask of either.
             known = at_once and relative in tracked.files
             if deferred and not known:  # the first entry that needs this directory's mode
-                deferred = False
+                asked, deferred = len(deferred), ()
                 if self._resolved(item)[5]:
                     tracked_only = True
-                    here.subdirs[:] = [(*sub[:5], True, False) for sub in here.subdirs]
+                    here.subdirs[:] = [(*sub[:5], True, ()) for sub in here.subdirs]
+                else:
+                    here.subdirs[:] = [(*sub[:6], sub[6][asked:]) for sub in here.subdirs]
             known = known or (at_once and tracked_only)
             self._decide(here, entry, name, relative, is_dir, is_link, special, known, tracked_only)
         return here.subdirs
 
     def _push(
-        self, here: _Here, path: str, relative: str, tracked_only: bool, deferred: bool
+        self, here: _Here, path: str, relative: str, tracked_only: bool, deferred: _Deferred
     ) -> None:
         """Walk into the directory ``relative`` next, unless ``maxDepth`` cuts it."""
         if not here.enter:
@@ -392,7 +401,7 @@ class _Walker:
         if is_dir and relative not in tracked.files:
             # A directory git tracks is a submodule: one entry, never walked into.
             if not (here.enter and is_link) or self._leads_on(entry.path, relative, here.ancestors):
-                self._push(here, entry.path, relative, tracked_only, False)
+                self._push(here, entry.path, relative, tracked_only, ())
             return
         if special:  # a FIFO, socket or device: not a file (git skips them too)
             self.found.stats["files_ignored"] += 1
@@ -407,11 +416,15 @@ class _Walker:
 
     @staticmethod
     def _resolved(item: _Pending) -> _Pending:
-        """A deferred directory with its own verdict asked (of its parent's rules):
-        tracked files only when git's rules ignore it."""
-        rel_parent, _, name = item[1].rpartition("/")
-        ignored = item[3].for_directory(rel_parent).verdict(name, True) != KEPT
-        return (*item[:5], ignored or item[5], False)
+        """A deferred directory with its own verdict asked, and those of the deferred
+        directories above it (each of its parent's rules): tracked files only when
+        git's rules ignore one of them."""
+        ignored = item[5] or any(
+            rules.for_directory(rel.rpartition("/")[0]).verdict(rel.rpartition("/")[2], True)
+            != KEPT
+            for rules, rel in item[6]
+        )
+        return (*item[:5], ignored, ())
 
     def _tracked_stays(self, relative: str, is_dir: bool, verdict: int) -> bool:
         """Whether an ignored entry stays because git tracks it (or files below it)."""

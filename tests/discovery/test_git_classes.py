@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -238,6 +238,10 @@ def test_files_json_escapes_names_that_are_not_utf8(
         max_size=3,
     ),
 )
+# an untracked file below a tracked directory below an ignored one (git leaves it
+# out): the walk asked only the innermost directory's verdict, and listed b/a/b
+@example(files=["b/a/a", "b/a/b"], tracked_seeds=[0], placements=[(0, ["b/"])])
+@example(files=["c/b/a/x", "c/b/a/y", "c/z"], tracked_seeds=[0], placements=[(1, ["b/"])])
 def test_generated_trees_with_tracked_ignored_files_equal_git(
     tmp_path: Path,
     files: list[str],
