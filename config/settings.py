@@ -579,4 +579,32 @@ class OllmSettings(ConfigModel):
                 if isinstance(value, list)
                 else value.model_dump(mode="json", by_alias=True)
             )
+        for path in _FROM_THE_ENVIRONMENT:  # as this process resolved them
+            self._send_resolved(changed, path)
         return changed
+
+    def _send_resolved(self, changed: dict[str, Any], path: tuple[str, ...]) -> None:
+        """Put the value at ``path`` (field names) in ``changed`` unless its section is
+        there whole: a default taken from the environment (``$OLLM_HOME``) is this
+        process's, which a service validating the sections would take from its own."""
+        model: Any = self
+        keys: list[str] = []
+        for name in path:
+            keys.append(type(model).model_fields[name].alias or name)
+            model = getattr(model, name)
+        if keys[0] in changed:
+            return
+        section = changed.setdefault(keys[0], {})
+        for key in keys[1:-1]:
+            section = section.setdefault(key, {})
+        section[keys[-1]] = str(model)
+
+
+_FROM_THE_ENVIRONMENT: tuple[tuple[str, ...], ...] = (
+    ("services", "session", "data_dir"),
+    ("snapshots", "data_dir"),
+)
+"""The settings whose defaults come from the environment (under ``$OLLM_HOME``): a
+client's hello carries them as it resolved them (:meth:`OllmSettings.changed_sections`),
+changed or not, so that the service, whose home may be another, records where the
+client's own commands read."""

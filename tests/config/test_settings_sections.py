@@ -92,12 +92,36 @@ def test_property_changed_sections_give_the_settings_back(data: dict[str, Any]) 
         return
     sent = loaded.changed_sections()
     assert OllmSettings.model_validate(sent) == loaded
-    assert set(sent) <= {key for key in data if key in OllmSettings.model_fields}
+    set_here = {key for key in data if key in OllmSettings.model_fields}
+    assert set(sent) <= set_here | {"services", "snapshots"}  # + the folders: below
 
 
-def test_defaults_change_no_section() -> None:
-    assert OllmSettings.defaults().changed_sections() == {}
+def test_defaults_change_no_section_but_the_folders_taken_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OLLM_HOME", str(tmp_path / "client-home"))
+    sent = OllmSettings.defaults().changed_sections()
+    assert sent == {
+        "services": {"session": {"dataDir": str(tmp_path / "client-home" / "sessions")}},
+        "snapshots": {"dataDir": str(tmp_path / "client-home" / "context-snapshots")},
+    }
     assert OllmSettings.validate_sections({}) == OllmSettings.defaults()
+
+
+def test_a_service_of_another_home_validates_the_client_s_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The service validates a hello's sections in its own environment: a folder left
+    at its default must still be the client's (the chat's ``changed:`` line read the
+    checkpoints of the client's home, which the service had kept in its own)."""
+    monkeypatch.setenv("OLLM_HOME", str(tmp_path / "client-home"))
+    client = OllmSettings.validate_sections({"services": {"session": {"maxSessions": 5}}})
+    sent = client.changed_sections()
+    monkeypatch.setenv("OLLM_HOME", str(tmp_path / "service-home"))
+    served = OllmSettings.model_validate(sent)
+    assert served == client
+    assert served.snapshots.data_dir == tmp_path / "client-home" / "context-snapshots"
+    assert served.services.session.data_dir == tmp_path / "client-home" / "sessions"
 
 
 @pytest.mark.parametrize(
