@@ -89,7 +89,7 @@ def test_auto_started_service_stops_itself_when_idle(server: FakeOllama, tmp_pat
 def test_a_cold_run_s_pipeline_host_is_the_worker_ray_started_with_the_head(
     server: FakeOllama, tmp_path: Path
 ) -> None:
-    """The first host's process starts as the daemon connects to its new head, and
+    """The first host's process starts with its new head's raylet (prestarted), and
     imports the host's code then, not when the client says hello: the host is
     created in a process that has it already, at the daemon's priority (not Ray's
     niceness 15 for workers). No second worker idles beside it."""
