@@ -338,6 +338,13 @@ def embedded_figures(root: Path) -> dict[str, float]:
     return {"embedded_first_s": first, "embedded_second_s": second, "generation_s": generation[-1]}
 
 
+def _print_load(start: tuple[float, ...], end: tuple[float, ...] | None = None) -> None:
+    """The machine's load averages at the start (and the end) of the run."""
+    averages = " ".join(f"{value:.2f}" for value in start)
+    after = "" if end is None else ", at end: " + " ".join(f"{value:.2f}" for value in end)
+    print(f"load average at start: {averages}{after} ({os.cpu_count()} cores)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
@@ -375,9 +382,7 @@ def main() -> None:
                 compared = cold_against(
                     args.cold_runs or args.runs, root, server.url, args.cold_against.resolve()
                 )
-            after = " ".join(f"{value:.2f}" for value in os.getloadavg())
-            averages = " ".join(f"{value:.2f}" for value in load)
-            print(f"load average at start: {averages}, at end: {after} ({os.cpu_count()} cores)")
+            _print_load(load, os.getloadavg())
             for name, colds in compared.items():
                 _print_colds(name, colds)
             return
@@ -386,15 +391,12 @@ def main() -> None:
 
             with FakeOllama() as server:
                 warms = warm_against(args.runs, root, server.url, args.warm_against.resolve())
-            after = " ".join(f"{value:.2f}" for value in os.getloadavg())
-            averages = " ".join(f"{value:.2f}" for value in load)
-            print(f"load average at start: {averages}, at end: {after} ({os.cpu_count()} cores)")
+            _print_load(load, os.getloadavg())
             for name, figures_of in warms.items():
                 _print_warms(name, figures_of)
             return
         figures = ollama_figures(args.runs, root, args.cold_runs or args.runs)
-        averages = " ".join(f"{value:.2f}" for value in load)
-        print(f"load average at start: {averages} ({os.cpu_count()} cores)")
+        _print_load(load)
         runs = " ".join(f"{elapsed:.2f}" for elapsed in figures["cold_runs"])
         print(
             f"cold ollm run -p (no service):       {figures['cold_s']:.2f} s median  "

@@ -5,9 +5,7 @@ installed distribution costs milliseconds each time."""
 from __future__ import annotations
 
 import os
-import sys
 import time
-from collections.abc import Iterator
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
@@ -32,16 +30,6 @@ def scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(extensions, "entry_points", counted)
     return asked
-
-
-@pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    folder = tmp_path / "site"
-    folder.mkdir()
-    monkeypatch.syspath_prepend(str(folder))
-    yield folder
-    for name in ("ext_good", "ext_other"):
-        sys.modules.pop(name, None)
 
 
 def _age(folder: Path, ns_ago: int) -> None:

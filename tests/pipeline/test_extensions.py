@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,16 +33,6 @@ def install(site: Path, dist: str, module: str, source: str, entry: str) -> None
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(f"[ollm.extensions]\n{entry}\n")
-
-
-@pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    folder = tmp_path / "site"
-    folder.mkdir()
-    monkeypatch.syspath_prepend(str(folder))
-    yield folder
-    for name in ("ext_good", "ext_broken", "ext_badhook", "ext_notcallable"):
-        sys.modules.pop(name, None)
 
 
 def test_good_extension_contributes_context_and_hooks(site: Path) -> None:
