@@ -103,15 +103,16 @@ def test_builtin_ignores_that_cannot_match_are_refused_and_the_defaults_stand(
 
 
 def test_builtin_ignores_accepted_are_what_the_scan_matches(tmp_path: Path) -> None:
-    # pathspec refused "[z-a]" (git accepts it: an empty range) and accepted "[abc"
-    # (which git, and our matcher, never match): the matcher's own parser decides now.
+    # pathspec refused "[z-a]" (git accepts it: an empty range, whose "z" git compares
+    # before it sees the "-") and accepted "[abc" (which git, and our matcher, never
+    # match): the matcher's own parser decides now.
     patterns = ["x[0-9].log", "a[z-a]b", "[!.]*.bak"]
     settings = FileDiscoverySettings(builtin_ignores=patterns)
     assert settings.builtin_ignores == patterns
-    for name in ("x1.log", "x.log", "azb", "a-b", "f.bak", "keep.txt"):
+    for name in ("x1.log", "x.log", "azb", "amb", "a-b", "f.bak", "keep.txt"):
         (tmp_path / name).write_text("")
     result = FileDiscoveryService(settings).scan(DiscoveryOptions(root=tmp_path))
-    assert result.files == ("a-b", "azb", "keep.txt", "x.log")
+    assert result.files == ("a-b", "amb", "keep.txt", "x.log")
 
 
 @hypothesis_settings(max_examples=200, deadline=None)
