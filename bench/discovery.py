@@ -383,6 +383,29 @@ def bench_sandbox(runs: int) -> None:
 
 HOSTILE = "a*a*a*a*a*a*a*a*a*a*a*a*a*b"
 
+#: Words of :func:`double_star_rules` that no generated tree has in its names.
+ABSENT_WORDS = ("qq", "zz", "vv", "ww")
+
+
+def double_star_rules(size: int, words: tuple[str, ...] = ABSENT_WORDS, seed: int = 1) -> str:
+    """About ``size`` bytes of ``.gitignore`` lines heavy in ``**`` (issue 35's attack:
+    a megabyte of them took ``ollm files`` 74 s and 522 MB), one in five a ``!``
+    re-include, such as ``qq*a*/**/**/*zz?*``. With the default words no line matches
+    a name without them, so every entry is matched against every line."""
+    rng = random.Random(seed)
+    lines: list[str] = []
+    total = 0
+    while total < size:
+        parts = [
+            "**" if rng.random() < 0.5 else f"{rng.choice(words)}*{rng.choice('abcxyz')}*"
+            for _ in range(rng.randint(1, 5))
+        ]
+        parts.append(f"*{rng.choice(words)}?*")
+        line = ("!" if rng.random() < 0.2 else "") + "/".join(parts)
+        lines.append(line)
+        total += len(line) + 1
+    return "\n".join(lines) + "\n"
+
 
 def bench_hostile_pattern(runs: int) -> tuple[str, str, bool]:
     """One match of :data:`HOSTILE` against names of ``a`` (no match: the worst case)."""

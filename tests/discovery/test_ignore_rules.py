@@ -84,7 +84,8 @@ def test_git_dir_pointers(tmp_path: Path) -> None:
 def test_root_stack_outside_a_repository(tmp_path: Path) -> None:
     (tmp_path / ".gitignore").write_text("*.o\n")
     (tmp_path / ".ollmignore").write_text("*.env\n")
-    stack, consulted = root_stack(str(tmp_path), builtin_rules([".git"]))
+    stack, consulted, enclosing = root_stack(str(tmp_path), builtin_rules([".git"]))
+    assert enclosing is None  # no work tree: nothing above the root counts
     assert isinstance(stack, IgnoreStack)
     assert len(stack.git) == 1 and len(stack.ollm) == 1
     assert consulted == [str(tmp_path / ".gitignore"), str(tmp_path / ".ollmignore")]
