@@ -1,8 +1,15 @@
 """Ignore rules with git's semantics: ``.gitignore``, ``.git/info/exclude``, ``.ollmignore``.
 
-One :class:`RuleSet` holds the rules of one ignore file, compiled once into at
-most four regular expressions, so that deciding about an entry costs one or two
-regex calls per ignore file in force, however many rules the file has.
+One :class:`RuleSet` holds the rules of one ignore file: its literal lines in
+dicts, its patterns compiled into regular expressions of a bounded size each
+(:data:`CHUNK_CHARS`; a usual file's patterns make one), so that deciding about an
+entry costs a lookup and a regex call or two per ignore file in force, however
+many rules the file has. A large file's parts are compiled only as far as an
+entry needs them, the most recent first, and the scan's
+:class:`~ollm_cli.pipeline.discovery._budget.Budget` bounds them: its time is
+checked between parts, and the rules of all ignore files together hold at most
+:data:`~ollm_cli.pipeline.discovery._budget.MAX_RULE_CHARS` (a file that does not
+fit is not compiled: see :meth:`RuleSet.from_file`).
 
 Each line is parsed and translated by :mod:`ollm_cli.config.ignore_syntax` (the
 same parser checks the pattern settings). The translation follows git's ``dir.c``
@@ -19,8 +26,9 @@ and ``wildmatch.c`` (not a generic glob library), because the results must equal
 - ``*`` and ``?`` never match ``/``; ``**/`` at the start, ``/**/`` in the
   middle and ``/**`` at the end cross directories; any other ``**`` is a ``*``;
 - ``[...]`` classes with ranges, ``!``/``^`` negation and ``[:alpha:]``-style
-  names; an unclosed class or a trailing backslash makes the rule match nothing,
-  as in git.
+  names (the low end of a range is a member even when the range is empty:
+  ``[z-a]`` matches ``z``); an unclosed class or a trailing backslash makes the
+  rule match nothing, as in git.
 
 Precedence between files, lowest first (see :class:`IgnoreStack`): the
 built-in ignores (``services.fileDiscovery.builtinIgnores``), the user's global
@@ -30,7 +38,8 @@ excludes file (``core.excludesFile``, by default ``$XDG_CONFIG_HOME/git/ignore``
 what a built-in ignore drops (``!**/fixtures/node_modules``), and a
 ``.ollmignore`` can re-include with ``!`` what a ``.gitignore`` excluded.
 Nothing can re-include a path whose parent directory is excluded: the walker
-never enters such a directory (except to list files git tracks there).
+never enters such a directory (except to list files git tracks there), and a
+scan whose root is below one lists only those (:class:`EnclosingRules`).
 
 As in git, a ``.gitignore`` that is a symbolic link is not read, and the
 ``\r`` of CRLF line endings is not part of a pattern.
@@ -367,7 +376,8 @@ class RuleSet:
         do not fit, the file is named in :attr:`Budget.refused` and a rule set that
         ignores everything below its directory stands in for it: what a file of
         that many rules was written to keep out stays out (files git tracks are
-        listed all the same), and the scan's note says so."""
+        listed all the same, unless it is a ``.ollmignore``), and the scan's note
+        says so."""
         budget = Budget() if budget is None else budget
         try:
             fd = _regular_fd(path)
@@ -376,9 +386,8 @@ class RuleSet:
         except _NoRoom:
             budget.refused.append(path)
             logger.warning(
-                "%s holds more ignore rules than a scan keeps (%d characters in all, "
-                "every ignore file together): nothing git does not track is listed below "
-                "its directory; split it or use fewer, broader patterns",
+                "%s holds more ignore rules than a scan keeps (%d characters, every ignore "
+                "file together): not compiled, what is below its directory is left out",
                 path,
                 MAX_RULE_CHARS,
             )

@@ -73,6 +73,7 @@ from ollm_cli.config.discovery_defaults import FILE_DISCOVERY_DEFAULTS
 from ollm_cli.pipeline.discovery._budget import MAX_RULE_CHARS, Budget, OutOfTime
 from ollm_cli.pipeline.discovery._git import GitRun, GitView, read_git
 from ollm_cli.pipeline.discovery._ignore_rules import (
+    OLLMIGNORE,
     IgnoreTree,
     NeverMatchesError,
     RuleSet,
@@ -508,14 +509,18 @@ def _add_notes(plan: Plan, found: Walk, git_view: GitView, budget: Budget) -> No
             )
         )
     for source in budget.refused:
+        shown = _shown_path(plan.root, source)
+        left_out = (
+            "nothing" if os.path.basename(source) == OLLMIGNORE else "nothing git does not track"
+        )
         found.notes.append(
             DiscoveryNote(
                 kind="rules_limit",
-                path=_shown_path(plan.root, source),
-                message=f"{_shown_path(plan.root, source)} holds more ignore rules than a "
-                f"scan keeps ({MAX_RULE_CHARS:,} characters, all ignore files together): "
-                "nothing git does not track is listed below its directory; the listing "
-                "is incomplete: split it or use fewer, broader patterns",
+                path=shown,
+                message=f"{shown} holds more ignore rules than a scan keeps "
+                f"({MAX_RULE_CHARS:,} characters, all ignore files together): {left_out} "
+                "is listed below its directory; the listing is incomplete: split it or "
+                "use fewer, broader patterns",
             )
         )
     if found.timed_out:

@@ -286,3 +286,20 @@ def test_a_long_line_is_refused_as_longer_than_any_path() -> None:
         parse_rule("/" + "a/" * LONGEST_PATH)
     assert parse_rule("*" * 10_000) is not None  # stars alone need no character
     assert parse_rule("**/" * 10_000 + "x") is not None
+
+
+def test_an_ollmignore_past_the_rules_memory_bound_hides_tracked_files_too(
+    tmp_path: Path,
+) -> None:
+    # A .ollmignore hides from the model what git tracks too: so does its stand-in.
+    root = tmp_path / "repo"
+    root.mkdir()
+    git_init(root)
+    build(root, {"sub/tracked.txt": "", "top.txt": ""})
+    commit_all(root)
+    (root / "sub" / ".ollmignore").write_text(literal_rules(MAX_RULE_CHARS + 4096))
+    result = FileDiscoveryService().scan(DiscoveryOptions(root=root))
+    assert result.files == ("top.txt",) and result.rules_limited and result.partial
+    [note] = result.notes
+    assert note.kind == "rules_limit" and note.path == "sub/.ollmignore"
+    assert "nothing is listed below its directory" in note.message
