@@ -170,11 +170,11 @@ class _Chunk:
     """Some of a rule set's patterns, the most recent first, as one regex compiled
     when first needed (``top``: the highest rule index among them)."""
 
-    __slots__ = ("_regex", "_rules", "order", "size", "top")
+    __slots__ = ("_rules", "order", "regex", "size", "top")
 
     def __init__(self) -> None:
         self._rules: list[tuple[int, str]] = []
-        self._regex: re.Pattern[str] | None = None
+        self.regex: re.Pattern[str] | None = None
         self.order: tuple[int, ...] = ()
         self.size = 0
         self.top = -1
@@ -185,24 +185,14 @@ class _Chunk:
         self._rules.append((index, regex))
         self.size += len(regex)
 
-    @property
-    def compiled(self) -> bool:
-        return self._regex is not None
-
-    def winner(self, text: str) -> int:
-        """The index of the most recent of its rules that matches ``text``, or -1."""
-        regex = self._regex or self._compile()
-        found = regex.fullmatch(text)
-        return -1 if found is None else self.order[found.lastindex - 1]  # type: ignore[operator]
-
-    def _compile(self) -> re.Pattern[str]:
+    def compile(self) -> re.Pattern[str]:
         # The first alternative that matches is the rule git would pick; group k
         # (1-based) stands for order[k - 1].
         source = "|".join(f"({regex})" for _, regex in self._rules)
         self.order = tuple(index for index, _ in self._rules)
-        self._regex = re.compile(f"(?s:{source})")
+        self.regex = re.compile(f"(?s:{source})")
         self._rules = []  # the regex holds them now
-        return self._regex
+        return self.regex
 
 
 class _Matcher:
@@ -243,16 +233,35 @@ class _Matcher:
     def index(self, text: str, budget: Budget | None = None) -> int:
         """The index of the last rule matching ``text``, or -1; with a ``budget``,
         :class:`OutOfTime` when its time is up before a part is compiled or tried
-        (the first part, once compiled, is tried without looking)."""
+        (the first part, once compiled, is tried without looking: the common case,
+        a usual file's patterns, is one dict lookup and one regex)."""
         best = self.literals.get(text, -1)
-        for position, chunk in enumerate(self._chunks):
+        if not self._chunks:
+            return best
+        first = self._chunks[0]
+        if first.top < best:
+            return best  # every pattern is older than the literal that matched
+        regex = first.regex
+        if regex is None:
+            if budget is not None:
+                budget.check(self.source)
+            regex = first.compile()
+        found = regex.fullmatch(text)
+        if found is not None:
+            return max(best, first.order[found.lastindex - 1])  # type: ignore[operator]
+        return best if len(self._chunks) == 1 else self._older(text, best, budget)
+
+    def _older(self, text: str, best: int, budget: Budget | None) -> int:
+        """:meth:`index` in the parts after the first."""
+        for chunk in self._chunks[1:]:
             if chunk.top < best:
                 break  # this part and those below hold only older rules than the winner
-            if budget is not None and (position or not chunk.compiled):
+            if budget is not None:
                 budget.check(self.source)
-            found = chunk.winner(text)
-            if found >= 0:
-                return max(best, found)
+            regex = chunk.regex or chunk.compile()
+            found = regex.fullmatch(text)
+            if found is not None:
+                return max(best, chunk.order[found.lastindex - 1])  # type: ignore[operator]
         return best
 
 
