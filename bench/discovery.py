@@ -48,6 +48,15 @@ git's. Then the cost of one sandboxed ``true`` against a plain subprocess, and
 the hostile ignore pattern ``a*a*a*a*a*a*a*a*a*a*a*a*a*b`` matched against long
 names: ours, and a plain regex translation (``[^/]*`` per star) at the lengths
 where it still returns.
+
+Then a hostile ``.gitignore`` (issue 35): ``--hostile-bytes`` (1 MB) of ``**``
+patterns none of which matches, in a repository of ``--hostile-files`` files, and
+``ollm files --json`` on it as a whole process, with its time, its peak memory
+(the kernel's for that one child) and whether it says it is partial: under the
+default ``scanTimeS``; with the rules at their memory bound and ``--hostile-time``
+to compile them all; past that bound. ``git ls-files`` runs on each tree beside it.
+Target: each process's peak below 256 MiB. ``--only-hostile`` measures only this
+(at ``--hostile-bytes 20000 --hostile-files 20`` it runs in seconds).
 """
 
 from __future__ import annotations
@@ -66,6 +75,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
 from ollm_cli.config.discovery_defaults import DEFAULT_BUILTIN_IGNORES
 from ollm_cli.config.layers import has_layers
@@ -383,6 +393,29 @@ def bench_sandbox(runs: int) -> None:
 
 HOSTILE = "a*a*a*a*a*a*a*a*a*a*a*a*a*b"
 
+#: Words of :func:`double_star_rules` that no generated tree has in its names.
+ABSENT_WORDS = ("qq", "zz", "vv", "ww")
+
+
+def double_star_rules(size: int, words: tuple[str, ...] = ABSENT_WORDS, seed: int = 1) -> str:
+    """About ``size`` bytes of ``.gitignore`` lines heavy in ``**`` (issue 35's attack:
+    a megabyte of them took ``ollm files`` 74 s and 522 MB), one in five a ``!``
+    re-include, such as ``qq*a*/**/**/*zz?*``. With the default words no line matches
+    a name without them, so every entry is matched against every line."""
+    rng = random.Random(seed)
+    lines: list[str] = []
+    total = 0
+    while total < size:
+        parts = [
+            "**" if rng.random() < 0.5 else f"{rng.choice(words)}*{rng.choice('abcxyz')}*"
+            for _ in range(rng.randint(1, 5))
+        ]
+        parts.append(f"*{rng.choice(words)}?*")
+        line = ("!" if rng.random() < 0.2 else "") + "/".join(parts)
+        lines.append(line)
+        total += len(line) + 1
+    return "\n".join(lines) + "\n"
+
 
 def bench_hostile_pattern(runs: int) -> tuple[str, str, bool]:
     """One match of :data:`HOSTILE` against names of ``a`` (no match: the worst case)."""
@@ -405,6 +438,105 @@ def bench_hostile_pattern(runs: int) -> tuple[str, str, bool]:
     return ("hostile pattern: 100,000-char name < 100 ms", f"{worst:.3f} ms", worst < 100)
 
 
+class ProcessRun(NamedTuple):
+    """One ``ollm files --json`` process: its wall time, peak memory and answer."""
+
+    seconds: float
+    peak_mib: float
+    files: int
+    partial: bool
+    notes: tuple[str, ...]
+
+
+def run_files_process(root: Path, scan_time_s: float | None = None) -> ProcessRun:
+    """``ollm files ROOT --json`` as a whole process, its peak resident memory read
+    from the kernel's accounting of that one child (``wait4``)."""
+    import orjson
+
+    env = process_env()
+    if scan_time_s is not None:
+        env["OLLM_SERVICES__FILE_DISCOVERY__SCAN_TIME_S"] = str(scan_time_s)
+    started = time.perf_counter()
+    child = subprocess.Popen(
+        [*ollm_files_command(root), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    assert child.stdout is not None
+    out = child.stdout.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise RuntimeError(f"ollm files {root} exited with {child.returncode}")
+    payload = orjson.loads(out)
+    notes = tuple(note["kind"] for note in payload["notes"])
+    return ProcessRun(
+        seconds, usage.ru_maxrss / 1024, len(payload["files"]), payload["partial"], notes
+    )
+
+
+def hostile_repository(root: Path, rules: str, files: int) -> Path:
+    """A git repository of ``files`` files in a few directories, ``rules`` its ``.gitignore``."""
+    root.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    for index in range(files):
+        path = root / f"src{index % 10}" / f"lib{index % 3}" / f"file{index}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+    (root / ".gitignore").write_text(rules)
+    return root
+
+
+def bench_hostile_ignore_file(
+    scratch: Path, size: int, files: int, full_time_s: float
+) -> list[tuple[str, str, bool]]:
+    """Issue 35's attack: ``size`` bytes of ``**`` rules none of which matches (so every
+    entry is asked of every rule), ``ollm files`` as a whole process under the default
+    ``scanTimeS``, and with time enough to compile them all (the memory the rules'
+    bound allows); then a file past that bound. Beside each, ``git ls-files``."""
+    from ollm_cli.pipeline.discovery._budget import MAX_RULE_CHARS
+
+    settings_time = 10.0
+    rules = double_star_rules(size)
+    root = hostile_repository(scratch / "hostile", rules, files)
+    bound = hostile_repository(
+        scratch / "at-the-bound", double_star_rules(MAX_RULE_CHARS - 4096), files
+    )
+    past = hostile_repository(
+        scratch / "past-the-bound", double_star_rules(MAX_RULE_CHARS + 4096), files
+    )
+    git_cmd = ["git", "ls-files", "--cached", "--others", "--exclude-standard"]
+    print(
+        f"\n## a .gitignore of ** rules ({len(rules):,} bytes, {rules.count(chr(10)):,} lines), "
+        f"{files} files (load {', '.join(f'{x:.1f}' for x in os.getloadavg())})"
+    )
+    print(f"{'what':<44} {'s':>7} {'peak MiB':>9} {'files':>6}  partial / notes")
+    runs = [
+        (f"ollm files (scanTimeS {settings_time:g})", root, None),
+        (f"ollm files, {MAX_RULE_CHARS:,} chars (scanTimeS {full_time_s:g})", bound, full_time_s),
+        ("ollm files, past the rules' bound", past, None),
+    ]
+    verdicts: list[tuple[str, str, bool]] = []
+    for label, where, scan_time in runs:
+        git_s = timed(partial(subprocess.run, git_cmd, cwd=where, check=True, capture_output=True))
+        run = run_files_process(where, scan_time)
+        print(
+            f"{label:<44} {run.seconds:>7.2f} {run.peak_mib:>9.1f} {run.files:>6}  "
+            f"{run.partial} {', '.join(run.notes)}"
+        )
+        print(f"{'  git ls-files on the same tree':<44} {git_s:>7.2f}")
+        verdicts.append(
+            (
+                f"hostile rules: {label}: peak < 256 MiB",
+                f"{run.peak_mib:.0f} MiB",
+                run.peak_mib < 256,
+            )
+        )
+    return verdicts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--files", type=int, default=100_000, help="files in the generated tree")
@@ -425,12 +557,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only-repos",
         action="store_true",
-        help="skip the generated and cpython-lib trees, the sandbox and the hostile pattern",
+        help="skip the generated and cpython-lib trees, the sandbox and the hostile patterns",
+    )
+    parser.add_argument(
+        "--hostile-bytes", type=int, default=1 << 20, help="size of the hostile .gitignore"
+    )
+    parser.add_argument(
+        "--hostile-files", type=int, default=900, help="files in the hostile .gitignore's tree"
+    )
+    parser.add_argument(
+        "--hostile-time",
+        type=float,
+        default=600.0,
+        help="scanTimeS of the run that compiles every rule at the rules' bound",
+    )
+    parser.add_argument(
+        "--only-hostile",
+        action="store_true",
+        help="measure only the hostile .gitignore (issue 35; small sizes run in seconds)",
     )
     args = parser.parse_args(argv)
+    verdicts: list[tuple[str, str, bool]] = []
+    if args.only_hostile:
+        with tempfile.TemporaryDirectory(prefix="ollm-bench-discovery-") as scratch:
+            verdicts += bench_hostile_ignore_file(
+                Path(scratch), args.hostile_bytes, args.hostile_files, args.hostile_time
+            )
+        return report(verdicts)
     if FD is None:
         print("fd (fdfind) is not installed: the comparisons with fd are skipped")
-    verdicts: list[tuple[str, str, bool]] = []
     with tempfile.TemporaryDirectory(prefix="ollm-bench-discovery-") as scratch:
         started = time.perf_counter()
         trees: list[tuple[str, Path]] = []
@@ -452,9 +607,18 @@ def main(argv: list[str] | None = None) -> int:
             trees += [(repo.name, repo.resolve())]
         for name, root in trees:
             verdicts += bench_tree(name, root, args.runs)
+        if not args.only_repos:
+            verdicts += bench_hostile_ignore_file(
+                Path(scratch), args.hostile_bytes, args.hostile_files, args.hostile_time
+            )
     if not args.only_repos:
         bench_sandbox(args.sandbox_runs)
         verdicts.append(bench_hostile_pattern(args.runs))
+    return report(verdicts)
+
+
+def report(verdicts: list[tuple[str, str, bool]]) -> int:
+    """Print the targets met and missed; 1 when one was missed."""
     print("\n## targets")
     for check, figure, passed in verdicts:
         print(f"{'PASS' if passed else 'FAIL'}  {check:<44} {figure}")

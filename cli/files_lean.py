@@ -272,9 +272,11 @@ def _write_json(result: DiscoveryResult, *, with_stats: bool) -> None:
             {"kind": note.kind, "path": shown(note.path), "message": shown(note.message)}
             for note in result.notes
         ],
+        "partial": result.partial,
         "truncated": result.truncated,
         "depthLimited": result.depth_limited,
         "timeLimited": result.time_limited,
+        "rulesLimited": result.rules_limited,
     }
     escaped = [new for new, old in zip(names, result.files, strict=True) if new != old]
     if escaped:
@@ -312,9 +314,11 @@ def summary(result: DiscoveryResult) -> dict[str, Any]:
         "ignoreFiles": stats.ignore_files,
         "elapsedMs": round(stats.elapsed_ms, 3),
         "fromCache": result.from_cache,
+        "partial": result.partial,
         "truncated": result.truncated,
         "depthLimited": result.depth_limited,
         "timeLimited": result.time_limited,
+        "rulesLimited": result.rules_limited,
         "tracked": result.tracked,
     }
 

@@ -10,7 +10,9 @@ never match ``/``; ``**/`` at the start, ``/**/`` in the middle and ``/**`` at
 the end cross directories; ``[...]`` classes take ranges, ``!``/``^`` and
 ``[:alpha:]``-style names; trailing spaces are dropped unless escaped. A line git
 can never match (an unclosed class, a trailing backslash, an unknown
-``[:class:]``) raises :class:`NeverMatchesError`.
+``[:class:]``) raises :class:`NeverMatchesError`, and so does one that needs more
+characters than any path has (:data:`LONGEST_PATH`): whatever its length, a
+line's regex stays small enough to compile and to match at once.
 
 Example::
 
@@ -42,9 +44,22 @@ _POSIX_CLASSES: dict[str, str] = {
 }
 
 
+#: The longest path a program can name on Linux (``PATH_MAX``, with its final NUL):
+#: no path relative to an ignore file's directory has this many characters, so a
+#: pattern that needs as many matches nothing, in git or here.
+LONGEST_PATH = 4096
+
+#: Why git never matches a line: the reason :class:`NeverMatchesError` gives by default.
+_GIT_SKIPS_IT = "git skips it too"
+
+
 class NeverMatchesError(ValueError):
     """The pattern is one git can never match (unclosed class, trailing backslash,
-    unknown ``[:class:]``): git skips it silently, we skip it with a warning."""
+    unknown ``[:class:]``, longer than any path): git skips it silently, we skip it
+    with a warning. ``str(error)`` says why, in words for that warning."""
+
+    def __init__(self, reason: str = _GIT_SKIPS_IT) -> None:
+        super().__init__(reason)
 
 
 class IgnoreRule(NamedTuple):
@@ -116,7 +131,8 @@ def _translate_class(pattern: str, start: int) -> tuple[str, int]:
                 if i >= n:
                     raise NeverMatchesError
                 high = pattern[i]
-            parts.pop()
+            # git compared the low end with the character before it saw the "-", so
+            # it stays a member even when the range is empty ([z-a] matches "z").
             if prev <= high:
                 parts.append(f"{_class_char(prev)}-{_class_char(high)}")
             prev = None
@@ -134,6 +150,8 @@ def _translate_class(pattern: str, start: int) -> tuple[str, int]:
         return f"[^/{body}]", i
     return (f"(?!/)[{body}]" if body else "(?!)"), i
 
+
+_LONGER_THAN_ANY_PATH = f"it needs more characters than a path has ({LONGEST_PATH})"
 
 # Tokens of a pattern for :func:`_assemble`: a fixed-width piece (a literal, ``?``, a
 # class), a literal ``/``, a ``*`` (``[^/]*``), ``**/`` (any directories, maybe none)
@@ -154,6 +172,8 @@ def translate(pattern: str) -> str:
     if "*" not in pattern and "?" not in pattern and "[" not in pattern and "\\" not in pattern:
         # A fixed path (most lines of a large .gitignore: /git-add): each character
         # stands for itself, "/" included (re.escape leaves it alone).
+        if len(pattern) >= LONGEST_PATH:
+            raise NeverMatchesError(_LONGER_THAN_ANY_PATH)
         return re.escape(pattern)
     n = len(pattern)
     tokens: list[tuple[int, str]] = []
@@ -168,8 +188,9 @@ def translate(pattern: str) -> str:
             if j - i >= 2 and at_boundary_before and j == n:
                 tokens.append((_REST, ".*"))
             elif j - i >= 2 and at_boundary_before and pattern[j] == "/":
-                tokens.append((_DIRS, "(?:.*/)?"))
                 j += 1
+                if not tokens or tokens[-1][0] != _DIRS:  # "**/**/" is "**/"
+                    tokens.append((_DIRS, "(?:.*/)?"))
             else:
                 tokens.append((_STAR, "[^/]*"))
             i = j
@@ -191,6 +212,10 @@ def translate(pattern: str) -> str:
         else:
             tokens.append((_FIXED, re.escape(char)))
             i += 1
+    # Each fixed-width token takes one character: past LONGEST_PATH of them nothing
+    # matches, and the tokens left (a "*" or "**/" between two of them) are few.
+    if sum(1 for kind, _ in tokens if kind in (_FIXED, _SLASH)) >= LONGEST_PATH:
+        raise NeverMatchesError(_LONGER_THAN_ANY_PATH)
     return _assemble(tokens)
 
 

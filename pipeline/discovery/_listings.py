@@ -7,7 +7,8 @@ ls-files`` takes as long as listing a few hundred directories. So while it runs,
 reading the directory again. It decides nothing: it only skips what the root's
 rules ignore (``target/``) and, below, the built-in names (``node_modules``),
 ``.git`` and symbolic links, so the directories it lists in vain are few, and only as many as git's
-run leaves time for; whatever it did not list, the walk lists itself.
+run leaves time for; whatever it did not list, the walk lists itself. When the scan's
+time runs out while the root's rules decide, it stops listing (the walk says so).
 
 Example::
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import os
 from collections import deque
 
+from ollm_cli.pipeline.discovery._budget import OutOfTime
 from ollm_cli.pipeline.discovery._ignore_rules import IGNORED, KEPT, IgnoreStack
 
 
@@ -64,8 +66,12 @@ class Listings:
                 except OSError:  # pragma: no cover - is_dir() swallows all but rare errors
                     continue
                 name = entry.name
-                if name != ".git" and verdict(name, True) == KEPT:
-                    pending.append((entry.path, depth + 1))
+                try:
+                    if name != ".git" and verdict(name, True) == KEPT:
+                        pending.append((entry.path, depth + 1))
+                except OutOfTime:
+                    pending.clear()  # the walk stops at its first directory
+                    return False
         return True
 
     def _builtin(self, name: str, is_dir: bool) -> int:

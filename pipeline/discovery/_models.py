@@ -26,7 +26,14 @@ if TYPE_CHECKING:  # imported when a size and time are asked for (--stats)
 ChangeEvent = Literal["add", "change", "unlink"]
 EntryKind = Literal["file", "directory", "symlink"]
 NoteKind = Literal[
-    "unreadable", "cap_reached", "symlink_loop", "depth_limit", "git_unavailable", "time_limit"
+    "unreadable",
+    "cap_reached",
+    "symlink_loop",
+    "depth_limit",
+    "git_unavailable",
+    "time_limit",
+    "rules_limit",
+    "ignored_root",
 ]
 ChangeCallback = Callable[[ChangeEvent, str], None]
 
@@ -152,8 +159,10 @@ class DiscoveryResult(NamedTuple):
     (``name/``) or submodules; ``depth_limited``: directories below the depth limit
     were left out (see the ``depth_limit`` note); ``time_limited``: the scan ran out
     of time (``scanTimeS``) and left directories out (see the ``time_limit`` note);
+    ``rules_limited``: an ignore file held more rules than a scan keeps, and what git
+    does not track below it was left out (see the ``rules_limit`` note);
     ``tracked``: how many paths git's index holds under the root (0 outside a work
-    tree).
+    tree). :attr:`partial` says whether any limit left files out.
     """
 
     root: str
@@ -167,6 +176,13 @@ class DiscoveryResult(NamedTuple):
     tracked: int = 0
     from_cache: bool = False
     stats: ScanStats = ScanStats()
+    rules_limited: bool = False
+
+    @property
+    def partial(self) -> bool:
+        """Whether a limit left out files the rules let through (``maxFiles``,
+        ``maxDepth``, ``scanTimeS``, the rules' memory): the listing is incomplete."""
+        return self.truncated or self.depth_limited or self.time_limited or self.rules_limited
 
     def entries(self, with_stats: bool = False) -> list[FileEntry]:
         """The files as :class:`FileEntry` objects; ``with_stats`` reads size and

@@ -27,9 +27,19 @@ Depth: files directly in the root are at depth 0, files in ``root/a`` at depth
 When the limit leaves directories out, the result says so (a ``depth_limit``
 note and ``depth_limited``).
 
-Time: a scan walks for at most ``scanTimeS`` (10 s); one that runs out stops
-with a ``time_limit`` note naming the directories it did not list (and
-``time_limited``), and is not cached.
+Time: a scan takes at most ``scanTimeS`` (10 s), its ignore rules' reading,
+compiling and matching included; one that runs out stops with a ``time_limit`` note
+naming the directories it did not list (and the ignore file whose rules took the
+time, if they did) and ``time_limited``, and is not cached.
+
+Memory: a scan holds at most :data:`~ollm_cli.pipeline.discovery._budget.MAX_RULE_CHARS`
+of ignore rules; an ignore file whose rules do not fit hides what git does not track
+below its directory, with a ``rules_limit`` note (and ``rules_limited``).
+
+A root below an ignored directory of its work tree (``ollm files l1`` with ``l1``
+in ``.gitignore``) lists only what git tracks there, as ``git ls-files`` does in
+it, and one below a directory a ``.ollmignore`` rule hides lists nothing; an
+``ignored_root`` note says which.
 
 Example::
 
@@ -60,8 +70,10 @@ from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from ollm_cli.config.discovery_defaults import FILE_DISCOVERY_DEFAULTS
+from ollm_cli.pipeline.discovery._budget import MAX_RULE_CHARS, Budget, OutOfTime
 from ollm_cli.pipeline.discovery._git import GitRun, GitView, read_git
 from ollm_cli.pipeline.discovery._ignore_rules import (
+    OLLMIGNORE,
     IgnoreTree,
     NeverMatchesError,
     RuleSet,
@@ -81,7 +93,14 @@ from ollm_cli.pipeline.discovery._models import (
     ScanStats,
     make_entry,
 )
-from ollm_cli.pipeline.discovery._walker import Deadline, Plan, Walk, mtime_ns, time_note, walk
+from ollm_cli.pipeline.discovery._walker import (
+    Plan,
+    Walk,
+    mtime_ns,
+    out_of_time_at_start,
+    time_note,
+    walk,
+)
 from ollm_cli.pipeline.discovery._watcher import Disposable, Watcher
 from ollm_cli.pipeline.errors import ToolError
 
@@ -396,26 +415,36 @@ class FileDiscoveryService:
         with self._lock:
             watcher = None if plan.follow_symlinks else self._watcher_for(plan.root)
             generation = watcher.generation if watcher is not None else 0
+        # One budget for the whole scan: the rules are read, compiled and matched
+        # within the time the walk has, and hold at most MAX_RULE_CHARS of text.
+        budget = Budget(self._clock, deadline)
         git_run = GitRun(plan.root)
-        stack, consulted = root_stack(plan.root, self._builtin, git_run.excludes_file())
+        try:
+            root_rules = root_stack(plan.root, self._builtin, git_run.excludes_file(), budget)
+        except OutOfTime as stop:  # a .ollmignore above the root took all the time
+            root_rules, slow_rules = None, stop.source
         ahead = None
-        if git_run.running:  # while git reads the index, directories are listed ahead
+        if git_run.running and root_rules is not None:
+            # while git reads the index, directories are listed ahead
             from ollm_cli.pipeline.discovery._listings import Listings
 
-            ahead = Listings(plan.root, stack, plan.max_depth)
+            ahead = Listings(plan.root, root_rules.stack, plan.max_depth)
         git_view = git_run.view(None if ahead is None else ahead.step)
-        until = Deadline(self._clock, deadline)
-        found = walk(plan, stack, git_view, on_batch, cancel, until, ahead)
-        if plan.record_stamps:
-            consulted = [*consulted, *git_view.consulted]
+        if root_rules is None:
+            found = out_of_time_at_start(slow_rules)
+        else:
+            found = walk(plan, root_rules, git_view, on_batch, cancel, budget, ahead)
+        if plan.record_stamps and root_rules is not None:
+            consulted = [*root_rules.consulted, *git_view.consulted]
             found.stamps.extend((path, mtime_ns(path)) for path in consulted)
         found.files.sort()
-        _add_notes(plan, found, git_view)
+        _add_notes(plan, found, git_view, budget)
         stats = ScanStats(
             directories_scanned=found.stats["dirs"],
             directories_ignored=found.stats["dirs_ignored"],
             files_ignored=found.stats["files_ignored"],
-            ignore_files=found.stats["ignore_files"] + stack.files_found,
+            ignore_files=found.stats["ignore_files"]
+            + (0 if root_rules is None else root_rules.stack.files_found),
             elapsed_ms=(time.perf_counter() - started) * 1000,
         )
         result = DiscoveryResult(
@@ -427,6 +456,7 @@ class FileDiscoveryService:
             truncated=found.truncated,
             depth_limited=found.depth_cut > 0,
             time_limited=bool(found.timed_out),
+            rules_limited=bool(budget.refused),
             tracked=len(git_view.tracked),
             stats=stats,
         )
@@ -453,14 +483,49 @@ class FileDiscoveryService:
                 self._cache.popitem(last=False)
 
 
-def _add_notes(plan: Plan, found: Walk, git_view: GitView) -> None:
+def _add_notes(plan: Plan, found: Walk, git_view: GitView, budget: Budget) -> None:
     """What the user must know about a scan that did not list everything."""
     if git_view.problem is not None:
         found.notes.append(
             DiscoveryNote(kind="git_unavailable", path=".", message=git_view.problem)
         )
+    if found.hidden_root:
+        found.notes.append(
+            DiscoveryNote(
+                kind="ignored_root",
+                path=".",
+                message=f"{found.hidden_root}/ is hidden by a .ollmignore rule: "
+                "nothing under it is listed",
+            )
+        )
+    elif found.ignored_root:
+        found.notes.append(
+            DiscoveryNote(
+                kind="ignored_root",
+                path=".",
+                message=f"{found.ignored_root}/ is ignored (by a .gitignore, "
+                ".git/info/exclude, your global excludes file or the built-in ignores): "
+                "only the files git tracks under it are listed, as `git ls-files` does",
+            )
+        )
+    for source in budget.refused:
+        shown = _shown_path(plan.root, source)
+        left_out = (
+            "nothing" if os.path.basename(source) == OLLMIGNORE else "nothing git does not track"
+        )
+        found.notes.append(
+            DiscoveryNote(
+                kind="rules_limit",
+                path=shown,
+                message=f"{shown} holds more ignore rules than a scan keeps "
+                f"({MAX_RULE_CHARS:,} characters, all ignore files together): {left_out} "
+                "is listed below its directory; the listing is incomplete: split it or "
+                "use fewer, broader patterns",
+            )
+        )
     if found.timed_out:
-        found.notes.append(time_note(plan, found.timed_out))
+        slow_rules = _shown_path(plan.root, found.slow_rules)
+        found.notes.append(time_note(plan, found.timed_out, slow_rules))
         logger.warning(
             "file discovery under %s stopped after %g s; %d directories not listed",
             plan.root,
@@ -478,6 +543,13 @@ def _add_notes(plan: Plan, found: Walk, git_view: GitView) -> None:
         )
     if found.truncated:
         logger.warning("file discovery under %s stopped at %d files", plan.root, plan.max_files)
+
+
+def _shown_path(root: str, path: str) -> str:
+    """``path`` relative to the scan root when it is under it, else as it is."""
+    if path and _under(path, root) and path != root:
+        return path[len(root.rstrip("/")) + 1 :]
+    return path
 
 
 def _under(path: str, ancestor: str) -> bool:

@@ -5,11 +5,18 @@ and never enters an ignored directory, except for the files git tracks below it.
 It records the modification time of each directory it lists, so that the
 service can revalidate a cached result with one ``stat`` per directory.
 
+It stops when the scan's :class:`~ollm_cli.pipeline.discovery._budget.Budget` runs
+out of time, whether that happens between two directories or while the rules decide
+about an entry (:class:`~ollm_cli.pipeline.discovery._budget.OutOfTime`): then the
+directory it was listing is left out whole, and named with those not listed yet.
+
 Example::
 
     plan = Plan(root="/src/app", max_depth=8, follow_symlinks=False, max_files=1000,
                 time_s=10, include=None, exclude=None, builtin=(), key=())
-    found = walk(plan, stack, read_git(plan.root), None, None, Deadline(time.monotonic, 1e9))
+    budget = Budget(time.monotonic, time.monotonic() + plan.time_s)
+    found = walk(plan, root_stack(plan.root, builtin, None, budget), read_git(plan.root),
+                 None, None, budget)
     found.files                  # unsorted relative paths
 """
 
@@ -18,8 +25,10 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
+from ollm_cli.pipeline.discovery._budget import Budget, OutOfTime
 from ollm_cli.pipeline.discovery._git import GitView
 from ollm_cli.pipeline.discovery._ignore_rules import (
     GITIGNORE,
@@ -27,6 +36,7 @@ from ollm_cli.pipeline.discovery._ignore_rules import (
     KEPT,
     OLLMIGNORE,
     IgnoreStack,
+    RootRules,
     RuleSet,
     UnreadIgnoreFile,
     log_symlinked_gitignore,
@@ -67,8 +77,11 @@ class Walk:
         "cancelled",
         "depth_cut",
         "files",
+        "hidden_root",
+        "ignored_root",
         "notes",
         "repositories",
+        "slow_rules",
         "stamps",
         "stats",
         "symlinks",
@@ -95,6 +108,15 @@ class Walk:
         self.depth_cut = 0
         self.timed_out: list[str] = []
         """The directories (relative) left unlisted when the time ran out."""
+        self.slow_rules = ""
+        """The ignore file whose rules were being read, compiled or matched when the
+        time ran out (``""``: none)."""
+        self.hidden_root = ""
+        """The directory above the root (or the root) a ``.ollmignore`` rule hides:
+        then nothing is listed."""
+        self.ignored_root = ""
+        """The directory above the root (or the root) git's rules or the built-ins
+        ignore, once an untracked entry asked: then only tracked files are listed."""
 
 
 def mtime_ns(path: str) -> int:
@@ -105,9 +127,10 @@ def mtime_ns(path: str) -> int:
 
 
 # The directories, from the top down to this one, whose own verdict is not asked yet
-# (see _Walker._entries), each with the rules it is asked of (its parent's): () when
-# none is. A deferred directory's subdirectories are pushed before it may be asked.
-_Deferred = tuple[tuple[IgnoreStack, str], ...]
+# (see _Walker._entries), each as the question that asks it (its parent's rules'
+# verdict on it; for the root, what the rules above it say): () when none is. A
+# deferred directory's subdirectories are pushed before it may be asked.
+_Deferred = tuple[Callable[[], int], ...]
 # (absolute dir, relative dir, depth, the parent's rules, ancestors' (dev, inode),
 #  tracked files only, deferred)
 _Pending = tuple[str, str, int, IgnoreStack, tuple[tuple[int, int], ...], bool, _Deferred]
@@ -117,21 +140,22 @@ _NOTHING: frozenset[str] = frozenset()
 
 def walk(
     plan: Plan,
-    root_rules: IgnoreStack,
+    root_rules: RootRules,
     git_view: GitView,
     on_batch: Callable[[_Batch], None] | None,
     cancel: threading.Event | None,
-    deadline: Deadline,
+    budget: Budget,
     ahead: Listings | None = None,
 ) -> Walk:
     """Walk ``plan.root`` depth first, pruning ignored directories as it goes,
-    until ``deadline`` passes (then the directories not yet listed are named).
+    until ``budget``'s time is up (then the directories not yet listed are named).
 
     An ignored directory that holds files git tracks is entered in *tracked-only*
-    mode: there, and below, only tracked files are listed, as git does. A directory
+    mode: there, and below, only tracked files are listed, as git does; so is the
+    root when the rules above it ignore it (``root_rules.enclosing``). A directory
     in ``ahead`` (listed while git ran) is not listed again.
     """
-    return _Walker(plan, git_view, on_batch, cancel, deadline, ahead).run(root_rules)
+    return _Walker(plan, git_view, on_batch, cancel, budget, ahead).run(root_rules)
 
 
 class _Here(NamedTuple):
@@ -162,7 +186,7 @@ class _Walker:
         git_view: GitView,
         on_batch: Callable[[_Batch], None] | None,
         cancel: threading.Event | None,
-        deadline: Deadline,
+        budget: Budget,
         ahead: Listings | None = None,
     ) -> None:
         self.plan = plan
@@ -171,24 +195,40 @@ class _Walker:
         self.in_repository = git_view.repository is not None
         self.on_batch = on_batch
         self.cancel = cancel
-        self.deadline = deadline
-        counts = {"dirs": 0, "dirs_ignored": 0, "files_ignored": 0, "ignore_files": 0}
-        self.found = Walk([], set(), [], [], counts)
+        self.budget = budget
+        self.found = Walk([], set(), [], [], _counts())
 
-    def run(self, root_rules: IgnoreStack) -> Walk:
+    def run(self, root_rules: RootRules) -> Walk:
         found = self.found
-        pending: list[_Pending] = [(self.plan.root, "", 0, root_rules, (), False, ())]
+        enclosing = root_rules.enclosing
+        # Below an ignored directory only what git tracks is listed, from wherever the
+        # walk starts; whether the root is below one is asked when it matters.
+        above: _Deferred = () if enclosing is None else (enclosing.verdict,)
+        pending: list[_Pending] = [(self.plan.root, "", 0, root_rules.stack, (), False, above)]
         try:
+            if enclosing is not None and enclosing.hidden():
+                found.hidden_root = enclosing.hidden()
+                return found
             while pending:
                 if self.cancel is not None and self.cancel.is_set():
                     found.cancelled = True
                     break
-                if self.deadline.passed():
+                if self.budget.passed():
                     found.timed_out = [pending_dir[1] or "." for pending_dir in reversed(pending)]
                     break
-                pending.extend(reversed(self._directory(pending.pop())))
+                item = pending.pop()
+                try:
+                    pending.extend(reversed(self._directory(item)))
+                except OutOfTime:
+                    pending.append(item)  # left out whole: named with those not listed
+                    raise
         except _CapReached:
             pass
+        except OutOfTime as stop:
+            found.timed_out = [pending_dir[1] or "." for pending_dir in reversed(pending)]
+            found.slow_rules = stop.source
+        if enclosing is not None:
+            found.ignored_root = enclosing.ignored_at
         return found
 
     def _directory(self, item: _Pending) -> list[_Pending]:
@@ -212,10 +252,22 @@ class _Walker:
                 return []
             rules = child_rules
         batch: _Batch = []
+        found = self.found
+        before = len(found.files)
         try:
-            return self._entries(entries, names, item, rules, ancestors, batch)
-        finally:
+            subdirs = self._entries(entries, names, item, rules, ancestors, batch)
+        except OutOfTime:
+            # Left out whole, as if not listed yet: what it added is taken back.
+            for relative in found.files[before:]:
+                found.symlinks.discard(relative)
+                found.repositories.discard(relative)
+            del found.files[before:]
+            raise
+        except _CapReached:
             self._flush(batch)
+            raise
+        self._flush(batch)
+        return subdirs
 
     def _list(
         self, directory: str, rel_dir: str
@@ -276,7 +328,7 @@ class _Walker:
             if name == GITIGNORE:  # read when a rule is asked (the .ollmignore decides at_once)
                 git_file = UnreadIgnoreFile(path, rel_dir)
             else:
-                ollm_file = RuleSet.from_file(path, rel_dir) or None
+                ollm_file = RuleSet.from_file(path, rel_dir, self.budget) or None
         return rules.child(git_file, ollm_file)
 
     def _entries(
@@ -340,7 +392,9 @@ class _Walker:
                 # an ignored one, nothing: it is not deferred; below one not asked
                 # yet, both are asked when it is: git's rules ignore what is below an
                 # ignored directory, tracked files apart).
-                later = () if tracked_only else (*deferred, (here.rules, relative))
+                later: _Deferred = ()
+                if not tracked_only:
+                    later = (*deferred, partial(verdict_here, name, True))
                 self._push(here, entry.path, relative, tracked_only, later)
                 continue
             # What git tracks stays whatever git's rules say, and below an ignored
@@ -419,11 +473,7 @@ class _Walker:
         """A deferred directory with its own verdict asked, and those of the deferred
         directories above it (each of its parent's rules): tracked files only when
         git's rules ignore one of them."""
-        ignored = item[5] or any(
-            rules.for_directory(rel.rpartition("/")[0]).verdict(rel.rpartition("/")[2], True)
-            != KEPT
-            for rules, rel in item[6]
-        )
+        ignored = item[5] or any(verdict() != KEPT for verdict in item[6])
         return (*item[:5], ignored, ())
 
     def _tracked_stays(self, relative: str, is_dir: bool, verdict: int) -> bool:
@@ -471,29 +521,41 @@ class _Walker:
             self.on_batch(batch)
 
 
-class Deadline(NamedTuple):
-    clock: Callable[[], float]
-    at: float
+def out_of_time_at_start(slow_rules: str) -> Walk:
+    """The walk of a scan whose time ran out before it began (reading the
+    ``.ollmignore`` files above its root): nothing listed, the root left out."""
+    found = Walk([], set(), [], [], _counts())
+    found.timed_out = ["."]
+    found.slow_rules = slow_rules
+    return found
 
-    def passed(self) -> bool:
-        return self.clock() >= self.at
+
+def _counts() -> dict[str, int]:
+    return {"dirs": 0, "dirs_ignored": 0, "files_ignored": 0, "ignore_files": 0}
 
 
 #: How many of the directories a timed-out scan left out its note names.
 _NAMED_CUT = 5
 
 
-def time_note(plan: Plan, left_out: list[str]) -> DiscoveryNote:
+def time_note(plan: Plan, left_out: list[str], slow_rules: str = "") -> DiscoveryNote:
+    """What a scan cut by ``scanTimeS`` says: the directories it did not list, and the
+    ignore file whose rules took the time when they did."""
     named = ", ".join(left_out[:_NAMED_CUT])
     more = len(left_out) - _NAMED_CUT
     rest = f" and {more} more" if more > 0 else ""
+    where = f" while matching the rules of {slow_rules}" if slow_rules else ""
+    advice = (
+        "make its patterns fewer or simpler, or raise the limit"
+        if slow_rules
+        else "scan a smaller folder or raise the limit"
+    )
     return DiscoveryNote(
         kind="time_limit",
         path=left_out[0],
-        message=f"stopped after {plan.time_s:g} s (services.fileDiscovery.scanTimeS): "
-        f"{len(left_out)} director{'y was' if len(left_out) == 1 else 'ies were'} "
-        f"not listed ({named}{rest}); "
-        "the listing is incomplete: scan a smaller folder or raise the limit",
+        message=f"stopped after {plan.time_s:g} s (services.fileDiscovery.scanTimeS)"
+        f"{where}: {len(left_out)} director{'y was' if len(left_out) == 1 else 'ies were'} "
+        f"not listed ({named}{rest}); the listing is incomplete: {advice}",
     )
 
 

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ollm_cli.pipeline.discovery import DiscoveryOptions, FileDiscoveryService
+from tests.discovery.test_scan_limits import files_process
 from tests.discovery.trees import (
     build,
     git,
@@ -125,6 +126,7 @@ CASES: dict[str, dict[str, str]] = {
         ":v": "",
         "[v": "",
         "bu": "",
+        "zu": "",
         "5t": "",
         "-t": "",
         "!s": "",
@@ -234,3 +236,52 @@ def test_generated_trees_equal_git(
         assert scanned(root) == git_listing(root)
     finally:
         shutil.rmtree(work)
+
+
+def test_a_root_inside_an_ignored_directory_lists_what_git_lists_there(tmp_path: Path) -> None:
+    """git's t3001 "subdirectory ignore": ``l1`` ignored at the top, then ``git
+    ls-files -o --exclude-standard`` run in ``l1`` or ``l1/l2`` lists nothing; so does
+    ``ollm files l1`` (the real command), and a file git tracks there is still listed,
+    with a note saying why the rest is not."""
+    root = tmp_path / "top"
+    root.mkdir()
+    git_init(root)
+    build(root, {".gitignore": "/.gitignore\nl1\n", "l1/.gitignore": "l2\n", "l1/l2/l1": ""})
+    for where in ("", "l1", "l1/l2"):
+        assert scanned(root / where) == [], where
+        code, payload, stderr = files_process(root / where)
+        assert code == 0 and payload["files"] == [], (where, stderr)
+    build(root, {"l1/tracked": "", "l1/l2/deep-tracked": ""})
+    git(root, "add", "-f", "l1/tracked", "l1/l2/deep-tracked")
+    for where, tracked in (("l1", ["l2/deep-tracked", "tracked"]), ("l1/l2", ["deep-tracked"])):
+        in_git = git(root / where, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+        assert sorted(p for p in in_git.split("\0") if p) == tracked
+        code, payload, stderr = files_process(root / where)
+        assert code == 0 and payload["files"] == tracked, stderr
+        [note] = payload["notes"]
+        assert note["kind"] == "ignored_root" and note["message"].startswith("l1/ is ignored")
+        assert payload["partial"] is False  # what git lists there: nothing is missing
+        tree = FileDiscoveryService().load_ignore_patterns(root / where)
+        assert tree.should_ignore("l2/l1" if where == "l1" else "l1")
+        assert not tree.should_ignore(tracked[-1])
+    # a .ollmignore rule on a directory above the root hides it whole, tracked files too
+    (root / ".ollmignore").write_text("l1/\n")
+    code, payload, stderr = files_process(root / "l1" / "l2")
+    assert code == 0 and payload["files"] == [], stderr
+    hidden = "l1/ is hidden by a .ollmignore rule: nothing under it is listed"
+    assert payload["notes"][0]["message"] == hidden
+    assert FileDiscoveryService().should_ignore(root / "l1", "tracked")
+
+
+def test_a_root_inside_a_built_in_ignore_lists_only_what_git_tracks(tmp_path: Path) -> None:
+    # The built-ins drop untracked content wherever the scan starts, as for `ollm files .`.
+    root = tmp_path / "repo"
+    root.mkdir()
+    git_init(root)
+    build(root, {"build/gen/out.o": "", "build/keep.c": "", "src/a.c": ""})
+    git(root, "add", "build/keep.c")
+    assert scanned(root) == ["build/keep.c", "src/a.c"]
+    assert scanned(root / "build") == ["keep.c"]
+    assert scanned(root / "src") == ["a.c"]
+    (root / ".gitignore").write_text("!build/\n")  # re-included: as git lists it
+    assert scanned(root / "build") == ["gen/out.o", "keep.c"]

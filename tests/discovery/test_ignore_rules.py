@@ -84,7 +84,8 @@ def test_git_dir_pointers(tmp_path: Path) -> None:
 def test_root_stack_outside_a_repository(tmp_path: Path) -> None:
     (tmp_path / ".gitignore").write_text("*.o\n")
     (tmp_path / ".ollmignore").write_text("*.env\n")
-    stack, consulted = root_stack(str(tmp_path), builtin_rules([".git"]))
+    stack, consulted, enclosing = root_stack(str(tmp_path), builtin_rules([".git"]))
+    assert enclosing is None  # no work tree: nothing above the root counts
     assert isinstance(stack, IgnoreStack)
     assert len(stack.git) == 1 and len(stack.ollm) == 1
     assert consulted == [str(tmp_path / ".gitignore"), str(tmp_path / ".ollmignore")]
@@ -103,15 +104,16 @@ def test_builtin_ignores_that_cannot_match_are_refused_and_the_defaults_stand(
 
 
 def test_builtin_ignores_accepted_are_what_the_scan_matches(tmp_path: Path) -> None:
-    # pathspec refused "[z-a]" (git accepts it: an empty range) and accepted "[abc"
-    # (which git, and our matcher, never match): the matcher's own parser decides now.
+    # pathspec refused "[z-a]" (git accepts it: an empty range, whose "z" git compares
+    # before it sees the "-") and accepted "[abc" (which git, and our matcher, never
+    # match): the matcher's own parser decides now.
     patterns = ["x[0-9].log", "a[z-a]b", "[!.]*.bak"]
     settings = FileDiscoverySettings(builtin_ignores=patterns)
     assert settings.builtin_ignores == patterns
-    for name in ("x1.log", "x.log", "azb", "a-b", "f.bak", "keep.txt"):
+    for name in ("x1.log", "x.log", "azb", "amb", "a-b", "f.bak", "keep.txt"):
         (tmp_path / name).write_text("")
     result = FileDiscoveryService(settings).scan(DiscoveryOptions(root=tmp_path))
-    assert result.files == ("a-b", "azb", "keep.txt", "x.log")
+    assert result.files == ("a-b", "amb", "keep.txt", "x.log")
 
 
 @hypothesis_settings(max_examples=200, deadline=None)

@@ -5,14 +5,14 @@ meanwhile (a pipe left unread stops git at 64 KiB)."""
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 from ollm_cli.pipeline.discovery import DiscoveryOptions, FileDiscoveryService
+from ollm_cli.pipeline.discovery._budget import Budget
 from ollm_cli.pipeline.discovery._git import GitRun
 from ollm_cli.pipeline.discovery._ignore_rules import builtin_rules, root_stack
 from ollm_cli.pipeline.discovery._listings import Listings
-from ollm_cli.pipeline.discovery._walker import Deadline, walk
+from ollm_cli.pipeline.discovery._walker import walk
 from tests.discovery.git_classes import commit, git_environment
 from tests.discovery.trees import build, git, git_init, git_listing
 
@@ -30,7 +30,7 @@ def test_listings_go_breadth_first_and_skip_what_is_surely_ignored(tmp_path: Pat
         },
     )
     (tmp_path / ".git").mkdir()
-    stack, _ = root_stack(str(tmp_path), builtin_rules(["node_modules", ".git"]))
+    stack = root_stack(str(tmp_path), builtin_rules(["node_modules", ".git"])).stack
     ahead = Listings(str(tmp_path), stack, max_depth=64)
     steps = 0
     while ahead.step():
@@ -48,13 +48,13 @@ def test_a_listing_taken_ahead_is_not_read_again(tmp_path: Path) -> None:
     build(tmp_path, {"old.txt": "", "sub/x.txt": ""})
     service = FileDiscoveryService(cache_size=0)
     plan = service._plan(DiscoveryOptions(root=tmp_path))
-    stack, _ = root_stack(plan.root, builtin_rules([]))
-    ahead = Listings(plan.root, stack, plan.max_depth)
+    rules = root_stack(plan.root, builtin_rules([]))
+    ahead = Listings(plan.root, rules.stack, plan.max_depth)
     assert ahead.step()  # the root only
     (tmp_path / "new.txt").touch()
     (tmp_path / "sub" / "y.txt").touch()
     view = GitRun(plan.root).view()
-    found = walk(plan, stack, view, None, None, Deadline(time.monotonic, 1e9), ahead)
+    found = walk(plan, rules, view, None, None, Budget(), ahead)
     # the root's listing predates new.txt; sub/ was listed by the walk itself
     assert sorted(found.files) == ["old.txt", "sub/x.txt", "sub/y.txt"]
     assert len(ahead) == 0

@@ -14,14 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ollm_cli.config.ignore_syntax import translate
-from ollm_cli.pipeline.discovery._ignore_rules import RuleSet
+from ollm_cli.pipeline.discovery._ignore_rules import CHUNK_CHARS, RuleSet
 
 CATASTROPHIC = "a*a*a*a*a*a*a*a*a*a*a*a*a*b"
 
 
 def wildmatch(pattern: str, text: str) -> bool:
     """git's wildmatch in WM_PATHNAME mode, for ``a``, ``b``, ``/``, ``*``, ``?`` and
-    the classes ``[ab]`` and ``[!a]``."""
+    classes of those letters and ranges (``[ab]``, ``[!a]``, ``[a-b]``, ``[b-a]``)."""
     end = len(pattern)
 
     @cache
@@ -54,8 +54,11 @@ def wildmatch(pattern: str, text: str) -> bool:
             close = pattern.index("]", i + 2)
             members = pattern[i + 1 : close]
             negated = members.startswith("!")
-            inside = got in members.lstrip("!")
-            return got != "/" and inside != negated and match(close + 1, j + 1)
+            return (
+                got != "/"
+                and in_class(members[negated:], got) != negated
+                and match(close + 1, j + 1)
+            )
         if char == "?":
             return got != "/" and match(i + 1, j + 1)
         return got == char and match(i + 1, j + 1)
@@ -63,7 +66,28 @@ def wildmatch(pattern: str, text: str) -> bool:
     return match(0, 0)
 
 
-PIECES = st.sampled_from(["a", "b", "/", "*", "**", "?", "[ab]", "[!a]", "a", "b"])
+def in_class(members: str, got: str) -> bool:
+    """git's class loop: each character is compared as itself first; a ``-`` after
+    one makes a range from it (so ``[b-a]`` holds ``b``, its empty range nothing)."""
+    inside = False
+    low: str | None = None
+    k = 0
+    while k < len(members):
+        char = members[k]
+        if char == "-" and low is not None and k + 1 < len(members):
+            inside = inside or low <= got <= members[k + 1]
+            low = None
+            k += 2
+            continue
+        inside = inside or got == char
+        low = char
+        k += 1
+    return inside
+
+
+PIECES = st.sampled_from(
+    ["a", "b", "/", "*", "**", "?", "[ab]", "[!a]", "a", "b", "[a-b]", "[b-a]", "[!b-a]", "[b-a-b]"]
+)
 
 
 @st.composite
@@ -113,3 +137,22 @@ def test_a_fixed_pattern_matches_itself_alone(pattern: str, text: str) -> None:
     assert regex.fullmatch(pattern) is not None
     assert (regex.fullmatch(text) is not None) == (text == pattern)
     assert (regex.fullmatch(pattern + "a") is not None) is False
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(patterns(), min_size=1, max_size=8), st.lists(TEXTS, min_size=1, max_size=6))
+def test_a_large_rule_set_compiled_in_parts_picks_the_last_matching_rule(
+    lines: list[str], texts: list[str]
+) -> None:
+    """A rule set larger than one regex part (``CHUNK_CHARS``: a hostile file's
+    megabyte of patterns is compiled a part at a time, the most recent first) still
+    picks git's winner: long filler patterns that match none of the texts put each
+    rule in a part of its own, and a rule repeated is compiled once, as its last line."""
+    filler = "q" * (CHUNK_CHARS // 3)
+    padded: list[str] = []
+    for number, line in enumerate(lines):
+        padded += [f"/{filler}{number}*", f"/{filler}{number}?", f"/{line}"]
+    rules = RuleSet.from_lines(padded)
+    for text in texts:
+        expected = next((True for line in reversed(lines) if wildmatch(line, text)), None)
+        assert rules.match(text, text.rpartition("/")[2], False) == expected, (lines, text)
