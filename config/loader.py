@@ -34,7 +34,7 @@ from pydantic import BaseModel, ValidationError
 
 from ollm_cli.base.errors import ConfigError
 from ollm_cli.config.layers import ENV_PREFIX, config_variables, has_layers
-from ollm_cli.config.paths import user_config_path, workspace_config_path
+from ollm_cli.config.paths import check_home, user_config_path, workspace_config_path
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.config.standard_env import standard_env_values
 
@@ -396,11 +396,16 @@ def load_settings(
     decides (the folder trusted with exactly the file's restricted part), or
     ``OLLM_TRUST_WORKSPACE=1`` for one run.
 
+    The OLLM home is checked first (:func:`~ollm_cli.config.paths.check_home`): one
+    that another user owns, or others may write, raises
+    :class:`~ollm_cli.base.errors.UnsafeHomeError`, lenient or not.
+
     ``lenient`` (for the commands that help repair a config: ``config show``,
-    ``service stop``, ``sessions doctor``) raises nothing: a file or the ``OLLM_*``
+    ``service stop``, ``sessions doctor``) raises nothing else: a file or the ``OLLM_*``
     variables that cannot be read are left out, an invalid value is left at its
     default, and each error is kept in :attr:`LoadedSettings.problems`.
     """
+    check_home()  # what the home holds is obeyed as the user's: refused when not theirs
     environ = os.environ if env is None else env
     user = user_file or user_config_path()
     workspace_file = workspace_config_path(workspace)

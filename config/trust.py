@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ollm_cli.base.atomic_file import write_atomic
 from ollm_cli.base.errors import ConfigError
-from ollm_cli.config.paths import ensure_private_dir, ollm_home
+from ollm_cli.config.paths import check_home, ensure_private_dir, ollm_home
 
 TRUST_FILE_NAME = "trusted-folders.json"
 TRUST_ENV = "OLLM_TRUST_WORKSPACE"
@@ -241,7 +241,9 @@ def _canonical(path: Path) -> str:
 
 
 def _read_list() -> TrustList:
-    """The trusted folders list (an unreadable or corrupt list trusts nothing, loudly)."""
+    """The trusted folders list (an unreadable or corrupt list trusts nothing, loudly; one
+    in a home that is not the user's alone is refused: :func:`check_home`)."""
+    check_home()
     path = trust_file()
     try:
         raw = path.read_bytes()
