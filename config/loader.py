@@ -322,24 +322,11 @@ def _tightens(dotted: str, value: Any, base: Mapping[str, Any]) -> bool:
         return value is False
     if dotted in ("services.session.redactSecrets", "services.loopDetection.enabled"):
         return value is True
-    if dotted == "provider.ollama.host":
-        return isinstance(value, str) and _loopback(value)
     if lower_only(dotted) and isinstance(current, int | float):
         return (
             isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= current
         )
     return False
-
-
-def _loopback(url: str) -> bool:
-    """Whether ``url`` names this machine (the conversation does not leave it)."""
-    from urllib.parse import urlsplit
-
-    try:
-        host = urlsplit(url if "://" in url else f"http://{url}").hostname or ""
-    except ValueError:
-        return False
-    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def _canonical_flat(layer: Mapping[str, Any]) -> dict[str, Any]:

@@ -115,7 +115,8 @@ RESTRICTED_KEYS: tuple[str, ...] = (
 workspace may set: what runs code, loosens a limit, reads a variable, moves or expires
 data, sends the conversation (or its telemetry) elsewhere, or costs the machine more.
 An untrusted workspace may still set them to a value that only tightens (a stricter
-approval, a smaller limit, an Ollama host on this machine).
+approval, a smaller limit), never to another endpoint: no host or URL key at all, not
+even one that looks local (``http://127.attacker.example`` is a name like any other).
 
 A key on neither list is treated as restricted (default deny); a test fails when
 a key of the settings model is on neither."""
