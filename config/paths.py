@@ -72,6 +72,19 @@ def _others_writing(mode: int) -> str | None:
 _ELSEWHERE = "or set OLLM_HOME to a folder of your own"
 
 
+def _write_bits_that_count(folder: Path) -> int:
+    """The write bits that matter for an entry of ``folder``: its group's when the group
+    may enter ``folder``, others' when they may. In a folder no one else may enter
+    (0700, as OLLM makes its home) no one else can write anything, whatever the modes
+    inside say (Ray opens the folder it is given to everyone each time it starts)."""
+    try:
+        mode = os.stat(folder).st_mode
+    except OSError:
+        return stat.S_IWGRP | stat.S_IWOTH
+    bits = stat.S_IWGRP if mode & stat.S_IXGRP else 0
+    return bits | (stat.S_IWOTH if mode & stat.S_IXOTH else 0)
+
+
 def _refusal(
     shown: str, path: Path, info: os.stat_result, *, folder: bool
 ) -> UnsafeHomeError | None:
@@ -87,11 +100,12 @@ def _refusal(
             hint=f"if it is yours, `chown {recursive}{_user_name(me) or me} {path}` (as root); "
             f"otherwise move it away {_ELSEWHERE}",
         )
-    writers = _others_writing(info.st_mode)
+    writers = _others_writing(info.st_mode & _write_bits_that_count(path.parent))
     if writers is not None:
         return UnsafeHomeError(
-            f"{shown} can be written by {writers} (mode {stat.S_IMODE(info.st_mode):04o}): "
-            f"they could plant what OLLM then obeys as yours (hooks run as you)",
+            f"{shown} can be written by {writers} (mode {stat.S_IMODE(info.st_mode):04o}, "
+            f"in {path.parent}, which they may enter): they could plant what OLLM then "
+            f"obeys as yours (hooks run as you)",
             hint=f"`chmod {recursive}go-w {path}` once you have checked what is in it, "
             f"{_ELSEWHERE}",
         )
@@ -118,7 +132,7 @@ def _above_problem(real: Path, shown: str) -> UnsafeHomeError | None:
                 f"could put a folder of theirs in its place",
                 hint=f"move it to a folder of your own, {_ELSEWHERE}",
             )
-        writers = _others_writing(info.st_mode)
+        writers = _others_writing(info.st_mode & _write_bits_that_count(parent.parent))
         if writers is not None and not info.st_mode & stat.S_ISVTX:
             return UnsafeHomeError(
                 f"{shown} is inside {parent}, which {writers} can write (mode "
@@ -131,11 +145,12 @@ def _above_problem(real: Path, shown: str) -> UnsafeHomeError | None:
 
 def check_owned(path: Path, *, folder: bool) -> None:
     """Raise :class:`UnsafeHomeError` unless ``path`` (when it exists) is the user's
-    alone: owned by this uid, written by no group or other user (``folder``: the fix
-    named is for a whole folder). A symbolic link is never taken on trust: it is judged by the real
-    folder or file it leads to, and by every folder above that one (each the user's or
-    root's, written by no one else unless sticky, as ``/tmp``), so that no one else
-    can put something in its place. What cannot be looked at (nothing there, a file
+    alone: owned by this uid, and written by no one else (its mode gives no write to
+    its group or to others who may enter the folder holding it; ``folder``: the fix
+    named is for a whole folder). A symbolic link is never taken on trust: it is
+    judged by the real folder or file it leads to, and by every folder above that one
+    (each the user's or root's, written by no one else unless sticky, as ``/tmp``),
+    so that no one else can put something in its place. What cannot be looked at (nothing there, a file
     where a folder should be above it, a dangling link) is left to whoever uses it.
 
     >>> check_owned(Path("/nonexistent/config.yaml"), folder=False)   # nothing there

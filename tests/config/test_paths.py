@@ -123,19 +123,19 @@ def test_a_home_another_user_made_runs_none_of_its_hooks(
 
 @pytest.mark.parametrize("mode", [0o775, 0o757, 0o777])
 def test_a_home_others_may_write_is_refused_with_the_chmod_to_run(
-    mode: int, tmp_path: Path
+    mode: int, shared_tmp: Path
 ) -> None:
-    home = tmp_path / "home"
+    home = shared_tmp / "home"
     home.mkdir()
     (home / "config.yaml").write_text("provider:\n  model: mine\n")
     home.chmod(mode)
-    done = run_ollm(home, tmp_path, "sessions", "list")
+    done = run_ollm(home, shared_tmp, "sessions", "list")
     assert done.returncode == 3
     assert f"{home} can be written by" in done.stderr and f"mode {mode:04o}" in done.stderr
     assert f"chmod -R go-w {home}" in done.stderr
     assert _state(home)[1] == mode
     home.chmod(0o755)  # the fix the error gave (go-w), and the same command works
-    assert run_ollm(home, tmp_path, "sessions", "list").returncode == 0
+    assert run_ollm(home, shared_tmp, "sessions", "list").returncode == 0
 
 
 ENTRIES = {
@@ -175,13 +175,31 @@ def test_an_entry_of_the_home_another_user_owns_is_refused(
 def test_an_entry_of_the_home_others_may_write_is_refused(
     name: str, bits: int, ollm_home: Path
 ) -> None:
-    ollm_home.mkdir(mode=0o700)
+    ollm_home.mkdir(mode=0o755)  # others may enter the home
     entry = ollm_home / name
     _make(entry, ENTRIES[name])
     entry.chmod(stat.S_IMODE(entry.stat().st_mode) | bits)
     with pytest.raises(UnsafeHomeError, match="can be written by") as raised:
         check_home()
     assert f"chmod {'-R ' if ENTRIES[name] else ''}go-w {entry}" in str(raised.value.hint)
+
+
+def test_in_a_home_no_one_else_may_enter_an_open_folder_is_made_private_again(
+    ollm_home: Path,
+) -> None:
+    """Ray opens the folder it is given to everyone (0777) each time it starts: in a
+    home no one else may enter (0700, as OLLM makes it) no one can write it, and the
+    next command makes it private again instead of refusing the home."""
+    ray = ollm_home / "ray"
+    ray.mkdir(parents=True)
+    ollm_home.chmod(0o700)
+    ray.chmod(0o777)
+    check_home()
+    assert ensure_private_dir(ray) == ray and _state(ray)[1] == 0o700
+    ollm_home.chmod(0o711)  # now others could reach it
+    ray.chmod(0o777)
+    with pytest.raises(UnsafeHomeError, match=f"{ray} can be written by"):
+        check_home()
 
 
 def test_the_trust_list_of_a_foreign_home_is_neither_read_nor_written(
@@ -214,7 +232,7 @@ def test_a_folder_of_another_user_inside_the_home_is_not_made_private_or_used(
 
 
 def test_a_link_in_the_home_is_judged_by_where_it_really_leads(
-    other: Intruder, ollm_home: Path, tmp_path: Path
+    other: Intruder, ollm_home: Path, tmp_path: Path, shared_tmp: Path
 ) -> None:
     """A link is never taken on trust: to a folder of the user's it is used (the tests'
     shared service is one); to another user's folder, or into a folder where others
@@ -238,7 +256,7 @@ def test_a_link_in_the_home_is_judged_by_where_it_really_leads(
         ensure_private_dir(link / ".locks")
     assert _state(theirs) == (other.uid, 0o700) and not list(theirs.iterdir())
 
-    open_parent = tmp_path / "open"
+    open_parent = shared_tmp / "open"  # in a folder everyone may enter, as /tmp
     (open_parent / "sessions").mkdir(parents=True, mode=0o700)
     open_parent.chmod(0o777)  # not sticky: anyone may rename "sessions" and put theirs
     link.unlink()
@@ -286,20 +304,27 @@ def test_the_users_own_folder_is_still_made_private(ollm_home: Path) -> None:
 
 @given(
     mode=st.integers(min_value=0, max_value=0o777),
+    holder=st.sampled_from([0o700, 0o710, 0o701, 0o711, 0o750, 0o705, 0o755]),
     foreign=st.booleans(),
     folder=st.booleans(),
 )
 def test_property_a_home_entry_is_used_only_when_yours_and_written_by_no_one_else(
-    tmp_path_factory: pytest.TempPathFactory, mode: int, foreign: bool, folder: bool
+    tmp_path_factory: pytest.TempPathFactory, mode: int, holder: int, foreign: bool, folder: bool
 ) -> None:
+    """Used exactly when the user owns it and nobody else can write it: no write bit for
+    the group when the group may enter the folder holding it, none for others when
+    they may."""
     other = intruder()
     base = tmp_path_factory.mktemp("entry")
     entry = base / "entry"
     _make(entry, folder)
     entry.chmod(mode)
+    base.chmod(holder)
     if foreign:
         os.chown(entry, other.uid, other.gid)
-    safe = not foreign and not mode & 0o022
+    group_writes = mode & stat.S_IWGRP and holder & stat.S_IXGRP
+    others_write = mode & stat.S_IWOTH and holder & stat.S_IXOTH
+    safe = not foreign and not group_writes and not others_write
     try:
         check_owned(entry, folder=folder)
     except UnsafeHomeError as error:
