@@ -150,8 +150,9 @@ def check_owned(path: Path, *, folder: bool) -> None:
     named is for a whole folder). A symbolic link is never taken on trust: it is
     judged by the real folder or file it leads to, and by every folder above that one
     (each the user's or root's, written by no one else unless sticky, as ``/tmp``),
-    so that no one else can put something in its place. What cannot be looked at (nothing there, a file
-    where a folder should be above it, a dangling link) is left to whoever uses it.
+    so that no one else can put something in its place. What cannot be looked at
+    (nothing there, a file where a folder should be above it, a dangling link) is left
+    to whoever uses it.
 
     >>> check_owned(Path("/nonexistent/config.yaml"), folder=False)   # nothing there
     """
