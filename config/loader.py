@@ -340,8 +340,9 @@ def _canonical_flat(layer: Mapping[str, Any]) -> dict[str, Any]:
 def _untrusted_layer(
     layer: dict[str, Any], base: Mapping[str, Any], *, trusted: bool
 ) -> tuple[dict[str, Any], list[str]]:
-    """The workspace ``layer`` without the keys it may not set, and those keys."""
-    from ollm_cli.config.trust import restricted
+    """The workspace ``layer`` without the keys it may not set, and those keys (a hook's
+    ``sandbox`` among them, trusted or not: ``hooks[0].sandbox``)."""
+    from ollm_cli.config.trust import restricted, workspace_hooks
 
     kept: dict[str, Any] = {}
     ignored: list[str] = []
@@ -349,6 +350,9 @@ def _untrusted_layer(
         if restricted(dotted, trusted=trusted) and (trusted or not _tightens(dotted, value, base)):
             ignored.append(dotted)
             continue
+        if dotted == "hooks":
+            value, user_only = workspace_hooks(value)
+            ignored.extend(user_only)
         _merge(kept, _nested(tuple(dotted.split(".")), value))
     return kept, ignored
 

@@ -135,6 +135,12 @@ LOWER_ONLY_KEYS: tuple[str, ...] = (
 USER_LEVEL_KEYS: tuple[str, ...] = ("tools.sandbox.denyRead", "tools.sandbox.allowRead")
 """Keys only the user's own file or environment may set, trusted workspace or not."""
 
+USER_LEVEL_HOOK_KEYS: tuple[str, ...] = ("sandbox",)
+"""Keys of one hook (``hooks[0].sandbox``) only the user's own file or environment may
+set: a workspace's hook runs in the tool sandbox, trusted or not, since what it runs
+(``sh scripts/welcome.sh``, ``make``) is a file any tool, teammate or ``git pull`` may
+change after the config was trusted."""
+
 
 def _under(dotted: str, keys: tuple[str, ...]) -> bool:
     return any(dotted == key or dotted.startswith(key + ".") for key in keys)
@@ -190,6 +196,28 @@ def restricted(dotted: str, *, trusted: bool) -> bool:
     if _under(key, USER_LEVEL_KEYS):
         return True
     return not trusted and not _under(key, ALLOWED_KEYS)
+
+
+def workspace_hooks(hooks: Any) -> tuple[Any, list[str]]:
+    """A workspace config's ``hooks`` without the keys only the user may set
+    (:data:`USER_LEVEL_HOOK_KEYS`), and those keys by name (``hooks[0].sandbox``).
+    ``sandbox: true`` says what holds anyway and is kept; anything else is not a list of
+    hooks and is left to validation.
+
+    >>> workspace_hooks([{"event": "session:start", "command": "make", "sandbox": False}])
+    ([{'event': 'session:start', 'command': 'make'}], ['hooks[0].sandbox'])
+    """
+    if not isinstance(hooks, list):
+        return hooks, []
+    kept: list[Any] = []
+    ignored: list[str] = []
+    for index, hook in enumerate(hooks):
+        if isinstance(hook, Mapping):
+            dropped = [k for k in USER_LEVEL_HOOK_KEYS if k in hook and hook[k] is not True]
+            hook = {k: v for k, v in hook.items() if k not in dropped}
+            ignored.extend(f"hooks[{index}].{key}" for key in dropped)
+        kept.append(hook)
+    return kept, ignored
 
 
 def lower_only(dotted: str) -> bool:

@@ -730,3 +730,57 @@ def test_ollm_run_sends_nothing_to_a_host_an_untrusted_repository_names(tmp_path
         assert "the secret plan" in orjson.dumps(ours.chat_requests).decode()
     [warning] = [line for line in done.stderr.splitlines() if "not trusted" in line]
     assert "provider.ollama.host" in warning
+
+
+SANDBOX_FALSE = "hooks:\n  - {event: session:start, command: make welcome, sandbox: false}\n"
+
+
+def test_only_the_users_own_config_takes_a_hook_out_of_the_sandbox(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 35 (1): a workspace hook runs sandboxed, trusted or not; its ``sandbox:
+    false`` is ignored with the usual warning naming the key."""
+    root = tmp_path / "repo"
+    _write(root, SANDBOX_FALSE)
+    trust_folder(root)
+    with caplog.at_level(logging.WARNING):
+        loaded = load_settings(root, {})
+    [hook] = loaded.settings.hooks
+    assert hook.command == "make welcome" and hook.sandbox is True
+    assert loaded.workspace_trusted and loaded.ignored == ["hooks[0].sandbox"]
+    [warning] = [r.getMessage() for r in caplog.records if "hooks[0].sandbox" in r.getMessage()]
+    assert "only your own config file" in warning
+    for flag in (True, None):  # --trust-workspace, or the trusted list
+        assert load_settings(root, {}, trusted=flag).settings.hooks[0].sandbox is True
+
+    user_file = tmp_path / "user.yaml"
+    user_file.write_text(SANDBOX_FALSE)
+    assert load_settings(tmp_path, {}, user_file=user_file).settings.hooks[0].sandbox is False
+    variable = "[{event: session:start, command: notify, sandbox: false}]"
+    from_env = load_settings(tmp_path, {"OLLM_HOOKS": variable}).settings.hooks
+    assert [(h.command, h.sandbox) for h in from_env] == [("notify", False)]
+
+
+def test_a_workspace_hook_saying_sandbox_true_is_kept_without_a_word(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = tmp_path / "repo"
+    _write(root, SANDBOX_FALSE.replace("false", "true"))
+    trust_folder(root)
+    with caplog.at_level(logging.WARNING):
+        loaded = load_settings(root, {})
+    assert loaded.ignored == [] and loaded.settings.hooks[0].sandbox is True
+    assert not caplog.records
+
+
+def test_ollm_trust_says_where_hooks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "repo"
+    _write(root, SANDBOX_FALSE)
+    monkeypatch.chdir(root)
+    shown = CliRunner().invoke(app, ["trust"])
+    assert shown.exit_code == 0, shown.output
+    assert "hooks run in the tool sandbox" in shown.output
+    as_json = orjson.loads(CliRunner().invoke(app, ["trust", "--json"]).output)
+    assert any("tool sandbox" in note for note in as_json["notes"])
+    _write(root, "provider:\n  name: ollama\n")
+    assert "tool sandbox" not in CliRunner().invoke(app, ["trust"]).output
