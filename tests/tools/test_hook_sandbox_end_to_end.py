@@ -228,7 +228,6 @@ def _path_without_bubblewrap(folder: Path) -> str:
     return str(folder)
 
 
-@pytest.mark.parametrize("machine", ["inprocess"], indirect=True)
 def test_without_bubblewrap_a_hook_is_not_run_and_the_session_says_why(
     machine: Machine, tmp_path: Path
 ) -> None:
