@@ -65,6 +65,12 @@ class ConfigError(OllmError):
     exit_code = 3
 
 
+class UnsafeHomeError(ConfigError):
+    """A folder or file of OLLM's home belongs to another user, or others may write it:
+    what it holds (hooks, trusted folders, sessions, the service's address) would be
+    obeyed as the user's own, so it is refused, never used or "fixed" in place."""
+
+
 class SessionError(OllmError):
     """A session could not be read, written or found."""
 

@@ -6,8 +6,11 @@ is (the pin matches), and trusted but changed since (the per-key difference is
 computed for the warning). Each is the median of ``--rounds`` calls of
 ``load_settings`` in this process after one warm-up call, beside the trust
 decision alone (on the parsed file, as the loader has it); the first call of a fresh process
-(imports and validators built once) is timed in a subprocess. The machine's
-load moves all of them: compare the columns of one run.
+(imports and validators built once) is timed in a subprocess. Last, the check of
+the OLLM home every command makes first (``check_home``: the home, the folders
+above it, each entry in it), on a home holding what a used one holds. The
+machine's load moves all of them: compare the columns of one run, and the load
+averages printed with them.
 
     python -m bench.trust [--rounds 200]
 """
@@ -113,9 +116,47 @@ def main() -> None:
         figures.append(measure("trusted, pin matches", repo, rounds))
         config.write_text(CONFIG.replace("make lint", "make lint && make test"))
         figures.append(measure("trusted, file changed", repo, rounds))
+        entries, home_us = home_check_us(root / "home", rounds)
+    print(f"load averages: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"median of {rounds} calls (ms): load_settings, trust decision; first load (ms)")
     for label, warm, decision, first in figures:
         print(f"  {label:<24} {warm:7.2f} {decision:7.2f}   {first:7.1f}")
+    print(f"home check, {entries} entries: median {home_us:.1f} us")
+
+
+USED_HOME = (
+    "config.yaml",
+    "chat-history",
+    "rescue.key",
+    "token-calibration.json",
+    "sessions/",
+    "context-snapshots/",
+    "service/",
+    "ray/",
+    "rescue/",
+    "load/",
+)
+"""What a home that has been used for a while holds, beside ``trusted-folders.json``."""
+
+
+def home_check_us(home: Path, rounds: int) -> tuple[int, float]:
+    """The median of ``rounds`` calls of ``check_home`` on ``home``, filled as a used one."""
+    from ollm_cli.config.paths import check_home
+
+    for name in USED_HOME:
+        path = home / name.rstrip("/")
+        if name.endswith("/"):
+            path.mkdir(mode=0o700, exist_ok=True)
+        elif not path.exists():
+            path.write_text("")
+            path.chmod(0o600)
+    check_home(home)
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        check_home(home)
+        times.append(time.perf_counter() - started)
+    return len(list(home.iterdir())), statistics.median(times) * 1_000_000
 
 
 def measure(label: str, folder: Path, rounds: int) -> tuple[str, float, float, float]:

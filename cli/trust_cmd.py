@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from ollm_cli.cli.output import console, print_json, strip_control
 from ollm_cli.cli.state import reset
-from ollm_cli.cli.workspace_trust import review_lines
+from ollm_cli.cli.workspace_trust import review_lines, review_notes
 from ollm_cli.pipeline.errors import ConfigError, UsageError
 
 
@@ -63,6 +63,11 @@ def trust(
     ignored until you run `ollm trust` again, which shows the difference. A config
     in a folder inside it is not trusted with it. The list is kept in
     `$OLLM_HOME/trusted-folders.json`.
+
+    Its hooks run in the tool sandbox: trust pins the config's text, not the files a
+    hook runs (`sh scripts/welcome.sh`), which a tool or a `git pull` may change, so
+    whatever they hold can do no more than a tool command could. Only a hook of your
+    own config may say `sandbox: false`.
     """
     from ollm_cli.config.trust import load_trusted, review_trust, trust_file, trust_folder
 
@@ -100,6 +105,7 @@ def trust(
                 "changes": [change.model_dump() for change in review.changes]
                 if review.previous is not None
                 else [],
+                "notes": review_notes(review),
             }
         )
         return

@@ -23,14 +23,31 @@ if TYPE_CHECKING:
     from ollm_cli.config.trust import TrustReview
 
 
+HOOKS_NOTE = (
+    "its hooks run in the tool sandbox, as a shell tool's command does, whatever the "
+    "files they run (a script, a Makefile) hold now or after a git pull: they may write "
+    "only inside this folder (never its .ollm or .git), see neither $OLLM_HOME nor your "
+    "credential stores, reach the network only with tools.sandbox.network, and do not run "
+    "where bubblewrap cannot; `sandbox: false` on a hook is obeyed only in your own config"
+)
+"""What trusting a folder whose config sets hooks means for them (``ollm trust``)."""
+
+
+def review_notes(review: TrustReview) -> list[str]:
+    """What the user should know of what trusting ``review.folder`` lets its config do."""
+    return [HOOKS_NOTE] if "hooks" in review.pin.keys else []
+
+
 def review_lines(review: TrustReview) -> list[str]:
-    """What trusting ``review.folder`` pins: its restricted keys, or what changed."""
+    """What trusting ``review.folder`` pins: its restricted keys, or what changed, and
+    what trusting them means (:func:`review_notes`)."""
     if review.previous is None:
         if not review.pin.keys:
             return ["its .ollm/config.yaml sets no restricted key"]
         return [
             "its .ollm/config.yaml sets these restricted keys:",
             *(f"  {key} = {pinned.shown}" for key, pinned in review.pin.keys.items()),
+            *review_notes(review),
         ]
     changes = review.changes
     if not changes:
@@ -43,7 +60,7 @@ def review_lines(review: TrustReview) -> list[str]:
             lines.append(f"  - {change.key} (was {change.was})")
         else:
             lines.append(f"  ~ {change.key}: {change.was} -> {change.now}")
-    return lines
+    return [*lines, *review_notes(review)]
 
 
 def settle_workspace_trust(*, flag: bool, may_ask: bool) -> None:

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ValidationError
 
 from ollm_cli.base.errors import ConfigError
 from ollm_cli.config.layers import ENV_PREFIX, config_variables, has_layers
-from ollm_cli.config.paths import user_config_path, workspace_config_path
+from ollm_cli.config.paths import check_home, user_config_path, workspace_config_path
 from ollm_cli.config.settings import OllmSettings
 from ollm_cli.config.standard_env import standard_env_values
 
@@ -322,24 +322,11 @@ def _tightens(dotted: str, value: Any, base: Mapping[str, Any]) -> bool:
         return value is False
     if dotted in ("services.session.redactSecrets", "services.loopDetection.enabled"):
         return value is True
-    if dotted == "provider.ollama.host":
-        return isinstance(value, str) and _loopback(value)
     if lower_only(dotted) and isinstance(current, int | float):
         return (
             isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= current
         )
     return False
-
-
-def _loopback(url: str) -> bool:
-    """Whether ``url`` names this machine (the conversation does not leave it)."""
-    from urllib.parse import urlsplit
-
-    try:
-        host = urlsplit(url if "://" in url else f"http://{url}").hostname or ""
-    except ValueError:
-        return False
-    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def _canonical_flat(layer: Mapping[str, Any]) -> dict[str, Any]:
@@ -353,8 +340,9 @@ def _canonical_flat(layer: Mapping[str, Any]) -> dict[str, Any]:
 def _untrusted_layer(
     layer: dict[str, Any], base: Mapping[str, Any], *, trusted: bool
 ) -> tuple[dict[str, Any], list[str]]:
-    """The workspace ``layer`` without the keys it may not set, and those keys."""
-    from ollm_cli.config.trust import restricted
+    """The workspace ``layer`` without the keys it may not set, and those keys (a hook's
+    ``sandbox`` among them, trusted or not: ``hooks[0].sandbox``)."""
+    from ollm_cli.config.trust import restricted, workspace_hooks
 
     kept: dict[str, Any] = {}
     ignored: list[str] = []
@@ -362,6 +350,9 @@ def _untrusted_layer(
         if restricted(dotted, trusted=trusted) and (trusted or not _tightens(dotted, value, base)):
             ignored.append(dotted)
             continue
+        if dotted == "hooks":
+            value, user_only = workspace_hooks(value)
+            ignored.extend(user_only)
         _merge(kept, _nested(tuple(dotted.split(".")), value))
     return kept, ignored
 
@@ -396,11 +387,16 @@ def load_settings(
     decides (the folder trusted with exactly the file's restricted part), or
     ``OLLM_TRUST_WORKSPACE=1`` for one run.
 
+    The OLLM home is checked first (:func:`~ollm_cli.config.paths.check_home`): one
+    that another user owns, or others may write, raises
+    :class:`~ollm_cli.base.errors.UnsafeHomeError`, lenient or not.
+
     ``lenient`` (for the commands that help repair a config: ``config show``,
-    ``service stop``, ``sessions doctor``) raises nothing: a file or the ``OLLM_*``
+    ``service stop``, ``sessions doctor``) raises nothing else: a file or the ``OLLM_*``
     variables that cannot be read are left out, an invalid value is left at its
     default, and each error is kept in :attr:`LoadedSettings.problems`.
     """
+    check_home()  # what the home holds is obeyed as the user's: refused when not theirs
     environ = os.environ if env is None else env
     user = user_file or user_config_path()
     workspace_file = workspace_config_path(workspace)

@@ -455,12 +455,17 @@ HookEvent = Literal[
 
 
 class HookSettings(ConfigModel):
-    """One lifecycle hook: ``command`` runs on ``event`` with the event as JSON on stdin."""
+    """One lifecycle hook: ``command`` runs on ``event`` with the event as JSON on stdin,
+    in the tool sandbox (``tools.sandbox``) unless ``sandbox`` is false, which only the
+    user's own config file (or an ``OLLM_*`` variable) may say."""
 
     event: HookEvent
     command: str
     timeout_s: Annotated[float, Field(gt=0, le=3600)] = 10.0
     priority: Annotated[int, Field(ge=-1000, le=1000)] = 50
+    sandbox: bool = True
+    """Run in the bubblewrap sandbox tool commands run in; ``false`` runs the command on
+    the host, as the user (ignored, with a warning, in a workspace's config)."""
 
 
 class RuntimeServiceSettings(ConfigModel):

@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ollm_cli.base.atomic_file import write_atomic
 from ollm_cli.base.errors import ConfigError
-from ollm_cli.config.paths import ensure_private_dir, ollm_home
+from ollm_cli.config.paths import check_home, ensure_private_dir, ollm_home
 
 TRUST_FILE_NAME = "trusted-folders.json"
 TRUST_ENV = "OLLM_TRUST_WORKSPACE"
@@ -115,7 +115,8 @@ RESTRICTED_KEYS: tuple[str, ...] = (
 workspace may set: what runs code, loosens a limit, reads a variable, moves or expires
 data, sends the conversation (or its telemetry) elsewhere, or costs the machine more.
 An untrusted workspace may still set them to a value that only tightens (a stricter
-approval, a smaller limit, an Ollama host on this machine).
+approval, a smaller limit), never to another endpoint: no host or URL key at all, not
+even one that looks local (``http://127.attacker.example`` is a name like any other).
 
 A key on neither list is treated as restricted (default deny); a test fails when
 a key of the settings model is on neither."""
@@ -133,6 +134,12 @@ LOWER_ONLY_KEYS: tuple[str, ...] = (
 
 USER_LEVEL_KEYS: tuple[str, ...] = ("tools.sandbox.denyRead", "tools.sandbox.allowRead")
 """Keys only the user's own file or environment may set, trusted workspace or not."""
+
+USER_LEVEL_HOOK_KEYS: tuple[str, ...] = ("sandbox",)
+"""Keys of one hook (``hooks[0].sandbox``) only the user's own file or environment may
+set: a workspace's hook runs in the tool sandbox, trusted or not, since what it runs
+(``sh scripts/welcome.sh``, ``make``) is a file any tool, teammate or ``git pull`` may
+change after the config was trusted."""
 
 
 def _under(dotted: str, keys: tuple[str, ...]) -> bool:
@@ -191,6 +198,28 @@ def restricted(dotted: str, *, trusted: bool) -> bool:
     return not trusted and not _under(key, ALLOWED_KEYS)
 
 
+def workspace_hooks(hooks: Any) -> tuple[Any, list[str]]:
+    """A workspace config's ``hooks`` without the keys only the user may set
+    (:data:`USER_LEVEL_HOOK_KEYS`), and those keys by name (``hooks[0].sandbox``).
+    ``sandbox: true`` says what holds anyway and is kept; anything else is not a list of
+    hooks and is left to validation.
+
+    >>> workspace_hooks([{"event": "session:start", "command": "make", "sandbox": False}])
+    ([{'event': 'session:start', 'command': 'make'}], ['hooks[0].sandbox'])
+    """
+    if not isinstance(hooks, list):
+        return hooks, []
+    kept: list[Any] = []
+    ignored: list[str] = []
+    for index, hook in enumerate(hooks):
+        if isinstance(hook, Mapping):
+            dropped = [k for k in USER_LEVEL_HOOK_KEYS if k in hook and hook[k] is not True]
+            hook = {k: v for k, v in hook.items() if k not in dropped}
+            ignored.extend(f"hooks[{index}].{key}" for key in dropped)
+        kept.append(hook)
+    return kept, ignored
+
+
 def lower_only(dotted: str) -> bool:
     """Whether ``dotted`` is a numeric limit an untrusted workspace may lower."""
     return _under(dotted, LOWER_ONLY_KEYS)
@@ -241,7 +270,9 @@ def _canonical(path: Path) -> str:
 
 
 def _read_list() -> TrustList:
-    """The trusted folders list (an unreadable or corrupt list trusts nothing, loudly)."""
+    """The trusted folders list (an unreadable or corrupt list trusts nothing, loudly; one
+    in a home that is not the user's alone is refused: :func:`check_home`)."""
+    check_home()
     path = trust_file()
     try:
         raw = path.read_bytes()

@@ -114,7 +114,8 @@ class ThinkingDelta(PipelineEvent):
 
 class ContextNotice(PipelineEvent):
     """Something the user should know about the context files: one was refused (a
-    link, a FIFO, too large...) or changed since a conversation last read it."""
+    link, a FIFO, too large...) or changed since a conversation last read it; or about
+    the hooks that add context: one could not run (no sandbox here)."""
 
     kind: Literal["context:notice"] = "context:notice"
     message: str

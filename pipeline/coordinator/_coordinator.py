@@ -185,6 +185,7 @@ class Coordinator:
             self.context,
             workspace=self.workspace,
             environment=lambda: self._hook_env,
+            sandbox=settings.tools.sandbox,
         )
         self.hooks.attach(self.events)
 

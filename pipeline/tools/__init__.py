@@ -24,10 +24,13 @@ if TYPE_CHECKING:
     from ollm_cli.pipeline.tools._base import Tool, ToolContext, ToolOutput
     from ollm_cli.pipeline.tools._executor import ToolExecutor
     from ollm_cli.pipeline.tools._registry import ToolRegistry
+    from ollm_cli.pipeline.tools._sandbox import Sandbox, SandboxResult
 
 __all__ = [
     "ApprovalOutcome",
     "ApprovalPolicy",
+    "Sandbox",
+    "SandboxResult",
     "Tool",
     "ToolContext",
     "ToolExecutor",
@@ -51,5 +54,6 @@ __getattr__ = lazy_exports(
         ),
         "_executor": ("ToolExecutor",),
         "_registry": ("ToolRegistry",),
+        "_sandbox": ("Sandbox", "SandboxResult"),
     },
 )

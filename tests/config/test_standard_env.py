@@ -73,13 +73,12 @@ def test_ollama_host_fills_the_key_only_when_unset(tmp_path: Path) -> None:
     assert ours.settings.provider.ollama.host == "http://127.0.0.1:9"
     assert ours.source_of("provider.ollama.host") == "env OLLM_OLLAMA_HOST"
 
-    (tmp_path / ".ollm").mkdir()
-    (tmp_path / ".ollm" / "config.yaml").write_text(
-        "provider:\n  ollama:\n    host: http://127.0.0.1:7\n"
-    )
-    filed = load_settings(tmp_path, env)
+    # the user's own file (an untrusted workspace's sets no host at all: test_trust.py)
+    user_file = tmp_path / "user-config.yaml"
+    user_file.write_text("provider:\n  ollama:\n    host: http://127.0.0.1:7\n")
+    filed = load_settings(tmp_path, env, user_file=user_file)
     assert filed.settings.provider.ollama.host == "http://127.0.0.1:7"
-    assert filed.source_of("provider.ollama.host").endswith("config.yaml")
+    assert filed.source_of("provider.ollama.host") == str(user_file)
 
 
 def test_openai_base_url_and_otlp_endpoint_come_from_their_variables(tmp_path: Path) -> None:

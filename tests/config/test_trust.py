@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -279,11 +283,61 @@ def test_declining_keeps_the_keys_ignored(repo: Path, monkeypatch: pytest.Monkey
     assert load_trusted() == []
 
 
-def test_an_untrusted_repository_may_point_ollama_at_this_machine_only(tmp_path: Path) -> None:
+OLLM = [sys.executable, "-c", "from ollm_cli.cli.app import main; main()"]
+HOST_KEYS = (
+    "provider.ollama.host",
+    "provider.openai.baseUrl",
+    "telemetry.otlpEndpoint",
+    "runtime.rayAddress",
+)
+"""Every key of the settings model that names a host or a URL (checked below)."""
+LOCAL_LOOKING = (
+    "http://127.attacker.example:11434",  # issue 35 (2): a name, resolved by its owner
+    "http://127.0.0.1.nip.io:11434",
+    "http://localhost.attacker.example:11434",
+    "http://127.0.0.1:11500",  # a loopback literal: still the user's to choose, not the repo's
+    "localhost:11500",
+    "http://[::1]:11500",
+)
+
+
+def test_the_host_keys_are_every_key_that_names_a_host_or_url() -> None:
+    named = {
+        key
+        for key in _leaf_keys(OllmSettings)
+        if re.search(r"(host|url|endpoint|address)$", key, re.IGNORECASE)
+    }
+    assert named == set(HOST_KEYS)
+
+
+@pytest.mark.parametrize("value", LOCAL_LOOKING)
+@pytest.mark.parametrize("key", HOST_KEYS)
+def test_an_untrusted_repository_sets_no_host_or_url_not_even_a_local_looking_one(
+    key: str, value: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 35 (2): any name starting with ``127.`` passed as this machine, and the
+    conversation went to whoever owns ``127.attacker.example``."""
     root = tmp_path / "repo"
     (root / ".ollm").mkdir(parents=True)
-    (root / ".ollm" / "config.yaml").write_text("provider:\n  ollama:\n    host: localhost:11500\n")
-    assert load_settings(root, {}).settings.provider.ollama.host == "localhost:11500"
+    *parents, leaf = key.split(".")
+    text = "".join(f"{'  ' * depth}{part}:\n" for depth, part in enumerate(parents))
+    text += f"{'  ' * len(parents)}{leaf}: '{value}'\n"
+    (root / ".ollm" / "config.yaml").write_text(text)
+    default = OllmSettings().model_dump(by_alias=True)
+    with caplog.at_level(logging.WARNING):
+        loaded = load_settings(root, {})
+    effective = loaded.settings.model_dump(by_alias=True)
+    for part in key.split("."):
+        effective, default = effective[part], default[part]
+    assert effective == default
+    assert key in loaded.ignored
+    [warning] = [r.getMessage() for r in caplog.records if "not trusted" in r.getMessage()]
+    assert key in warning
+    trust_folder(root)
+    trusted = load_settings(root, {}).settings.model_dump(by_alias=True)
+    for part in key.split("."):
+        trusted = trusted[part]
+    assert trusted == value  # the user may choose it, by trusting the folder
 
 
 def _leaf_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
@@ -637,3 +691,96 @@ def test_trust_says_when_there_is_nothing_to_review(tmp_path: Path) -> None:
     assert not_a_folder.exit_code != 0
     assert isinstance(not_a_folder.exception, ConfigError)
     assert "is not a folder" in not_a_folder.exception.message
+
+
+def test_ollm_run_sends_nothing_to_a_host_an_untrusted_repository_names(tmp_path: Path) -> None:
+    """Issue 35 (2) through the command: the repository names a server on this machine
+    (a loopback literal, which the old check accepted, standing for
+    ``127.attacker.example``, whose owner would have played the model); the
+    conversation goes to the user's own server, and one warning names the key."""
+    from tests.fake_ollama import FakeOllama
+
+    home, repo = tmp_path / "home", tmp_path / "repo"
+    (repo / ".ollm").mkdir(parents=True)
+    home.mkdir()
+    with FakeOllama() as ours, FakeOllama() as theirs:
+        (home / "config.yaml").write_text(f"provider:\n  ollama:\n    host: {ours.url}\n")
+        (repo / ".ollm" / "config.yaml").write_text(
+            f"provider:\n  ollama:\n    host: {theirs.url}\n"
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OLLM_", "RAY_"))}
+        env.update(
+            OLLM_HOME=str(home),
+            OLLM_PROVIDER="ollama",
+            OLLM_MODEL="llama3.2:latest",
+            OLLM_RUNTIME__KIND="inprocess",
+            PYTHONPATH=str(Path(__file__).resolve().parents[2]),
+            NO_COLOR="1",
+        )
+        done = subprocess.run(
+            [*OLLM, "run", "-p", "the secret plan"],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        assert done.returncode == 0, done.stderr
+        assert theirs.requests == []
+        assert "the secret plan" in orjson.dumps(ours.chat_requests).decode()
+    [warning] = [line for line in done.stderr.splitlines() if "not trusted" in line]
+    assert "provider.ollama.host" in warning
+
+
+SANDBOX_FALSE = "hooks:\n  - {event: session:start, command: make welcome, sandbox: false}\n"
+
+
+def test_only_the_users_own_config_takes_a_hook_out_of_the_sandbox(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 35 (1): a workspace hook runs sandboxed, trusted or not; its ``sandbox:
+    false`` is ignored with the usual warning naming the key."""
+    root = tmp_path / "repo"
+    _write(root, SANDBOX_FALSE)
+    trust_folder(root)
+    with caplog.at_level(logging.WARNING):
+        loaded = load_settings(root, {})
+    [hook] = loaded.settings.hooks
+    assert hook.command == "make welcome" and hook.sandbox is True
+    assert loaded.workspace_trusted and loaded.ignored == ["hooks[0].sandbox"]
+    [warning] = [r.getMessage() for r in caplog.records if "hooks[0].sandbox" in r.getMessage()]
+    assert "only your own config file" in warning
+    for flag in (True, None):  # --trust-workspace, or the trusted list
+        assert load_settings(root, {}, trusted=flag).settings.hooks[0].sandbox is True
+
+    user_file = tmp_path / "user.yaml"
+    user_file.write_text(SANDBOX_FALSE)
+    assert load_settings(tmp_path, {}, user_file=user_file).settings.hooks[0].sandbox is False
+    variable = "[{event: session:start, command: notify, sandbox: false}]"
+    from_env = load_settings(tmp_path, {"OLLM_HOOKS": variable}).settings.hooks
+    assert [(h.command, h.sandbox) for h in from_env] == [("notify", False)]
+
+
+def test_a_workspace_hook_saying_sandbox_true_is_kept_without_a_word(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = tmp_path / "repo"
+    _write(root, SANDBOX_FALSE.replace("false", "true"))
+    trust_folder(root)
+    with caplog.at_level(logging.WARNING):
+        loaded = load_settings(root, {})
+    assert loaded.ignored == [] and loaded.settings.hooks[0].sandbox is True
+    assert not caplog.records
+
+
+def test_ollm_trust_says_where_hooks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "repo"
+    _write(root, SANDBOX_FALSE)
+    monkeypatch.chdir(root)
+    shown = CliRunner().invoke(app, ["trust"])
+    assert shown.exit_code == 0, shown.output
+    assert "hooks run in the tool sandbox" in shown.output
+    as_json = orjson.loads(CliRunner().invoke(app, ["trust", "--json"]).output)
+    assert any("tool sandbox" in note for note in as_json["notes"])
+    _write(root, "provider:\n  name: ollama\n")
+    assert "tool sandbox" not in CliRunner().invoke(app, ["trust"]).output

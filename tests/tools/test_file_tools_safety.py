@@ -25,7 +25,7 @@ from ollm_cli.pipeline.tools._files import (
 )
 from ollm_cli.pipeline.tools._sandbox import Sandbox
 from ollm_cli.pipeline.tools._search import GrepArgs, GrepTool
-from ollm_cli.pipeline.tools._workspace import has_openat2, open_in_workspace
+from ollm_cli.pipeline.tools._workspace import open_in_workspace
 
 SWAPPER = """
 import os, shutil, sys
@@ -216,13 +216,122 @@ def test_a_full_disk_leaves_the_old_content(
         subprocess.run(["umount", str(small)], check=True)
 
 
-def test_openat2_is_used_where_the_kernel_has_it(ctx: ToolContext, workspace: Path) -> None:
+OPEN_ONE = """
+import ctypes, os, sys
+from pathlib import Path
+from ollm_cli.pipeline.tools._workspace import has_openat2, open_in_workspace
+
+program = bytes.fromhex(sys.argv[2])
+if program:  # the filter of the test: PR_SET_NO_NEW_PRIVS, then PR_SET_SECCOMP
+    libc = ctypes.CDLL(None, use_errno=True)
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+    fprog = Program(len(program) // 8, program)
+    assert libc.prctl(38, 1, 0, 0, 0) == 0
+    assert libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) == 0, ctypes.get_errno()
+try:
+    with open_in_workspace(Path(sys.argv[1]), "a/b.txt") as entry:
+        where = os.readlink(f"/proc/self/fd/{entry.parent_fd}")
+        print(has_openat2(), entry.shown, entry.name, where)
+except Exception as error:
+    print(has_openat2(), "failed:", type(error).__name__, error)
+"""
+
+# The system calls the test's filter looks at, by machine (as _seccomp's table).
+_OPENAT = {"x86_64": 257, "aarch64": 56}
+_OPENAT2 = 437
+
+
+def _filter(*, walk_refused: bool, openat2_refused: bool) -> bytes:
+    """A seccomp program refusing ``openat`` with ``O_NOFOLLOW`` (how the walk opens each
+    folder; no import, no ``os.open`` of the workspace's root uses it) with ``EACCES``,
+    and ``openat2`` with ``ENOSYS`` (as a container runtime's filter does)."""
+    import errno
+    import platform
+
+    from ollm_cli.pipeline.tools.isolation._seccomp import (
+        _ABIS,
+        _ALLOW,
+        _JEQ_K,
+        _JSET_K,
+        _LD_W_ABS,
+        _RET_K,
+        _arg,
+        _deny,
+        _insn,
+    )
+
+    machine = platform.machine()
+    body = [_insn(_LD_W_ABS, 0)]  # the system call's number
+    if walk_refused:
+        body += [
+            _insn(_JEQ_K, _OPENAT[machine], jf=3),
+            _insn(_LD_W_ABS, _arg(2)),  # openat's flags
+            _insn(_JSET_K, os.O_NOFOLLOW, jf=1),
+            _deny(errno.EACCES),
+            _insn(_LD_W_ABS, 0),
+        ]
+    if openat2_refused:
+        body += [_insn(_JEQ_K, _OPENAT2, jf=1), _deny(errno.ENOSYS)]
+    body.append(_insn(_RET_K, _ALLOW))
+    # another architecture's calls (none here) go straight to the last instruction
+    arch = [_insn(_LD_W_ABS, 4), _insn(_JEQ_K, _ABIS[machine].audit_arch, jf=len(body) - 1)]
+    return b"".join(arch + body)
+
+
+def _open_one(workspace: Path, program: bytes = b"") -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", OPEN_ONE, str(workspace), program.hex()],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def _kernel_has_openat2() -> bool:
+    major, minor = (int(part) for part in os.uname().release.split(".")[:2])
+    return (major, minor) >= (5, 6)
+
+
+def test_openat2_is_used_where_the_kernel_has_it(workspace: Path) -> None:
+    """With every ``openat`` the walk would make refused, the entry is still found: the
+    one ``openat2`` call found it. With ``openat2`` refused too, it is not (the filter
+    bites), so it was not found some other way."""
+    import platform
+
+    if platform.machine() not in _OPENAT:
+        pytest.skip(f"the test's filter knows no system call numbers of {platform.machine()}")
+    if not _kernel_has_openat2():
+        pytest.skip(f"this kernel ({os.uname().release}) has no openat2 (Linux 5.6)")
     (workspace / "a").mkdir()
     (workspace / "a" / "b.txt").write_text("b\n")
-    with open_in_workspace(workspace, "a/b.txt") as entry:
-        assert entry.shown == "a/b.txt" and entry.name == "b.txt"
-    # the answer depends on the kernel; both paths give the same entry
-    assert has_openat2() in (True, False)
+    expected = f"True a/b.txt b.txt {workspace.resolve() / 'a'}"
+    assert _open_one(workspace) == expected
+    assert _open_one(workspace, _filter(walk_refused=True, openat2_refused=False)) == expected
+    refused = _open_one(workspace, _filter(walk_refused=True, openat2_refused=True))
+    assert refused.startswith("False failed:") and "Permission denied" in refused
+
+
+def test_without_openat2_the_walk_gives_the_same_entry(workspace: Path) -> None:
+    """Where ``openat2`` fails with ``ENOSYS`` (an old kernel, a container's filter), the
+    check says so and the walk finds the same entry; with only that refused, by the
+    test's filter, and inside the tool sandbox, whose own filter refuses it."""
+    (workspace / "a").mkdir()
+    (workspace / "a" / "b.txt").write_text("b\n")
+    walked = _open_one(workspace, _filter(walk_refused=False, openat2_refused=True))
+    assert walked == f"False a/b.txt b.txt {workspace.resolve() / 'a'}"
+    sandbox = Sandbox(SandboxSettings(), workspace)
+    if not sandbox.available:
+        pytest.skip("bubblewrap cannot run here")
+    inside = sandbox.run(
+        [sys.executable, "-c", OPEN_ONE, str(workspace), ""],
+        env={"PATH": os.defpath, "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+    )
+    assert inside.exit_code == 0, inside.stderr
+    assert inside.stdout.strip() == walked
 
 
 @given(st.lists(st.sampled_from(["a", "..", ".", "link_out", "link_in", "f.txt", ""]), max_size=6))

@@ -148,7 +148,8 @@ def test_a_tool_call_cannot_plant_what_the_next_run_executes(
     name, _ = ATTACKS[attack]
     workspace = tmp_path / "project"
     workspace.mkdir()
-    marker = tmp_path / "pwned"
+    # inside the workspace: a planted hook would run in the sandbox, which may write there
+    marker = workspace / "pwned"
     if existing:
         (workspace / ".ollm").mkdir()
         (workspace / ".ollm" / "config.yaml").write_text("# settings\n")
@@ -179,7 +180,7 @@ def test_the_planted_config_would_run_if_it_got_there(
     """The attack's teeth: the same config, written by the user, does run its hook."""
     workspace = tmp_path / "project"
     (workspace / ".ollm").mkdir(parents=True)
-    marker = tmp_path / "ran"
+    marker = workspace / "ran"  # a hook runs in the sandbox: it writes in the workspace
     (workspace / ".ollm" / "config.yaml").write_text(hook_config(marker))
     home = homes / "inprocess"
     assert run_ollm(home, server, workspace, "trust", kind="inprocess").returncode == 0
