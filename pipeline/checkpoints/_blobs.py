@@ -6,12 +6,14 @@ sha256 of the content (hex). A blob file is one tag byte and a zlib stream
 (level 1: fast, and text shrinks 3-5x):
 
 - ``Z``: the content itself;
-- ``R``: a recipe, for contents of :data:`CHUNKED_FROM` bytes or more: the
-  digests of its chunks, one per line, each chunk a ``Z`` blob of its own. Chunks
-  end at line ends chosen by the line's content (a line whose crc32 is 0 modulo
-  :data:`CHUNK_LINES`, or at :data:`CHUNK_MAX` bytes), so an edit changes one or
-  two chunks and every other chunk of the new version is already there: 100
-  edits of a 100 KB file cost about 0.4 MB, not 100 compressed copies.
+- ``R``: a recipe, for contents of :data:`CHUNKED_FROM` bytes or more that cut
+  into two chunks or more: the digests of its chunks, one per line, each chunk a
+  ``Z`` blob of its own (never a recipe). Chunks end at line ends chosen by the
+  line's content (a line whose crc32 is 0 modulo :data:`CHUNK_LINES`), or at
+  :data:`CHUNK_MAX` bytes, within a line if it is longer; so an edit changes one
+  or two chunks and every other chunk of the new version is already there: 100
+  edits of a 100 KB file cost a fraction of 100 compressed copies (``python -m
+  bench.checkpoints`` prints what they take on disk).
 
 A blob is written atomically (temporary file, rename), read back only through
 :meth:`BlobStore.get`, which checks the digest (a damaged store is an error
@@ -93,11 +95,12 @@ class BlobStore:
         digest = digest or digest_of(data)
         if self.path(digest).exists():
             return digest
-        if len(data) < CHUNKED_FROM:
+        pieces = split_chunks(data) if len(data) >= CHUNKED_FROM else [data]
+        if len(pieces) == 1:  # one chunk would be the content itself: kept whole
             self._write(digest, _PLAIN, data)
             return digest
         chunks = []
-        for chunk in split_chunks(data):
+        for chunk in pieces:
             chunk_digest = digest_of(chunk)
             if not self.path(chunk_digest).exists():
                 self._write(chunk_digest, _PLAIN, chunk)
@@ -153,8 +156,15 @@ class BlobStore:
 
     def get(self, digest: str) -> bytes:
         """The content of ``digest``, checked (:class:`CheckpointError` if missing or damaged)."""
-        tag, payload = self._read(digest)
-        data = payload if tag == _PLAIN else b"".join(self.get(d) for d in self._chunks(payload))
+        tag, data = self._read(digest)
+        if tag == _RECIPE:
+            parts = []
+            for chunk in self._chunks(data):
+                chunk_tag, part = self._read(chunk)
+                if chunk_tag != _PLAIN:  # a recipe's chunks are contents, never recipes
+                    raise self._damaged(digest, f"its chunk {chunk[:12]} is not a content")
+                parts.append(part)
+            data = b"".join(parts)
         if digest_of(data) != digest:
             raise self._damaged(digest, "it does not match its digest")
         return data
@@ -183,7 +193,7 @@ def split_chunks(data: bytes) -> list[bytes]:
     size = len(data)
     while position < size:
         end = data.find(b"\n", position)
-        end = size if end < 0 else end + 1
+        end = min(size if end < 0 else end + 1, start + CHUNK_MAX)  # a long line is cut
         if end - start >= CHUNK_MAX or (
             end - start >= CHUNK_MIN and zlib.crc32(data[position:end]) % CHUNK_LINES == 0
         ):

@@ -154,6 +154,19 @@ def test_beyond_max_mb_the_change_is_named_not_restored(tools: Tools) -> None:
     assert (ws / "big.bin").read_text() == "x\n"
 
 
+@pytest.mark.parametrize("size", [40 * 1024, 200 * 1024])
+def test_a_large_file_of_one_line_comes_back_whole(tools: Tools, size: int) -> None:
+    """Minified code, no line break: 40 KB is one chunk (kept whole, not as a recipe
+    naming itself), 200 KB is cut within the line; both come back as they were."""
+    ws = tools.workspace
+    rng = random.Random(size)
+    data = bytes(rng.choice(b"abcdefgh;{}()=") for _ in range(size))
+    (ws / "app.min.js").write_bytes(data)
+    tools.run("write_file", path="app.min.js", content="replaced\n")
+    rewind(tools, 0)
+    assert (ws / "app.min.js").read_bytes() == data
+
+
 def test_a_fork_carries_the_kept_calls_checkpoints(tools: Tools, tmp_path: Path) -> None:
     ws = tools.workspace
     tools.run("write_file", path="a.txt", content="one\n")
