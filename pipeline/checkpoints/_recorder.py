@@ -60,7 +60,14 @@ from ollm_cli.pipeline.atomic_file import write_atomic
 from ollm_cli.pipeline.checkpoints._blobs import BlobStore, BudgetExceeded
 from ollm_cli.pipeline.checkpoints._changes import ABSENT, ChangeLog, FileChange, FileState
 from ollm_cli.pipeline.checkpoints._layer import apply_upper, remove_layer, touched
-from ollm_cli.pipeline.checkpoints._manifest import SKIPPED_DIRS, Entry, Manifest, diff, scan
+from ollm_cli.pipeline.checkpoints._manifest import (
+    SKIPPED_DIRS,
+    Entry,
+    FolderCheck,
+    Manifest,
+    diff,
+    scan,
+)
 from ollm_cli.pipeline.errors import CheckpointError
 from ollm_cli.pipeline.records import SessionId
 
@@ -151,8 +158,11 @@ class WorkspaceCheckpoints:
         except OSError as exc:
             return None, f"the checkpoint store cannot be written ({exc.strerror})"
 
-    def _state(self, workspace: Path, rel: str) -> FileState:
-        """The state of ``rel`` now, its content kept."""
+    def _state(self, workspace: Path, rel: str, folders: FolderCheck) -> FileState:
+        """The state of ``rel`` now, its content kept (absent when one of its folders
+        is a symlink or a file now: what is reached through it is another path)."""
+        if folders.blocker(rel) is not None:
+            return ABSENT
         path = workspace / rel
         try:
             st = os.lstat(path)
@@ -200,7 +210,7 @@ class WorkspaceCheckpoints:
             write_atomic(self.folder / BASELINE_FILE, orjson.dumps(self._load_baseline()))
 
     def _baseline_state(
-        self, workspace: Path, rel: str, entry: Entry, *, read: bool = True
+        self, workspace: Path, rel: str, entry: Entry, folders: FolderCheck, *, read: bool = True
     ) -> FileState:
         """The state of a scanned path, its content from the baseline when unchanged
         (``read=False``: never read now, the content is the one the baseline kept)."""
@@ -217,7 +227,7 @@ class WorkspaceCheckpoints:
             return FileState(kind="file", digest=known[3], mode=entry.mode, size=entry.size)
         if not read:
             return FileState(kind="unkept", reason="changed before its content could be kept")
-        state = self._state(workspace, rel)
+        state = self._state(workspace, rel, folders)
         if state.kind == "file" and state.digest is not None:
             baseline[rel] = [*sig, state.digest]
         else:
@@ -229,6 +239,7 @@ class WorkspaceCheckpoints:
     def before(self, workspace: Path, paths: list[str] | None) -> PendingCheckpoint:
         """Keep what the call may change: the named ``paths``, or (None) the workspace."""
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        folders = FolderCheck(workspace)
         if paths is not None:
             pending = PendingCheckpoint(workspace, [])
             for given in paths:
@@ -242,7 +253,7 @@ class WorkspaceCheckpoints:
                         pending.paths.append(key)
                         pending.before[key] = ABSENT
                 pending.paths.append(rel)
-                pending.before[rel] = self._state(workspace, rel)
+                pending.before[rel] = self._state(workspace, rel, folders)
             return pending
         manifest = scan(workspace)
         pending = PendingCheckpoint(workspace, None, manifest=manifest)
@@ -262,11 +273,11 @@ class WorkspaceCheckpoints:
                 ):
                     continue
                 dirty = True
-                state = self._baseline_state(workspace, rel, entry)
+                state = self._baseline_state(workspace, rel, entry, folders)
                 if state.kind != "file":  # not kept (too large, over budget): say so later
                     pending.before[rel] = state
             elif entry.kind == "symlink":  # its target, read now: after the call it may differ
-                pending.before[rel] = self._baseline_state(workspace, rel, entry)
+                pending.before[rel] = self._baseline_state(workspace, rel, entry, folders)
         if dirty:
             self._save_baseline()
         return pending
@@ -301,13 +312,15 @@ class WorkspaceCheckpoints:
         except OSError as error:
             logger.warning("checkpoints: the overlay %s cannot be read: %s", upper, error.strerror)
             paths = []
-        before = {rel: self._state(workspace, rel) for rel in paths}
+        folders = FolderCheck(workspace)
+        before = {rel: self._state(workspace, rel, folders) for rel in paths}
         try:
             failed = apply_upper(upper, workspace)
         except OSError as error:
             failed = [("", error.strerror or type(error).__name__)]
+        folders = FolderCheck(workspace)
         for rel in paths:
-            after = self._state(workspace, rel)
+            after = self._state(workspace, rel, folders)
             if _differs(before[rel], after):
                 pending.settled.append((rel, before[rel], after))
         if failed:
@@ -335,9 +348,10 @@ class WorkspaceCheckpoints:
                 for rel, b, a in pending.settled
             ]
         elif pending.paths is not None:
+            folders = FolderCheck(workspace)
             for rel in pending.paths:
                 before = pending.before[rel]
-                after = self._state(workspace, rel)
+                after = self._state(workspace, rel, folders)
                 if not before.same_as(after) or before.mode != after.mode:
                     changes.append(
                         FileChange(
@@ -353,14 +367,19 @@ class WorkspaceCheckpoints:
             old = pending.manifest
             new = scan(workspace)
             created, deleted, changed = diff(old, new)
+            folders = FolderCheck(workspace)
             for rel in sorted({*created, *deleted, *changed}):
                 before = (
                     pending.before.get(rel)
-                    or self._baseline_state(workspace, rel, old[rel], read=False)
+                    or self._baseline_state(workspace, rel, old[rel], folders, read=False)
                     if rel in old
                     else ABSENT
                 )
-                after = self._baseline_state(workspace, rel, new[rel]) if rel in new else ABSENT
+                after = (
+                    self._baseline_state(workspace, rel, new[rel], folders)
+                    if rel in new
+                    else ABSENT
+                )
                 if rel not in new:
                     self._load_baseline().pop(rel, None)
                 changes.append(
