@@ -19,13 +19,15 @@ A blob is written atomically (temporary file, rename), read back only through
 :meth:`BlobStore.get`, which checks the digest (a damaged store is an error
 that says so, never a wrong file restored).
 
-The store counts its bytes against ``checkpoints.maxMb``: :meth:`BlobStore.put`
-refuses a content that would go beyond it (:class:`BudgetExceeded`), and the
-change is then recorded as not kept.
+Each blob is charged to the session's :class:`StoreBudget` by what it takes on
+disk (whole blocks, and the folders it makes): :meth:`BlobStore.put` refuses a
+content that would take the store beyond its share of ``checkpoints.maxMb``
+(:class:`BudgetExceeded`), and the change is then recorded as not kept. A content
+the store holds already costs nothing, and is always taken.
 
 Example::
 
-    blobs = BlobStore(folder, max_bytes=512 * 2**20)
+    blobs = BlobStore(folder, StoreBudget(folder.parent, max_bytes=512 * 2**20))
     digest = blobs.put(b"hello")          # the same digest for the same bytes
     blobs.get(digest) == b"hello"
 """
@@ -39,6 +41,7 @@ import secrets
 import zlib
 from pathlib import Path
 
+from ollm_cli.pipeline.checkpoints._budget import CONTENTS, StoreBudget
 from ollm_cli.pipeline.errors import CheckpointError
 
 _LEVEL = 1
@@ -63,28 +66,18 @@ def digest_of(data: bytes) -> str:
 class BlobStore:
     """One session's contents, addressed by digest, deduplicated and compressed."""
 
-    def __init__(self, folder: Path, *, max_bytes: int) -> None:
+    def __init__(self, folder: Path, budget: StoreBudget) -> None:
         self.folder = folder
-        self.max_bytes = max_bytes
-        self._used: int | None = None
+        self.budget = budget
 
     def path(self, digest: str) -> Path:
         """Where the blob of ``digest`` is (or would be)."""
         return self.folder / digest[:2] / digest[2:]
 
     @property
-    def used(self) -> int:
-        """Bytes the blobs take on disk (counted once, then kept up to date)."""
-        if self._used is None:
-            total = 0
-            if self.folder.is_dir():
-                for sub in os.scandir(self.folder):
-                    if sub.is_dir(follow_symlinks=False):
-                        for blob in os.scandir(sub.path):
-                            with contextlib.suppress(OSError):
-                                total += blob.stat(follow_symlinks=False).st_size
-            self._used = total
-        return self._used
+    def full(self) -> bool:
+        """Whether no new content fits any more (one that is there already still does)."""
+        return not self.budget.allows(self.budget.block, CONTENTS)
 
     def has(self, digest: str) -> bool:
         """Whether the store holds ``digest``."""
@@ -109,11 +102,19 @@ class BlobStore:
         return digest
 
     def _write(self, digest: str, tag: bytes, payload: bytes) -> None:
-        packed = tag + zlib.compress(payload, _LEVEL)
-        if self.used + len(packed) > self.max_bytes:
+        if self.full:  # not even compressed: nothing can be kept
             raise BudgetExceeded(digest)
+        packed = tag + zlib.compress(payload, _LEVEL)
         target = self.path(digest)
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fanout = target.parent
+        made = not fanout.is_dir()
+        cost = self.budget.blocks(len(packed)) + (self.budget.block if made else 0)
+        if not self.budget.allows(cost, CONTENTS):
+            raise BudgetExceeded(digest)
+        if made:
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fanout.mkdir(exist_ok=True, mode=0o700)
+            self.budget.track(self.folder)
         temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
         try:
             with open(temporary, "xb") as handle:
@@ -124,7 +125,8 @@ class BlobStore:
             with contextlib.suppress(OSError):
                 temporary.unlink()
             raise
-        self._used = self.used + len(packed)
+        self.budget.charge_new(target)
+        self.budget.track(fanout)
 
     def _damaged(self, digest: str, why: str) -> CheckpointError:
         return CheckpointError(
@@ -184,6 +186,10 @@ class BlobStore:
             os.link(source, target)
         except OSError:
             other._write(digest, tag, payload)
+            return
+        other.budget.track(other.folder)
+        other.budget.charge_new(target)
+        other.budget.track(target.parent)
 
 
 def split_chunks(data: bytes) -> list[bytes]:

@@ -1,9 +1,10 @@
 """Putting the workspace back as it was before some tool calls.
 
-:func:`plan_rewind` takes a session's :class:`FileChange` log and the tool calls
-to undo and gives, for each path they changed, the state to restore (the state
-before the first undone change) and the state the tools left (after the last
-one). :func:`apply_rewind` then:
+:func:`plan_rewind` takes a session's change log and the tool calls to undo and
+gives, for each path they changed, the state to restore (the state before the
+first undone change) and the state the tools left (after the last one); and, for
+the paths a call did not record (see ``_changes``), the folder holding them and
+how many. :func:`apply_rewind` then:
 
 1. checks the workspace is still there and writable, and that every content it
    needs is in the store and undamaged (:class:`CheckpointError` otherwise,
@@ -21,7 +22,8 @@ one). :func:`apply_rewind` then:
    when empty). Files the tools did not change are never touched.
 
 Every path the plan names is either restored or reported as skipped with why, in
-one rewind: not kept, changed since, its folder not empty or no longer a folder.
+one rewind: not kept, not recorded, changed since, its folder not empty or no
+longer a folder.
 
 A failure mid-restore (a full disk) stops there: the error lists the files
 already restored; the others are left as they were, none half-written.
@@ -40,11 +42,12 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 from ollm_cli.pipeline.checkpoints._blobs import BlobStore, digest_of
-from ollm_cli.pipeline.checkpoints._changes import ABSENT, FileChange, FileState
+from ollm_cli.pipeline.checkpoints._changes import ABSENT, FileState, LogEntry, UnrecordedPaths
 from ollm_cli.pipeline.checkpoints._manifest import FolderCheck
 from ollm_cli.pipeline.errors import CheckpointError
 from ollm_cli.pipeline.records import Record
@@ -60,6 +63,9 @@ class PathRewind(Record):
     path: str
     restore: FileState
     left: FileState
+    unrecorded: int = 0
+    """Not a path to restore: the count of the undone calls' paths under ``path``
+    that were not recorded (``restore.reason`` says why)."""
 
 
 class RewindItem(Record):
@@ -115,13 +121,31 @@ class RewindFailed(CheckpointError):
         self.report = report
 
 
-def plan_rewind(changes: list[FileChange], undo: set[str]) -> list[PathRewind]:
-    """For each path changed by the tool calls in ``undo``: what to put back."""
-    plan: dict[tuple[str, str], PathRewind] = {}
+def plan_rewind(changes: Sequence[LogEntry], undo: set[str]) -> list[PathRewind]:
+    """For each path changed by the tool calls in ``undo``: what to put back (and, for
+    each folder holding paths they did not record, how many)."""
+    plan: dict[tuple[str, str, bool], PathRewind] = {}
     for change in changes:
         if change.tool_call_id not in undo:
             continue
-        key = (change.workspace, change.path)
+        if isinstance(change, UnrecordedPaths):
+            key = (change.workspace, change.path, True)
+            if key in plan:
+                known = plan[key]
+                known.unrecorded += change.unrecorded
+                reasons = f"{known.restore.reason}; {change.reason}".split("; ")
+                known.restore = FileState(kind="unkept", reason="; ".join(dict.fromkeys(reasons)))
+            else:
+                noted = FileState(kind="unkept", reason=change.reason)
+                plan[key] = PathRewind(
+                    workspace=change.workspace,
+                    path=change.path,
+                    restore=noted,
+                    left=noted,
+                    unrecorded=change.unrecorded,
+                )
+            continue
+        key = (change.workspace, change.path, False)
         if key in plan:
             plan[key].left = change.after
         else:
@@ -305,6 +329,11 @@ def apply_rewind(
 def _skipped(entry: PathRewind, folders: FolderCheck, fresh: set[str]) -> str | None:
     """Why ``entry`` is not restored (``""``: nothing to do, nothing to say), or None
     when it is to be compared and restored."""
+    if entry.unrecorded:
+        return (
+            f"{entry.unrecorded:,} more path change(s) under it were not recorded "
+            f"({entry.restore.reason}); left as they are"
+        )
     if entry.restore.kind == "unkept":
         return f"not kept: {entry.restore.reason}"
     if not _within(entry.path):

@@ -10,7 +10,7 @@ import pytest
 
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.config.settings import CheckpointSettings, SandboxSettings, ToolSettings
-from ollm_cli.pipeline.checkpoints import WorkspaceCheckpoints
+from ollm_cli.pipeline.checkpoints import FileChange, WorkspaceCheckpoints
 from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import (
     SessionMessage,
@@ -47,6 +47,11 @@ class Tools:
         found = self.executor.checkpoints_of(SID)
         assert found is not None
         return found
+
+    @property
+    def file_changes(self) -> list[FileChange]:
+        """The log's lines that name a path (not those counting unrecorded ones)."""
+        return [c for c in self.checkpoints.changes() if isinstance(c, FileChange)]
 
 
 @pytest.fixture

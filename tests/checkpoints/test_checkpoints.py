@@ -103,7 +103,7 @@ def test_a_damaged_store_is_an_error_before_anything_changes(tools: Tools) -> No
     (ws / "b.txt").write_text("bee\n")
     tools.run("shell", command="echo x > a.txt; echo y > b.txt")
     checkpoints = tools.checkpoints
-    digest = next(c.before.digest for c in checkpoints.changes() if c.path == "b.txt")
+    digest = next(c.before.digest for c in tools.file_changes if c.path == "b.txt")
     assert digest is not None
     checkpoints.blobs.path(digest).write_bytes(zlib.compress(b"not what it was\n"))
     with pytest.raises(CheckpointError, match="damaged"):
@@ -136,10 +136,10 @@ def test_storage_of_100_edits_of_a_100_kb_file_stays_small(tools: Tools) -> None
         tools.run("write_file", path="big.txt", content="".join(lines))
     assert len(zlib.compress("".join(lines).encode(), 1)) > 35_000  # 100 copies: > 3.5 MB
     assert len("".join(lines)) > 100_000
-    used = tools.checkpoints.blobs.used
-    assert used < 1024 * 1024, used
+    used = tools.checkpoints.budget.used  # allocated blocks: each blob takes at least one
+    assert used < 2 * 1024 * 1024, used  # issue 25's target
     blobs = tools.checkpoints.blobs
-    for change in tools.checkpoints.changes()[-3:]:  # chunked contents come back whole
+    for change in tools.file_changes[-3:]:  # chunked contents come back whole
         assert change.after.digest is not None
         assert blobs.get(change.after.digest).decode().count("\n") == len(lines)
 
