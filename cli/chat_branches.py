@@ -196,7 +196,7 @@ class TurnFiles:
             changes = self.log.read(self.since)
         except OSError:
             return None
-        return changed_note([c.path for c in changes]) if changes else None
+        return changed_note(changes) if changes else None
 
 
 def branch_command(repl: ChatRepl, name: str, args: list[str]) -> str | None:

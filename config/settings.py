@@ -305,11 +305,15 @@ class CheckpointSettings(ConfigModel):
 
     enabled: bool = True
     max_mb: Annotated[int, Field(ge=1, le=1_000_000)] = 512
-    """Per session: once its checkpoints hold this much (compressed, deduplicated),
-    further changes are not kept and a rewind past them says so."""
+    """Per session: once its checkpoints take this much on disk (allocated blocks of
+    the kept contents and of the log), further changes are not kept and a rewind past
+    them says so."""
     max_file_mb: Annotated[int, Field(ge=0, le=100_000)] = 16
     """Files larger than this are not copied before a shell command; a rewind names
     them instead of restoring them."""
+    max_paths_per_call: Annotated[int, Field(ge=1, le=1_000_000)] = 1000
+    """Per tool call: the changed paths recorded (the shallowest first); a rewind past
+    the call says how many more it changed and leaves them as they are."""
 
 
 class OllamaSettings(ConfigModel):

@@ -10,7 +10,7 @@ from ollm_cli.cli.output import print_json
 from ollm_cli.cli.sessions._common import ID_PREFIX_LENGTH, JsonOption, SessionArg, open_store, say
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.pipeline.branching import Branching
-from ollm_cli.pipeline.checkpoints import WorkspaceCheckpoints
+from ollm_cli.pipeline.checkpoints import LogEntry, WorkspaceCheckpoints
 from ollm_cli.pipeline.recording import ChatRecordingService
 from ollm_cli.pipeline.records import Session
 
@@ -64,9 +64,10 @@ def family_facts(store: ChatRecordingService, session: Session) -> list[tuple[st
     return [("Forks", ", ".join(f[:ID_PREFIX_LENGTH] for f in forks))] if forks else []
 
 
-def changed_by_call(session_id: str) -> dict[str, list[str]]:
-    """The workspace paths each tool call of a session changed, by tool-call id (their
-    previous state is kept for a rewind); empty when checkpoints are off or unreadable."""
+def changed_by_call(session_id: str) -> dict[str, list[LogEntry]]:
+    """The checkpoint log's lines of each tool call of a session that changed files, by
+    tool-call id (the paths, whose previous state is kept for a rewind, and how many
+    were not recorded); empty when checkpoints are off or unreadable."""
     settings = loaded_settings().settings
     if not settings.checkpoints.enabled:
         return {}
@@ -74,7 +75,7 @@ def changed_by_call(session_id: str) -> dict[str, list[str]]:
         checkpoints = WorkspaceCheckpoints.of_session(
             settings.snapshots.data_dir, session_id, settings.checkpoints
         )
-        return checkpoints.changed_paths()
+        return checkpoints.changes_by_call()
     except (OSError, ValueError):
         return {}
 

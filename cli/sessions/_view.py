@@ -38,7 +38,7 @@ from ollm_cli.cli.sessions._common import (
     short_time,
 )
 from ollm_cli.pipeline.atomic_file import create_new, sibling_temp
-from ollm_cli.pipeline.checkpoints import changed_note
+from ollm_cli.pipeline.checkpoints import LogEntry, changed_note
 from ollm_cli.pipeline.errors import SessionError
 from ollm_cli.pipeline.recording import (
     INTERRUPTED_NOTE,
@@ -150,12 +150,12 @@ def view_items(
     *,
     full: bool = False,
     summaries: bool = False,
-    changed: Mapping[str, list[str]] | None = None,
+    changed: Mapping[str, list[LogEntry]] | None = None,
 ) -> Iterator[RenderableType]:
     """The renderables of a view, one by one (a streamed session is never held whole),
     with a line where each compression of ``header``'s history happened (by time),
     and a dim ``changed: ...`` line under each tool call that changed files
-    (``changed``: paths by tool-call id, from the session's workspace checkpoints)."""
+    (``changed``: the lines of the session's workspace checkpoints by tool-call id)."""
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="dim")
     facts.add_column()
@@ -184,9 +184,9 @@ def view_items(
                 yield Padding(Text(f"({block.text})", style="dim italic"), (0, 0, 0, 2))
             else:
                 yield Padding(_call_panel(block.call, full=full), (0, 0, 0, 2))
-                paths = (changed or {}).get(block.call.id)
-                if paths:
-                    yield _Indented(changed_note(paths), prefix="  ", style=Style(dim=True))
+                lines = (changed or {}).get(block.call.id)
+                if lines:
+                    yield _Indented(changed_note(lines), prefix="  ", style=Style(dim=True))
         if entry.interrupted:
             yield Padding(Text(f"⚠ {INTERRUPTED_NOTE}", style="bold yellow"), (0, 0, 0, 2))
 

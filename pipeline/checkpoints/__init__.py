@@ -1,10 +1,11 @@
 """Workspace checkpoints: the previous state of the files tools change, for rewinds.
 
 Before a tool changes files its previous state is kept (content-addressed,
-compressed, deduplicated, bounded by ``checkpoints.maxMb`` per session), so that
-``ollm sessions rewind`` and the chat's ``/rewind`` put the workspace back as it
-was at a message of the conversation, file by file, never touching files the
-tools did not change.
+compressed, deduplicated; bounded per session by ``checkpoints.maxMb`` of disk,
+the log included, and per tool call by ``checkpoints.maxPathsPerCall`` paths), so
+that ``ollm sessions rewind`` and the chat's ``/rewind`` put the workspace back as
+it was at a message of the conversation, file by file, never touching files the
+tools did not change; what could not be kept or recorded is named instead.
 
 Example::
 
@@ -26,10 +27,13 @@ from ollm_cli.pipeline._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ollm_cli.pipeline.checkpoints._blobs import BlobStore
+    from ollm_cli.pipeline.checkpoints._budget import StoreBudget
     from ollm_cli.pipeline.checkpoints._changes import (
         ChangeLog,
         FileChange,
         FileState,
+        LogEntry,
+        UnrecordedPaths,
         changed_note,
     )
     from ollm_cli.pipeline.checkpoints._layer import remove_layer
@@ -50,6 +54,7 @@ __all__ = [
     "ChangeLog",
     "FileChange",
     "FileState",
+    "LogEntry",
     "OnConflict",
     "PathRewind",
     "PendingCheckpoint",
@@ -57,6 +62,8 @@ __all__ = [
     "RewindFailed",
     "RewindItem",
     "RewindReport",
+    "StoreBudget",
+    "UnrecordedPaths",
     "WorkspaceCheckpoints",
     "apply_rewind",
     "changed_note",
@@ -68,7 +75,15 @@ __getattr__ = lazy_exports(
     __name__,
     {
         "_blobs": ("BlobStore",),
-        "_changes": ("ChangeLog", "FileChange", "FileState", "changed_note"),
+        "_budget": ("StoreBudget",),
+        "_changes": (
+            "ChangeLog",
+            "FileChange",
+            "FileState",
+            "LogEntry",
+            "UnrecordedPaths",
+            "changed_note",
+        ),
         "_layer": ("remove_layer",),
         "_recorder": ("PendingCheckpoint", "WorkspaceCheckpoints"),
         "_rewind": (

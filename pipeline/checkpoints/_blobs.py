@@ -6,24 +6,28 @@ sha256 of the content (hex). A blob file is one tag byte and a zlib stream
 (level 1: fast, and text shrinks 3-5x):
 
 - ``Z``: the content itself;
-- ``R``: a recipe, for contents of :data:`CHUNKED_FROM` bytes or more: the
-  digests of its chunks, one per line, each chunk a ``Z`` blob of its own. Chunks
-  end at line ends chosen by the line's content (a line whose crc32 is 0 modulo
-  :data:`CHUNK_LINES`, or at :data:`CHUNK_MAX` bytes), so an edit changes one or
-  two chunks and every other chunk of the new version is already there: 100
-  edits of a 100 KB file cost about 0.4 MB, not 100 compressed copies.
+- ``R``: a recipe, for contents of :data:`CHUNKED_FROM` bytes or more that cut
+  into two chunks or more: the digests of its chunks, one per line, each chunk a
+  ``Z`` blob of its own (never a recipe). Chunks end at line ends chosen by the
+  line's content (a line whose crc32 is 0 modulo :data:`CHUNK_LINES`), or at
+  :data:`CHUNK_MAX` bytes, within a line if it is longer; so an edit changes one
+  or two chunks and every other chunk of the new version is already there: 100
+  edits of a 100 KB file cost a fraction of 100 compressed copies (``python -m
+  bench.checkpoints`` prints what they take on disk).
 
 A blob is written atomically (temporary file, rename), read back only through
 :meth:`BlobStore.get`, which checks the digest (a damaged store is an error
 that says so, never a wrong file restored).
 
-The store counts its bytes against ``checkpoints.maxMb``: :meth:`BlobStore.put`
-refuses a content that would go beyond it (:class:`BudgetExceeded`), and the
-change is then recorded as not kept.
+Each blob is charged to the session's :class:`StoreBudget` by what it takes on
+disk (whole blocks, and the folders it makes): :meth:`BlobStore.put` refuses a
+content that would take the store beyond its share of ``checkpoints.maxMb``
+(:class:`BudgetExceeded`), and the change is then recorded as not kept. A content
+the store holds already costs nothing, and is always taken.
 
 Example::
 
-    blobs = BlobStore(folder, max_bytes=512 * 2**20)
+    blobs = BlobStore(folder, StoreBudget(folder.parent, max_bytes=512 * 2**20))
     digest = blobs.put(b"hello")          # the same digest for the same bytes
     blobs.get(digest) == b"hello"
 """
@@ -37,6 +41,7 @@ import secrets
 import zlib
 from pathlib import Path
 
+from ollm_cli.pipeline.checkpoints._budget import CONTENTS, StoreBudget
 from ollm_cli.pipeline.errors import CheckpointError
 
 _LEVEL = 1
@@ -61,28 +66,18 @@ def digest_of(data: bytes) -> str:
 class BlobStore:
     """One session's contents, addressed by digest, deduplicated and compressed."""
 
-    def __init__(self, folder: Path, *, max_bytes: int) -> None:
+    def __init__(self, folder: Path, budget: StoreBudget) -> None:
         self.folder = folder
-        self.max_bytes = max_bytes
-        self._used: int | None = None
+        self.budget = budget
 
     def path(self, digest: str) -> Path:
         """Where the blob of ``digest`` is (or would be)."""
         return self.folder / digest[:2] / digest[2:]
 
     @property
-    def used(self) -> int:
-        """Bytes the blobs take on disk (counted once, then kept up to date)."""
-        if self._used is None:
-            total = 0
-            if self.folder.is_dir():
-                for sub in os.scandir(self.folder):
-                    if sub.is_dir(follow_symlinks=False):
-                        for blob in os.scandir(sub.path):
-                            with contextlib.suppress(OSError):
-                                total += blob.stat(follow_symlinks=False).st_size
-            self._used = total
-        return self._used
+    def full(self) -> bool:
+        """Whether no new content fits any more (one that is there already still does)."""
+        return not self.budget.allows(self.budget.block, CONTENTS)
 
     def has(self, digest: str) -> bool:
         """Whether the store holds ``digest``."""
@@ -93,11 +88,12 @@ class BlobStore:
         digest = digest or digest_of(data)
         if self.path(digest).exists():
             return digest
-        if len(data) < CHUNKED_FROM:
+        pieces = split_chunks(data) if len(data) >= CHUNKED_FROM else [data]
+        if len(pieces) == 1:  # one chunk would be the content itself: kept whole
             self._write(digest, _PLAIN, data)
             return digest
         chunks = []
-        for chunk in split_chunks(data):
+        for chunk in pieces:
             chunk_digest = digest_of(chunk)
             if not self.path(chunk_digest).exists():
                 self._write(chunk_digest, _PLAIN, chunk)
@@ -106,11 +102,19 @@ class BlobStore:
         return digest
 
     def _write(self, digest: str, tag: bytes, payload: bytes) -> None:
-        packed = tag + zlib.compress(payload, _LEVEL)
-        if self.used + len(packed) > self.max_bytes:
+        if self.full:  # not even compressed: nothing can be kept
             raise BudgetExceeded(digest)
+        packed = tag + zlib.compress(payload, _LEVEL)
         target = self.path(digest)
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fanout = target.parent
+        made = not fanout.is_dir()
+        cost = self.budget.blocks(len(packed)) + (self.budget.block if made else 0)
+        if not self.budget.allows(cost, CONTENTS):
+            raise BudgetExceeded(digest)
+        if made:
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fanout.mkdir(exist_ok=True, mode=0o700)
+            self.budget.track(self.folder)
         temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
         try:
             with open(temporary, "xb") as handle:
@@ -121,7 +125,8 @@ class BlobStore:
             with contextlib.suppress(OSError):
                 temporary.unlink()
             raise
-        self._used = self.used + len(packed)
+        self.budget.charge_new(target)
+        self.budget.track(fanout)
 
     def _damaged(self, digest: str, why: str) -> CheckpointError:
         return CheckpointError(
@@ -153,8 +158,15 @@ class BlobStore:
 
     def get(self, digest: str) -> bytes:
         """The content of ``digest``, checked (:class:`CheckpointError` if missing or damaged)."""
-        tag, payload = self._read(digest)
-        data = payload if tag == _PLAIN else b"".join(self.get(d) for d in self._chunks(payload))
+        tag, data = self._read(digest)
+        if tag == _RECIPE:
+            parts = []
+            for chunk in self._chunks(data):
+                chunk_tag, part = self._read(chunk)
+                if chunk_tag != _PLAIN:  # a recipe's chunks are contents, never recipes
+                    raise self._damaged(digest, f"its chunk {chunk[:12]} is not a content")
+                parts.append(part)
+            data = b"".join(parts)
         if digest_of(data) != digest:
             raise self._damaged(digest, "it does not match its digest")
         return data
@@ -174,6 +186,10 @@ class BlobStore:
             os.link(source, target)
         except OSError:
             other._write(digest, tag, payload)
+            return
+        other.budget.track(other.folder)
+        other.budget.charge_new(target)
+        other.budget.track(target.parent)
 
 
 def split_chunks(data: bytes) -> list[bytes]:
@@ -183,7 +199,7 @@ def split_chunks(data: bytes) -> list[bytes]:
     size = len(data)
     while position < size:
         end = data.find(b"\n", position)
-        end = size if end < 0 else end + 1
+        end = min(size if end < 0 else end + 1, start + CHUNK_MAX)  # a long line is cut
         if end - start >= CHUNK_MAX or (
             end - start >= CHUNK_MIN and zlib.crc32(data[position:end]) % CHUNK_LINES == 0
         ):

@@ -15,8 +15,9 @@ A command that ran with the workspace as an overlay (see the sandbox's
 :func:`touched` reads the upper folder into the workspace paths whose state may
 differ (deleted subtrees included, read from the real workspace), cost growing
 with what changed, not with the workspace; :func:`apply_upper` then makes the
-real workspace what the command saw: each file put in place atomically (a
-temporary name in its folder, then a rename), a deleted folder removed.
+real workspace what the command saw: each file put in place atomically (moved
+over its path by one rename; from another file system, copied under a temporary
+name in its folder first), a deleted folder removed.
 
 Example::
 
@@ -28,6 +29,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import stat
@@ -52,12 +54,12 @@ def is_opaque(path: str) -> bool:
     return False
 
 
-def _lower_kind(workspace: Path, rel: str) -> str | None:
+def _lower_is_dir(workspace: str, rel: str) -> bool:
+    """Whether the workspace has a real folder at ``rel`` (the overlay's lower layer)."""
     try:
-        mode = os.lstat(workspace / rel).st_mode
+        return stat.S_ISDIR(os.lstat(os.path.join(workspace, rel)).st_mode)
     except OSError:
-        return None
-    return "dir" if stat.S_ISDIR(mode) else "other"
+        return False
 
 
 def _subtree(workspace: Path, rel: str) -> list[str]:
@@ -68,6 +70,7 @@ def _subtree(workspace: Path, rel: str) -> list[str]:
 def touched(upper: Path, workspace: Path) -> list[str]:
     """The workspace paths (relative, sorted) the upper folder changes or may change."""
     found: set[str] = set()
+    lower = str(workspace)
     pending = [("", str(upper))]
     while pending:
         prefix, folder = pending.pop()
@@ -76,17 +79,15 @@ def touched(upper: Path, workspace: Path) -> list[str]:
                 rel = prefix + entry.name
                 if entry.name in SKIPPED_DIRS:  # never kept (the scan skips them too)
                     continue
-                st = entry.stat(follow_symlinks=False)
                 found.add(rel)
-                lower = _lower_kind(workspace, rel)
-                is_dir = stat.S_ISDIR(st.st_mode)
-                replaced = lower == "dir" and (
-                    not is_dir or is_whiteout(st) or is_opaque(entry.path)
-                )
+                if entry.is_dir(follow_symlinks=False):
+                    # a folder replaces the workspace's only when opaque
+                    replaced = is_opaque(entry.path) and _lower_is_dir(lower, rel)
+                    pending.append((rel + "/", entry.path))
+                else:  # a file, a symlink, a whiteout: in place of a folder, if one was there
+                    replaced = _lower_is_dir(lower, rel)
                 if replaced:
                     found.update(_subtree(workspace, rel))
-                if is_dir:
-                    pending.append((rel + "/", entry.path))
     return sorted(found)
 
 
@@ -102,18 +103,30 @@ def _remove(path: Path) -> None:
         os.unlink(path)
 
 
-def _place(source: Path, target: Path, st: os.stat_result) -> None:
-    """Put the upper folder's file or symlink ``source`` at ``target`` atomically."""
-    temporary = target.with_name(f".{target.name[:200]}.ollm-{os.getpid()}.tmp")
+def _place(source: str, target: str) -> None:
+    """Put the upper folder's file or symlink ``source`` at ``target`` atomically: one
+    rename on the same file system (a folder in its place removed first), else a copy
+    under a temporary name renamed over it."""
+    try:
+        os.rename(source, target)
+        return
+    except OSError as error:
+        if error.errno not in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST, errno.EXDEV):
+            raise
+        moved = error.errno != errno.EXDEV
+    if moved:  # a folder where the file goes: the command removed it
+        shutil.rmtree(target)
+        os.rename(source, target)
+        return
+    temporary = os.path.join(
+        os.path.dirname(target), f".{os.path.basename(target)[:200]}.ollm-{os.getpid()}.tmp"
+    )
     with contextlib.suppress(FileNotFoundError):
         os.unlink(temporary)
-    if stat.S_ISLNK(st.st_mode):
+    if os.path.islink(source):
         os.symlink(os.readlink(source), temporary)
     else:
-        try:  # the same file system: the upper file itself moves in, nothing copied
-            os.rename(source, temporary)
-        except OSError:
-            shutil.copy2(source, temporary, follow_symlinks=False)
+        shutil.copy2(source, temporary, follow_symlinks=False)
     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
         if os.path.isdir(target) and not os.path.islink(target):
             shutil.rmtree(target)
@@ -124,28 +137,31 @@ def apply_upper(upper: Path, workspace: Path) -> list[tuple[str, str]]:
     """Make ``workspace`` what the overlay showed; returns ``(path, reason)`` for each
     path that could not be applied (its upper copy is left where it is)."""
     failed: list[tuple[str, str]] = []
-    pending = [("", upper)]
+    pending = [("", str(upper))]
     while pending:
         prefix, folder = pending.pop()
         with os.scandir(folder) as entries:
             listed = sorted(entries, key=lambda e: e.name)
         for entry in listed:
             rel = prefix + entry.name
-            target = workspace / rel
+            target = os.path.join(workspace, rel)
             try:
+                if entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                    _place(entry.path, target)
+                    continue
                 st = entry.stat(follow_symlinks=False)
                 if is_whiteout(st):
-                    _remove(target)
+                    _remove(Path(target))
                 elif stat.S_ISDIR(st.st_mode):
-                    if is_opaque(entry.path) or not (target.is_dir() and not target.is_symlink()):
-                        _remove(target)
-                        target.mkdir()
+                    if is_opaque(entry.path) or not (
+                        os.path.isdir(target) and not os.path.islink(target)
+                    ):
+                        _remove(Path(target))
+                        os.mkdir(target)
                     os.chmod(target, stat.S_IMODE(st.st_mode))
-                    pending.append((rel + "/", Path(entry.path)))
-                elif stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
-                    _place(Path(entry.path), target, st)
+                    pending.append((rel + "/", entry.path))
                 elif stat.S_ISFIFO(st.st_mode):
-                    _remove(target)
+                    _remove(Path(target))
                     os.mkfifo(target, stat.S_IMODE(st.st_mode))
                 else:
                     failed.append((rel, "a socket or device, which cannot be moved"))

@@ -85,3 +85,43 @@ def diff(before: Manifest, after: Manifest) -> tuple[list[str], list[str], list[
         and (new != old if old.kind != "dir" else new.kind != old.kind or new.mode != old.mode)
     )
     return created, deleted, changed
+
+
+class FolderCheck:
+    """Whether the folders leading to a workspace path are real folders now, none of
+    them a symlink (or a file) in a folder's place: a path under such a one is not
+    the path it was, and reading or writing it would reach another. Each folder is
+    looked at once: make a new check once the workspace has changed.
+
+    Example::
+
+        folders = FolderCheck(workspace)
+        folders.blocker("a/b/c.txt")      # ("a/b", "symlink") when a/b is one now
+    """
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self._kinds: dict[str, str | None] = {}
+
+    def _kind(self, folder: str) -> str | None:
+        if folder not in self._kinds:
+            try:
+                mode = os.lstat(os.path.join(self.workspace, folder)).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                self._kinds[folder] = None
+            else:
+                self._kinds[folder] = _KINDS.get(stat.S_IFMT(mode), "file")
+        return self._kinds[folder]
+
+    def blocker(self, rel: str) -> tuple[str, str] | None:
+        """The first folder leading to ``rel`` that is there but not a folder, and what
+        it is (``symlink`` or ``file``); None when every one is a folder or missing."""
+        parts = rel.split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            folder = "/".join(parts[:depth])
+            kind = self._kind(folder)
+            if kind is None:
+                return None
+            if kind != "dir":
+                return folder, kind
+        return None

@@ -3,7 +3,7 @@
 One per session, in ``{snapshots.dataDir}/{sessionId}/workspace/`` (so it is
 deleted with the session and kept while the session is in the trash)::
 
-    changes.jsonl      the FileChange log (see _changes)
+    changes.jsonl      the FileChange log, and UnrecordedPaths lines (see _changes)
     blobs/ab/cdef...   the contents, by digest (see _blobs)
     baseline.json      {path: [inode, mtimeNs, size, digest]} of the workspace's files
     layers/            a running command's overlay (upper, work), removed once applied
@@ -33,14 +33,20 @@ Three ways to know what a tool changes, chosen by the tool and the machine:
   renamed (a delete plus a create) or changed, and only those are recorded. Its
   cost grows with the number of files (``python -m bench.checkpoints``).
 
-Files over ``maxFileMb`` are not copied; a rewind names them.
+Files over ``maxFileMb`` are not copied; a rewind names them. The folder is
+bounded by ``maxMb`` in allocated blocks, the log included (see ``_budget``): past
+it no new content is kept (nor read, for the stat scan's baseline), and the
+changed files are named as not kept. A call records at most ``maxPathsPerCall``
+of the paths it changed, the shallowest first (a folder it made or removed before
+what the folder holds), and counts the others in one line (see ``_changes``):
+past the cap nothing is read, what the command wrote is only moved into place.
 
 Example::
 
     checkpoints = WorkspaceCheckpoints.of_session(root, sid, settings.checkpoints)
     pending = checkpoints.before(workspace, ["src/a.py"])   # None: anything may change
     ...                                                     # the tool runs
-    checkpoints.after(pending, tool_call_id="c1")           # the FileChanges recorded
+    checkpoints.after(pending, tool_call_id="c1")           # the lines it logged
 """
 
 from __future__ import annotations
@@ -58,9 +64,25 @@ import orjson
 from ollm_cli.config.settings import CheckpointSettings
 from ollm_cli.pipeline.atomic_file import write_atomic
 from ollm_cli.pipeline.checkpoints._blobs import BlobStore, BudgetExceeded
-from ollm_cli.pipeline.checkpoints._changes import ABSENT, ChangeLog, FileChange, FileState
+from ollm_cli.pipeline.checkpoints._budget import CONTENTS, LAYERS, NAMES, StoreBudget
+from ollm_cli.pipeline.checkpoints._changes import (
+    ABSENT,
+    ChangeLog,
+    FileChange,
+    FileState,
+    LogEntry,
+    UnrecordedPaths,
+    common_folder,
+)
 from ollm_cli.pipeline.checkpoints._layer import apply_upper, remove_layer, touched
-from ollm_cli.pipeline.checkpoints._manifest import SKIPPED_DIRS, Entry, Manifest, diff, scan
+from ollm_cli.pipeline.checkpoints._manifest import (
+    SKIPPED_DIRS,
+    Entry,
+    FolderCheck,
+    Manifest,
+    diff,
+    scan,
+)
 from ollm_cli.pipeline.errors import CheckpointError
 from ollm_cli.pipeline.records import SessionId
 
@@ -68,8 +90,9 @@ logger = logging.getLogger(__name__)
 
 FOLDER = "workspace"
 BASELINE_FILE = "baseline.json"
-LAYERS = "layers"
 _MB = 1024 * 1024
+_LINE_FLOOR = 128
+"""Fewer bytes than any line of the log: when not even this fits, nothing can be named."""
 
 
 @dataclass
@@ -85,6 +108,9 @@ class PendingCheckpoint:
     """The overlay folder (``upper``, ``work``) the command wrote to, or None."""
     settled: list[tuple[str, FileState, FileState]] | None = None
     """What :meth:`WorkspaceCheckpoints.settle` applied: (path, before, after)."""
+    unrecorded: list[str] = field(default_factory=list)
+    """The paths :meth:`WorkspaceCheckpoints.settle` applied without recording them."""
+    unrecorded_why: list[str] = field(default_factory=list)
 
     @property
     def upper(self) -> Path:
@@ -110,6 +136,11 @@ def relative_in(workspace: Path, path: str) -> str | None:
     return None if rel.split(os.sep)[0] in SKIPPED_DIRS else rel
 
 
+def shallow_first(rel: str) -> tuple[int, str]:
+    """The order in which a call's paths are recorded: by depth, then by name."""
+    return rel.count("/"), rel
+
+
 def _differs(before: FileState, after: FileState) -> bool:
     """Whether a path's state changed (a content that was not kept always counts)."""
     if "unkept" in (before.kind, after.kind):
@@ -123,7 +154,8 @@ class WorkspaceCheckpoints:
     def __init__(self, folder: Path, settings: CheckpointSettings) -> None:
         self.folder = folder
         self.settings = settings
-        self.blobs = BlobStore(folder / "blobs", max_bytes=settings.max_mb * _MB)
+        self.budget = StoreBudget(folder, max_bytes=settings.max_mb * _MB)
+        self.blobs = BlobStore(folder / "blobs", self.budget)
         self.log = ChangeLog(folder)
         self._baseline: dict[str, list[object]] | None = None
 
@@ -144,15 +176,20 @@ class WorkspaceCheckpoints:
         try:
             return self.blobs.put(data, digest), None
         except BudgetExceeded:
-            return (
-                None,
-                f"the session's checkpoints reached checkpoints.maxMb ({self.settings.max_mb})",
-            )
+            return None, self._full
         except OSError as exc:
             return None, f"the checkpoint store cannot be written ({exc.strerror})"
 
-    def _state(self, workspace: Path, rel: str) -> FileState:
-        """The state of ``rel`` now, its content kept."""
+    @property
+    def _full(self) -> str:
+        """Why a content was not kept once the store is full."""
+        return f"the session's checkpoints reached checkpoints.maxMb ({self.settings.max_mb})"
+
+    def _state(self, workspace: Path, rel: str, folders: FolderCheck) -> FileState:
+        """The state of ``rel`` now, its content kept (absent when one of its folders
+        is a symlink or a file now: what is reached through it is another path)."""
+        if folders.blocker(rel) is not None:
+            return ABSENT
         path = workspace / rel
         try:
             st = os.lstat(path)
@@ -196,11 +233,19 @@ class WorkspaceCheckpoints:
         return self._baseline
 
     def _save_baseline(self) -> None:
+        """Write the baseline when the budget leaves room for it (else it is kept for
+        this process only, and a new one reads the files again)."""
+        data = orjson.dumps(self._load_baseline())
+        path = self.folder / BASELINE_FILE
+        if not self.budget.replaceable(path, len(data), CONTENTS):
+            logger.debug("checkpoints: no room for the baseline in %s", self.folder)
+            return
         with contextlib.suppress(OSError):
-            write_atomic(self.folder / BASELINE_FILE, orjson.dumps(self._load_baseline()))
+            write_atomic(path, data)
+            self.budget.track(path)
 
     def _baseline_state(
-        self, workspace: Path, rel: str, entry: Entry, *, read: bool = True
+        self, workspace: Path, rel: str, entry: Entry, folders: FolderCheck, *, read: bool = True
     ) -> FileState:
         """The state of a scanned path, its content from the baseline when unchanged
         (``read=False``: never read now, the content is the one the baseline kept)."""
@@ -217,7 +262,7 @@ class WorkspaceCheckpoints:
             return FileState(kind="file", digest=known[3], mode=entry.mode, size=entry.size)
         if not read:
             return FileState(kind="unkept", reason="changed before its content could be kept")
-        state = self._state(workspace, rel)
+        state = self._state(workspace, rel, folders)
         if state.kind == "file" and state.digest is not None:
             baseline[rel] = [*sig, state.digest]
         else:
@@ -229,6 +274,7 @@ class WorkspaceCheckpoints:
     def before(self, workspace: Path, paths: list[str] | None) -> PendingCheckpoint:
         """Keep what the call may change: the named ``paths``, or (None) the workspace."""
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        folders = FolderCheck(workspace)
         if paths is not None:
             pending = PendingCheckpoint(workspace, [])
             for given in paths:
@@ -242,7 +288,7 @@ class WorkspaceCheckpoints:
                         pending.paths.append(key)
                         pending.before[key] = ABSENT
                 pending.paths.append(rel)
-                pending.before[rel] = self._state(workspace, rel)
+                pending.before[rel] = self._state(workspace, rel, folders)
             return pending
         manifest = scan(workspace)
         pending = PendingCheckpoint(workspace, None, manifest=manifest)
@@ -251,6 +297,7 @@ class WorkspaceCheckpoints:
         for rel in gone:
             del baseline[rel]
         dirty = bool(gone)
+        unknown = []
         for rel, entry in manifest.items():
             if entry.kind == "file":
                 known = baseline.get(rel)
@@ -261,12 +308,21 @@ class WorkspaceCheckpoints:
                     and known[2] == entry.size
                 ):
                     continue
-                dirty = True
-                state = self._baseline_state(workspace, rel, entry)
-                if state.kind != "file":  # not kept (too large, over budget): say so later
-                    pending.before[rel] = state
+                unknown.append(rel)
             elif entry.kind == "symlink":  # its target, read now: after the call it may differ
-                pending.before[rel] = self._baseline_state(workspace, rel, entry)
+                pending.before[rel] = self._baseline_state(workspace, rel, entry, folders)
+        # kept in the order a call names what it changed: what fits is what is named
+        full = self._full if self.blobs.full else None
+        for rel in sorted(unknown, key=shallow_first):
+            entry = manifest[rel]
+            if full:  # not read: it could not be kept
+                pending.before[rel] = FileState(kind="unkept", size=entry.size, reason=full)
+                continue
+            dirty = True
+            state = self._baseline_state(workspace, rel, entry, folders)
+            if state.kind != "file":  # not kept (too large, over budget): say so later
+                pending.before[rel] = state
+                full = self._full if self.blobs.full else None
         if dirty:
             self._save_baseline()
         return pending
@@ -281,17 +337,38 @@ class WorkspaceCheckpoints:
     def before_layer(self, workspace: Path) -> PendingCheckpoint:
         """A fresh overlay folder for one command: nothing is read or copied now, the
         command's writes go to ``pending.upper`` (see the sandbox's ``_overlay``)."""
-        self.layers.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not self.layers.is_dir():
+            self.layers.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self.budget.track(self.layers)
         layer = Path(tempfile.mkdtemp(prefix="layer-", dir=self.layers))
         pending = PendingCheckpoint(workspace, None, layer=layer)
         pending.upper.mkdir()
         pending.work.mkdir()
         return pending
 
+    def _examined(self, paths: list[str]) -> tuple[list[str], list[str], list[str]]:
+        """``(examined, unrecorded, why)``: of a call's changed ``paths``, those whose
+        states are read and recorded (the shallowest first, at most
+        ``maxPathsPerCall``, none once the log cannot take a line), and the others."""
+        paths = sorted(paths, key=shallow_first)
+        cap = self.settings.max_paths_per_call
+        if paths and not self.budget.appendable(self.log.path, [_LINE_FLOOR], NAMES):
+            return [], paths, [self._full]
+        if len(paths) > cap:
+            return paths[:cap], paths[cap:], [self._capped]
+        return paths, [], []
+
+    @property
+    def _capped(self) -> str:
+        """Why the paths beyond the cap were not recorded."""
+        cap = self.settings.max_paths_per_call
+        return f"more than checkpoints.maxPathsPerCall ({cap}) in one call"
+
     def settle(self, pending: PendingCheckpoint) -> None:
-        """Keep the previous state of every path the overlay changed, then apply it to
-        the workspace (once; never raises: a path that cannot be applied is logged and
-        its new content left in the overlay folder, named in the log)."""
+        """Keep the previous state of the paths the overlay changed (see
+        :meth:`_examined`), then apply it to the workspace (once; never raises: a path
+        that cannot be applied is logged and its new content left in the overlay
+        folder, named in the log)."""
         if pending.layer is None or pending.settled is not None:
             return
         workspace, upper = pending.workspace, pending.upper
@@ -301,13 +378,16 @@ class WorkspaceCheckpoints:
         except OSError as error:
             logger.warning("checkpoints: the overlay %s cannot be read: %s", upper, error.strerror)
             paths = []
-        before = {rel: self._state(workspace, rel) for rel in paths}
+        paths, pending.unrecorded, pending.unrecorded_why = self._examined(paths)
+        folders = FolderCheck(workspace)
+        before = {rel: self._state(workspace, rel, folders) for rel in paths}
         try:
             failed = apply_upper(upper, workspace)
         except OSError as error:
             failed = [("", error.strerror or type(error).__name__)]
+        folders = FolderCheck(workspace)
         for rel in paths:
-            after = self._state(workspace, rel)
+            after = self._state(workspace, rel, folders)
             if _differs(before[rel], after):
                 pending.settled.append((rel, before[rel], after))
         if failed:
@@ -322,10 +402,13 @@ class WorkspaceCheckpoints:
         else:
             remove_layer(pending.layer)
 
-    def after(self, pending: PendingCheckpoint, tool_call_id: str) -> list[FileChange]:
-        """Record what the call changed (nothing recorded when nothing changed)."""
+    def after(self, pending: PendingCheckpoint, tool_call_id: str) -> list[LogEntry]:
+        """Record what the call changed (nothing recorded when nothing changed); returns
+        the lines added to the log."""
         workspace = pending.workspace
         changes: list[FileChange] = []
+        unrecorded: list[str] = []
+        why: list[str] = []
         where = str(workspace)
         if pending.layer is not None:
             self.settle(pending)  # the command never started: the overlay is empty
@@ -334,10 +417,12 @@ class WorkspaceCheckpoints:
                 FileChange(tool_call_id=tool_call_id, workspace=where, path=rel, before=b, after=a)
                 for rel, b, a in pending.settled
             ]
+            unrecorded, why = pending.unrecorded, pending.unrecorded_why
         elif pending.paths is not None:
+            folders = FolderCheck(workspace)
             for rel in pending.paths:
                 before = pending.before[rel]
-                after = self._state(workspace, rel)
+                after = self._state(workspace, rel, folders)
                 if not before.same_as(after) or before.mode != after.mode:
                     changes.append(
                         FileChange(
@@ -353,16 +438,21 @@ class WorkspaceCheckpoints:
             old = pending.manifest
             new = scan(workspace)
             created, deleted, changed = diff(old, new)
-            for rel in sorted({*created, *deleted, *changed}):
+            paths, unrecorded, why = self._examined([*created, *deleted, *changed])
+            baseline = self._load_baseline()
+            folders = FolderCheck(workspace)
+            for rel in paths:
                 before = (
                     pending.before.get(rel)
-                    or self._baseline_state(workspace, rel, old[rel], read=False)
+                    or self._baseline_state(workspace, rel, old[rel], folders, read=False)
                     if rel in old
                     else ABSENT
                 )
-                after = self._baseline_state(workspace, rel, new[rel]) if rel in new else ABSENT
-                if rel not in new:
-                    self._load_baseline().pop(rel, None)
+                after = (
+                    self._baseline_state(workspace, rel, new[rel], folders)
+                    if rel in new
+                    else ABSENT
+                )
                 changes.append(
                     FileChange(
                         tool_call_id=tool_call_id,
@@ -372,41 +462,78 @@ class WorkspaceCheckpoints:
                         after=after,
                     )
                 )
-            if changes:
+            for rel in deleted:
+                baseline.pop(rel, None)
+            if paths or deleted:
                 self._save_baseline()
+        return self._record(tool_call_id, where, changes, unrecorded, why)
+
+    def _record(
+        self,
+        tool_call_id: str,
+        where: str,
+        changes: list[FileChange],
+        unrecorded: list[str],
+        why: list[str],
+    ) -> list[LogEntry]:
+        """Append a call's lines to the log: as many of ``changes`` as the cap and the
+        budget let it name, then one line counting the paths it did not name."""
+        cap = self.settings.max_paths_per_call
+        if len(changes) > cap:
+            unrecorded = [*unrecorded, *(c.path for c in changes[cap:])]
+            changes, why = changes[:cap], [*why, self._capped]
+        lines = [ChangeLog.line(c) for c in changes]
+        fitting = self.budget.appendable(self.log.path, [len(line) for line in lines], NAMES)
+        if fitting < len(changes):
+            unrecorded = [*unrecorded, *(c.path for c in changes[fitting:])]
+            changes, why = changes[:fitting], [*why, self._full]
+        entries: list[LogEntry] = list(changes)
+        if unrecorded:
+            note = UnrecordedPaths(
+                tool_call_id=tool_call_id,
+                workspace=where,
+                path=common_folder(unrecorded),
+                unrecorded=len(unrecorded),
+                reason="; ".join(dict.fromkeys(why)),
+            )
+            entries.append(note)
         try:
-            self.log.append(changes)
+            self.log.append(entries)
         except OSError as exc:
             raise CheckpointError(
                 f"the checkpoint log {self.log.path} cannot be written ({exc.strerror}); "
                 f"a rewind cannot undo tool call {tool_call_id}",
                 hint="free some disk space in the snapshots folder (snapshots.dataDir)",
             ) from None
-        return changes
+        self.budget.track(self.log.path)
+        return entries
 
     # -- reading, forks --------------------------------------------------------------
 
-    def changes(self) -> list[FileChange]:
-        """Every recorded change, oldest first."""
+    def changes(self) -> list[LogEntry]:
+        """Every line of the log, oldest first."""
         return self.log.read()
 
-    def changed_paths(self) -> dict[str, list[str]]:
-        """Which paths each tool call changed (by tool-call id), for views."""
-        by_call: dict[str, list[str]] = {}
+    def changes_by_call(self) -> dict[str, list[LogEntry]]:
+        """The log's lines of each tool call (by tool-call id), for views."""
+        by_call: dict[str, list[LogEntry]] = {}
         for change in self.changes():
-            by_call.setdefault(change.tool_call_id, []).append(change.path)
+            by_call.setdefault(change.tool_call_id, []).append(change)
         return by_call
 
     def carry_over(self, into: WorkspaceCheckpoints, tool_call_ids: set[str]) -> int:
-        """Give a fork the changes of the tool calls it kept (and their contents);
-        returns how many changes."""
+        """Give a fork the log lines of the tool calls it kept (and their contents);
+        returns how many lines."""
         kept = [c for c in self.changes() if c.tool_call_id in tool_call_ids]
         if not kept:
             return 0
         into.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         for change in kept:
-            for state in (change.before, change.after):
-                if state.digest is not None:
-                    self.blobs.link_into(into.blobs, state.digest)
+            if isinstance(change, FileChange):
+                for state in (change.before, change.after):
+                    if state.digest is not None:
+                        with contextlib.suppress(BudgetExceeded):  # named, not restorable
+                            self.blobs.link_into(into.blobs, state.digest)
         into.log.append(kept)
+        into.budget.track(into.log.path)
         return len(kept)

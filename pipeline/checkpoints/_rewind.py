@@ -1,20 +1,29 @@
 """Putting the workspace back as it was before some tool calls.
 
-:func:`plan_rewind` takes a session's :class:`FileChange` log and the tool calls
-to undo and gives, for each path they changed, the state to restore (the state
-before the first undone change) and the state the tools left (after the last
-one). :func:`apply_rewind` then:
+:func:`plan_rewind` takes a session's change log and the tool calls to undo and
+gives, for each path they changed, the state to restore (the state before the
+first undone change) and the state the tools left (after the last one); and, for
+the paths a call did not record (see ``_changes``), the folder holding them and
+how many. :func:`apply_rewind` then:
 
 1. checks the workspace is still there and writable, and that every content it
    needs is in the store and undamaged (:class:`CheckpointError` otherwise,
    before anything is touched);
-2. compares each path with the state the tools left: a path changed since (by
-   the user) is a conflict; ``on_conflict`` says what to do: ``refuse`` (raise
-   :class:`RewindConflict` naming them, nothing changed), ``keep`` (leave them,
-   reported as skipped) or ``overwrite``;
+2. compares each path, the shallowest first, with the state the tools left: a
+   path changed since (by the user) is a conflict; ``on_conflict`` says what to
+   do: ``refuse`` (raise :class:`RewindConflict` naming them, nothing changed),
+   ``keep`` (leave them, reported as skipped) or ``overwrite``. A path under a
+   folder the rewind makes anew (the tools put a symlink or a file in its place)
+   is compared with nothing: there is nothing there until the folder is back. A
+   path under a folder that is now a symlink or a file, and stays one, is left
+   as it is and reported (writing it would reach another path);
 3. restores file by file, each atomically (a temporary file in the same folder,
    fsynced, renamed over the path), folders the tools created last (removed only
    when empty). Files the tools did not change are never touched.
+
+Every path the plan names is either restored or reported as skipped with why, in
+one rewind: not kept, not recorded, changed since, its folder not empty or no
+longer a folder.
 
 A failure mid-restore (a full disk) stops there: the error lists the files
 already restored; the others are left as they were, none half-written.
@@ -33,11 +42,13 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 from ollm_cli.pipeline.checkpoints._blobs import BlobStore, digest_of
-from ollm_cli.pipeline.checkpoints._changes import FileChange, FileState
+from ollm_cli.pipeline.checkpoints._changes import ABSENT, FileState, LogEntry, UnrecordedPaths
+from ollm_cli.pipeline.checkpoints._manifest import FolderCheck
 from ollm_cli.pipeline.errors import CheckpointError
 from ollm_cli.pipeline.records import Record
 
@@ -52,6 +63,9 @@ class PathRewind(Record):
     path: str
     restore: FileState
     left: FileState
+    unrecorded: int = 0
+    """Not a path to restore: the count of the undone calls' paths under ``path``
+    that were not recorded (``restore.reason`` says why)."""
 
 
 class RewindItem(Record):
@@ -107,13 +121,31 @@ class RewindFailed(CheckpointError):
         self.report = report
 
 
-def plan_rewind(changes: list[FileChange], undo: set[str]) -> list[PathRewind]:
-    """For each path changed by the tool calls in ``undo``: what to put back."""
-    plan: dict[tuple[str, str], PathRewind] = {}
+def plan_rewind(changes: Sequence[LogEntry], undo: set[str]) -> list[PathRewind]:
+    """For each path changed by the tool calls in ``undo``: what to put back (and, for
+    each folder holding paths they did not record, how many)."""
+    plan: dict[tuple[str, str, bool], PathRewind] = {}
     for change in changes:
         if change.tool_call_id not in undo:
             continue
-        key = (change.workspace, change.path)
+        if isinstance(change, UnrecordedPaths):
+            key = (change.workspace, change.path, True)
+            if key in plan:
+                known = plan[key]
+                known.unrecorded += change.unrecorded
+                reasons = f"{known.restore.reason}; {change.reason}".split("; ")
+                known.restore = FileState(kind="unkept", reason="; ".join(dict.fromkeys(reasons)))
+            else:
+                noted = FileState(kind="unkept", reason=change.reason)
+                plan[key] = PathRewind(
+                    workspace=change.workspace,
+                    path=change.path,
+                    restore=noted,
+                    left=noted,
+                    unrecorded=change.unrecorded,
+                )
+            continue
+        key = (change.workspace, change.path, False)
         if key in plan:
             plan[key].left = change.after
         else:
@@ -151,11 +183,16 @@ def current_state(workspace: Path, rel: str) -> FileState:
     return FileState(kind="file", digest=digest_of(data), mode=st.st_mode & 0o7777, size=len(data))
 
 
-def _inside(workspace: Path, rel: str) -> bool:
-    """Whether ``rel``'s folder is really inside the workspace (no symlink leads out)."""
-    root = os.path.realpath(workspace)
-    parent = os.path.realpath(os.path.dirname(os.path.join(root, rel)) or root)
-    return parent == root or parent.startswith(root + os.sep)
+def _within(rel: str) -> bool:
+    """Whether ``rel`` names a path under the workspace (not itself, nothing above it)."""
+    parts = rel.split("/")
+    return bool(rel) and not os.path.isabs(rel) and ".." not in parts and rel != "."
+
+
+def _folders(rel: str) -> list[str]:
+    """The folders leading to ``rel``, the shallowest first."""
+    parts = rel.split("/")[:-1]
+    return ["/".join(parts[: n + 1]) for n in range(len(parts))]
 
 
 def _write_file(path: Path, data: bytes, mode: int | None) -> None:
@@ -212,43 +249,40 @@ def apply_rewind(
     items: list[RewindItem] = []
     todo: list[PathRewind] = []
     conflicts: list[str] = []
-    for entry in plan:
-        if entry.restore.kind == "unkept":
-            items.append(
-                RewindItem(
-                    path=entry.path, action="skipped", reason=f"not kept: {entry.restore.reason}"
-                )
-            )
+    folders = FolderCheck(root)
+    fresh: set[str] = set()
+    """The folders this rewind makes anew, where a symlink or a file is now."""
+    for entry in sorted(plan, key=lambda e: (e.path.count("/"), e.path)):
+        skipped = _skipped(entry, folders, fresh)
+        if skipped is not None:
+            if skipped:
+                items.append(RewindItem(path=entry.path, action="skipped", reason=skipped))
             continue
-        if not _inside(root, entry.path):
-            items.append(
-                RewindItem(
-                    path=entry.path,
-                    action="skipped",
-                    reason="its folder now leads outside the workspace",
-                )
-            )
-            continue
-        try:
-            now = current_state(root, entry.path)
-        except OSError as exc:
-            raise CheckpointError(
-                f"cannot read {entry.path} in {root} ({exc.strerror}); nothing was restored",
-                hint="check the workspace's permissions",
-            ) from None
-        if _same(now, entry.restore):
-            continue  # already as it was
-        if entry.left.kind != "unkept" and not now.same_as(entry.left) and entry.left.kind != "dir":
-            if on_conflict == "keep":
-                items.append(
-                    RewindItem(
-                        path=entry.path, action="skipped", reason="changed since the tools wrote it"
-                    )
-                )
+        if fresh.intersection(_folders(entry.path)):
+            now = ABSENT  # what is there now goes with the symlink or file in its place
+        else:
+            try:
+                now = current_state(root, entry.path)
+            except OSError as exc:
+                raise CheckpointError(
+                    f"cannot read {entry.path} in {root} ({exc.strerror}); nothing was restored",
+                    hint="check the workspace's permissions",
+                ) from None
+            if _same(now, entry.restore):
+                continue  # already as it was
+            if (
+                entry.left.kind not in ("unkept", "dir")
+                and not now.same_as(entry.left)
+                and on_conflict != "overwrite"
+            ):
+                if on_conflict == "keep":
+                    reason = "changed since the tools wrote it"
+                    items.append(RewindItem(path=entry.path, action="skipped", reason=reason))
+                else:
+                    conflicts.append(entry.path)
                 continue
-            if on_conflict == "refuse":
-                conflicts.append(entry.path)
-                continue
+        if entry.restore.kind == "dir" and now.kind != "dir":
+            fresh.add(entry.path)
         todo.append(entry)
     if conflicts:
         raise RewindConflict(conflicts)
@@ -280,15 +314,8 @@ def apply_rewind(
         try:
             action = _restore_one(path, entry, contents)
         except OSError as exc:
-            if (
-                entry.restore.kind == "absent"
-                and entry.left.kind == "dir"
-                and exc.errno
-                in (
-                    errno.ENOTEMPTY,
-                    errno.EEXIST,
-                )
-            ):  # the user's files
+            if entry.left.kind == "dir" and exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                # files the tools did not make are in it (the user's)
                 items.append(
                     RewindItem(path=entry.path, action="skipped", reason="folder not empty")
                 )
@@ -297,6 +324,29 @@ def apply_rewind(
             raise RewindFailed(f"cannot restore {entry.path}: {exc.strerror}", report) from None
         items.append(RewindItem(path=entry.path, action=action))
     return RewindReport(workspace=str(root), items=items)
+
+
+def _skipped(entry: PathRewind, folders: FolderCheck, fresh: set[str]) -> str | None:
+    """Why ``entry`` is not restored (``""``: nothing to do, nothing to say), or None
+    when it is to be compared and restored."""
+    if entry.unrecorded:
+        return (
+            f"{entry.unrecorded:,} more path change(s) under it were not recorded "
+            f"({entry.restore.reason}); left as they are"
+        )
+    if entry.restore.kind == "unkept":
+        return f"not kept: {entry.restore.reason}"
+    if not _within(entry.path):
+        return "not a path inside the workspace"
+    if fresh.intersection(_folders(entry.path)):
+        return "" if entry.restore.kind == "absent" else None
+    blocked = folders.blocker(entry.path)
+    if blocked is None:
+        return None
+    if entry.restore.kind == "absent":
+        return ""  # it is not there: what the symlink or file leads to is another path
+    folder, kind = blocked
+    return f"its folder {folder} is a {kind} now, not a folder; left as it is"
 
 
 def _restore_one(path: Path, entry: PathRewind, contents: dict[str, bytes]) -> Action:
@@ -312,6 +362,8 @@ def _restore_one(path: Path, entry: PathRewind, contents: dict[str, bytes]) -> A
         if restore.mode is not None:
             os.chmod(path, restore.mode)
         return "created folder"
+    if path.is_dir() and not path.is_symlink():  # a folder in its place: once emptied
+        os.rmdir(path)
     if restore.kind == "symlink":
         assert restore.target is not None
         temporary = path.with_name(f".{path.name[:200]}.{secrets.token_hex(4)}.rewind")
@@ -320,7 +372,5 @@ def _restore_one(path: Path, entry: PathRewind, contents: dict[str, bytes]) -> A
         os.replace(temporary, path)
         return "restored"
     assert restore.digest is not None
-    if path.is_dir() and not path.is_symlink():
-        os.rmdir(path)
     _write_file(path, contents[restore.digest], restore.mode)
     return "restored"

@@ -8,9 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from ollm_cli.cli.state import loaded_settings
 from ollm_cli.config.settings import CheckpointSettings, SandboxSettings, ToolSettings
-from ollm_cli.pipeline.checkpoints import WorkspaceCheckpoints
-from ollm_cli.pipeline.records import SessionToolCall, ToolCallPart
+from ollm_cli.pipeline.checkpoints import FileChange, WorkspaceCheckpoints
+from ollm_cli.pipeline.recording import ChatRecordingService
+from ollm_cli.pipeline.records import (
+    SessionMessage,
+    SessionToolCall,
+    ToolCallPart,
+    ToolResultPart,
+)
 from ollm_cli.pipeline.tools import ToolExecutor
 
 SID = "0f0e0d0c-0b0a-4000-8000-000000000001"
@@ -40,6 +47,11 @@ class Tools:
         found = self.executor.checkpoints_of(SID)
         assert found is not None
         return found
+
+    @property
+    def file_changes(self) -> list[FileChange]:
+        """The log's lines that name a path (not those counting unrecorded ones)."""
+        return [c for c in self.checkpoints.changes() if isinstance(c, FileChange)]
 
 
 @pytest.fixture
@@ -81,3 +93,34 @@ def tree(root: Path) -> dict[str, bytes | str]:
         else:
             found[rel] = path.read_bytes()
     return found
+
+
+def session_with_a_shell_call(workspace: Path, command: str) -> str:
+    """A recorded session (of ``OLLM_HOME``'s settings) whose assistant ran ``command``
+    through a real shell call that kept its checkpoint, as a chat does; returns its id
+    (``rewind --to 0`` undoes the call)."""
+    settings = loaded_settings().settings
+    executor = ToolExecutor(
+        settings.tools,
+        workspace=workspace,
+        checkpoints=settings.checkpoints,
+        checkpoints_root=settings.snapshots.data_dir,
+    )
+    store = ChatRecordingService(
+        settings.services.session, snapshots_dir=settings.snapshots.data_dir
+    )
+    try:
+        sid = store.create_session("m", "simulated", title="a shell call")
+        store.record_message(sid, SessionMessage.user("run it"))
+        call = ToolCallPart(id="s1", name="shell", args={"command": command})
+        store.record_message(sid, SessionMessage(role="assistant", parts=[call]))
+        env = {"PATH": os.environ.get("PATH", os.defpath)}
+        record = executor.execute(call, env, True, session_id=sid)
+        assert record.success, record.result.llm_content
+        store.record_tool_call(sid, record)
+        result = ToolResultPart(tool_call_id=call.id, name=call.name, content="done")
+        store.record_message(sid, SessionMessage(role="tool", parts=[result]))
+        store.close_session(sid)
+        return sid
+    finally:
+        store.close()

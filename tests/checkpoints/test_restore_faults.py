@@ -64,7 +64,7 @@ def test_a_damaged_chunk_of_a_big_file_is_found_before_anything_changes(
     blobs = tools.checkpoints.blobs
     chunk_files = [p for p in blobs.folder.rglob("*") if p.is_file()]
     assert len(chunk_files) > 3  # the big file was kept as chunks
-    digest = next(c.before.digest for c in tools.checkpoints.changes() if c.path == "big.txt")
+    digest = next(c.before.digest for c in tools.file_changes if c.path == "big.txt")
     assert digest is not None
     recipe = blobs.path(digest)
     victim = next(p for p in chunk_files if p != recipe and p.stat().st_size > 100)
