@@ -15,6 +15,11 @@ one item at a time:
 A file whose journal holds records newer than it (a live writer) is read whole
 instead, as are small files.
 
+The session index reads a large file in one pass too (:class:`IndexedStream`),
+with every string cut short (:class:`~ollm_cli.pipeline.recording._short_strings.ShortStrings`)
+and each message built only as far as search looks: its memory is bounded
+whatever the file holds (one 60 MB message included).
+
 Example::
 
     streamed = open_streamed(path)
@@ -29,11 +34,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import ijson
 
-from ollm_cli.pipeline.recording._document import PARTIAL_KEY, REVISION_KEY
+from ollm_cli.pipeline.recording._document import PARTIAL_KEY, REVISION_KEY, DocumentError
+from ollm_cli.pipeline.recording._short_strings import ShortStrings
 from ollm_cli.pipeline.records import Session, SessionMessage, SessionMetadata, SessionToolCall
 
 STREAM_BYTES = 32 * 1024 * 1024
@@ -202,3 +208,72 @@ def _read_tool_calls(
             if call.id not in called and call.id not in results:
                 orphans.append(call)
     return recorded, orphans
+
+
+_LISTS = {"messages": "message", "toolCalls": "toolCall"}
+
+
+@dataclass
+class IndexedStream:
+    """What the session index needs of a large session file, read in one pass in
+    bounded memory: each message and tool call (:meth:`items`), then the top-level
+    fields and the metadata (:attr:`header`) and the counts.
+
+    Every string of the file is cut to ``text_bytes`` bytes (far more than the longest
+    key a session file has: keys are strings too), and a message or tool call
+    stops being built once its strings pass twice that (an event counts 8 bytes):
+    search looks at no more. :meth:`items` raises :class:`DocumentError` when the file
+    is not a session file's JSON (the index then reports it, as for a small one).
+    """
+
+    raw: BinaryIO
+    text_bytes: int
+    header: dict[str, Any] = field(default_factory=dict)
+    message_count: int = 0
+    tool_call_count: int = 0
+
+    def items(self) -> Iterator[tuple[str, int, dict[str, Any]]]:
+        """``(kind, index, item)`` for each message (``"message"``) and tool call
+        (``"toolCall"``), each as far as it was built."""
+        try:
+            yield from self._items()
+        except ijson.JSONError as error:  # IncompleteJSONError is no ValueError
+            raise DocumentError(f"not valid JSON ({error})") from None
+
+    def _items(self) -> Iterator[tuple[str, int, dict[str, Any]]]:
+        metadata = ijson.ObjectBuilder()
+        item: ijson.ObjectBuilder | None = None
+        budget = 0
+        events = ijson.parse(ShortStrings(self.raw, self.text_bytes), use_float=True)
+        for prefix, event, value in events:
+            top, _, rest = prefix.partition(".")
+            kind = _LISTS.get(top)
+            if kind is not None and rest:
+                if rest == "item" and event == "start_map":
+                    item, budget = ijson.ObjectBuilder(), 2 * self.text_bytes
+                elif rest == "item" and event == "end_map" and item is not None:
+                    yield kind, self._counted(kind), item.value
+                    item = None
+                    continue
+                elif rest == "item" and event != "map_key":
+                    raise DocumentError(f"field {top!r} is not a list of objects")
+                if item is not None and budget > 0:
+                    item.event(event, value)
+                    budget -= len(value) if isinstance(value, str) else 8
+            elif kind is not None and event not in ("start_array", "end_array"):
+                raise DocumentError(f"field {top!r} is not a list of objects")
+            elif top == "metadata":
+                metadata.event(event, value)
+            elif prefix in _SCALARS:
+                self.header[prefix] = value if event in ("string", "number") else None
+            elif not prefix and event == "start_array":
+                raise DocumentError("a session file holds an object, not a list")
+        self.header["metadata"] = getattr(metadata, "value", None) or {}
+
+    def _counted(self, kind: str) -> int:
+        """The index of the next item of ``kind``, counted."""
+        if kind == "message":
+            self.message_count += 1
+            return self.message_count - 1
+        self.tool_call_count += 1
+        return self.tool_call_count - 1
