@@ -238,7 +238,7 @@ class IndexedStream:
         try:
             yield from self._items()
         except ijson.JSONError as error:  # IncompleteJSONError is no ValueError
-            raise DocumentError(f"not valid JSON ({error})") from None
+            raise DocumentError(f"not valid JSON ({_reason(error)})") from None
 
     def _items(self) -> Iterator[tuple[str, int, dict[str, Any]]]:
         metadata = ijson.ObjectBuilder()
@@ -277,3 +277,11 @@ class IndexedStream:
             return self.message_count - 1
         self.tool_call_count += 1
         return self.tool_call_count - 1
+
+
+def _reason(error: ijson.JSONError) -> str:
+    """What the parser found wrong, without the text of the file it quotes after it (a
+    session's text may hold a secret: it is never put in a message)."""
+    said = error.args[0] if error.args else ""
+    text = said.decode("utf-8", "replace") if isinstance(said, bytes) else str(said)
+    return text.split("\n", 1)[0].strip() or "not JSON"

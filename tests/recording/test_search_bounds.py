@@ -135,11 +135,19 @@ def test_a_word_deep_in_a_long_message_gets_a_snippet_around_it(
 
 def test_a_damaged_large_file_is_named_and_left_out(tmp_path: Path, ollm_home: Path) -> None:
     folder = ollm_home / "sessions"
-    sid = write_session(folder, big_text(STREAM_BYTES + 100))
+    secret = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    sid = write_session(folder, big_text(STREAM_BYTES + 100), f"token {secret} and more")
     path = folder / f"{sid}.json"
-    path.write_bytes(path.read_bytes()[:-100])  # cut short
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b" and more", b" \xff\xfe"))  # not UTF-8, after the secret
     other = write_session(folder, "a small one about zyxomatic", title="small")
-    assert [h["sessionId"] for h in search("zyxomatic")] == [other]
+    done = run_ollm("search", "zyxomatic", "--json")
+    assert [h["sessionId"] for h in orjson.loads(done.stdout)] == [other]
+    # named as damaged, why, and never with the text around the damage
+    assert f"{sid}.json is damaged (not valid JSON (lexical error: invalid bytes in UTF8" in (
+        " ".join(done.stderr.split())
+    )
+    assert secret not in done.stderr + done.stdout
     told = run_ollm("doctor")
     assert sid[:8] in told.stdout + told.stderr
 
