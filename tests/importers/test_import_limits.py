@@ -105,6 +105,18 @@ def test_a_60_mb_message_is_cut_to_the_limit_and_its_size_said(
     assert [hit["sessionId"] for hit in orjson.loads(found.stdout)] == [session.session_id]
 
 
+def test_a_transcript_whose_first_line_is_long_is_still_recognised(
+    tmp_path: Path, ollm_home: Path
+) -> None:
+    """Only the first 64 KB of a file are looked at to recognise it: a first message
+    longer than that (one line) made the transcript look like a broken OLLM file."""
+    path = transcript(tmp_path / "projects", words(20_000))  # 120 KB on the first line
+    done = run_ollm("import", str(path), "--json")  # no --from
+    assert done.returncode == 0, done.stderr
+    [row] = orjson.loads(done.stdout)
+    assert (row["tool"], row["status"]) == ("claude-code", "imported")
+
+
 def test_the_limit_is_a_setting_and_holds_for_ollm_files_too(
     tmp_path: Path, ollm_home: Path
 ) -> None:
