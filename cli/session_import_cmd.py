@@ -12,6 +12,11 @@ stops the others, but the command then exits 4. ``--strict`` refuses a file at
 its first damaged line instead of skipping it. Secrets in the imported text are
 redacted as in a recorded session (``services.session.redactSecrets``, or
 ``--no-redact`` for one import), and the import says how many values it masked.
+
+Each session is held to :class:`~ollm_cli.pipeline.importers.ImportLimits` first (a
+message's size, no time in the future), and its row says what that changed
+(``cutMessages``, ``leftOutBytes``, ``redatedFrom``) and what the reader left out on
+purpose (``leftOut``: reason → count).
 """
 
 from __future__ import annotations

@@ -181,7 +181,12 @@ def import_sessions(
     with --from (or recognised); importing them again creates nothing new. Each of their
     files is reported: a damaged line is skipped and its number shown (--strict refuses
     the file instead); a bad file is named with the format it looks like and the others
-    are still imported (exit 4). Secrets are masked and counted unless --no-redact.
+    are still imported (exit 4). Secrets are masked and counted unless --no-redact. What
+    a tool showed but never sent to its model (notices) is left out and counted.
+
+    Every import keeps a message to services.session.importMaxMessageBytes (1 MB) of
+    text, a placeholder saying how much was left out, and records a time in the future
+    as the import's own (the original kept in metadata.custom.importedFrom).
 
     Example: `ollm sessions import chat.json --new-id`; also
     `ollm sessions import --from codex`, `ollm sessions import ~/.claude/projects/-home-me-app`
