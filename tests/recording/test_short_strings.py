@@ -13,7 +13,7 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ollm_cli.pipeline.recording._short_strings import ShortStrings
+from ollm_cli.pipeline.recording._stream import ShortStrings
 
 strings = st.text(
     alphabet=st.characters(codec="utf-8")  # no lone surrogate: UTF-8 has none
