@@ -681,12 +681,23 @@ class SessionIndex:
         return hits
 
     def _snippet(self, rowid: int, match: str, any_word: str) -> str:
-        """The snippet of the text of ``rowid``: the best window of it for ``match``
-        (or, when no window holds every word, for any of them), its matched words
-        marked; ``…`` where it is cut."""
+        """The snippet of the text of ``rowid`` for ``match``, its matched words marked,
+        ``…`` where it is cut. FTS5's ``snippet()`` only ever reads one window of
+        :data:`SNIPPET_WINDOW` characters: a text that short is its own window, read in
+        the index; a longer one is cut into windows in a table of this connection, and
+        the best window for ``match`` (or, when none holds every word, for any of them)
+        gives the snippet."""
         conn = self._conn
-        row = conn.execute("SELECT text FROM fts WHERE rowid=?", (rowid,)).fetchone()
-        text: str = row[0] if row else ""
+        row = conn.execute(
+            "SELECT length(text) <= ? FROM fts WHERE rowid=?", (SNIPPET_WINDOW, rowid)
+        ).fetchone()
+        if row is None or row[0]:
+            found = conn.execute(
+                "SELECT snippet(fts, 0, ?, ?, ?, 16) FROM fts WHERE fts MATCH ? AND rowid=?",
+                (MARK_START, MARK_END, SNIPPET_ELLIPSIS, match, rowid),
+            ).fetchone()
+            return str(found[0]) if found else ""
+        (text,) = conn.execute("SELECT text FROM fts WHERE rowid=?", (rowid,)).fetchone()
         windows = _windows(text)
         conn.execute(_WINDOWS)  # a table of this connection alone, in memory
         try:
