@@ -13,11 +13,18 @@ list 10,000 sessions (small and large ones)           < 100 ms, the same for sma
 full-text search across 10,000 sessions               >= 10 x faster than ``rg -l`` on the folder
 ``--huge MB``: list / view / export of one huge session  list < 1 s and < 100 MB; view and export in
                                                       < 1/4 of the memory of reading it whole
+``--huge-message MB``: search a store holding one      < 2 x the time and < 2 x the memory of
+message of MB written into its file, cold (the index  ``ollm sessions list`` of the same store
+built) and warm; import it from a Claude Code         (the command's own cost), whatever the size
+transcript, then search
 ====================================================  ==============================================
 
 ``--huge 200`` measures the commands as real processes (time and peak RSS) on
 one 200 MB session, against the same commands made to read the session whole
-(the old way) in the same run.
+(the old way) in the same run. ``--huge-message 60`` measures ``ollm sessions
+search`` the same way over one 60 MB message (issue 35: it took 73 s and
+1.2 GB), for a rare word and for a prefix that matches one word in 26; ``--huge-message
+1`` is a smoke run of the same steps.
 
 ``--quick`` uses smaller sizes (for a smoke run); its figures are not the
 targets'. The work folder is created on the same disk as the repository.
@@ -433,6 +440,93 @@ def huge_session(work: Path, words: Words, megabytes: int) -> list[Figure]:
     return figures
 
 
+def _huge_message_files(work: Path, words: Words, megabytes: int) -> tuple[Path, Path]:
+    """A store holding one session whose first message is ``megabytes`` MB of words,
+    written straight into its file; and a Claude Code transcript holding the same."""
+    block = words.text(100_000) + " "
+    text = "zyxomatic " + block * max(1, megabytes * 1_000_000 // len(block))
+    stamp = "2025-01-01T00:00:00Z"
+    sid = "6f1e2d3c-4b5a-4968-8776-5a4b3c2d1e0f"
+    session = {
+        "sessionId": sid,
+        "startTime": stamp,
+        "lastActivity": stamp,
+        "model": "llama3.2",
+        "provider": "ollama",
+        "messages": [
+            {"role": "user", "parts": [{"type": "text", "text": text}], "timestamp": stamp},
+            {"role": "assistant", "parts": [{"type": "text", "text": "ok"}], "timestamp": stamp},
+        ],
+        "toolCalls": [],
+        "metadata": {"title": "one huge message"},
+    }
+    store = work / "message-home"
+    (store / "sessions").mkdir(parents=True)
+    (store / "sessions" / f"{sid}.json").write_bytes(orjson.dumps(session))
+    line = {
+        "type": "user",
+        "uuid": "u1",
+        "sessionId": sid,
+        "cwd": "/w",
+        "timestamp": stamp,
+        "message": {"role": "user", "content": text},
+    }
+    transcript = work / "claude" / f"{sid}.jsonl"
+    transcript.parent.mkdir()
+    transcript.write_bytes(orjson.dumps(line) + b"\n")
+    return store, transcript
+
+
+def huge_message(work: Path, words: Words, megabytes: int) -> list[Figure]:
+    """Search a store holding one message of ``megabytes`` MB (written into its file, and
+    imported), against ``ollm sessions list`` of the same store."""
+    store, transcript = _huge_message_files(work, words, megabytes)
+    figures: list[Figure] = []
+
+    def search_figures(home: Path, how: str) -> None:
+        _measured("stream", home, "sessions", "list")  # the index, built
+        base_took, base_rss = _measured("stream", home, "sessions", "list")
+        for query in ("zyxomatic", "a*"):
+            took, rss = _measured("stream", home, "sessions", "search", query)
+            figures.append(
+                Figure(
+                    f"search {query!r}, {megabytes} MB message {how}",
+                    f"{took:.2f} s, {rss:.0f} MB",
+                    f"list: {base_took:.2f} s, {base_rss:.0f} MB",
+                    "< 2x list's time and memory",
+                    took < 2 * base_took and rss < 2 * base_rss,
+                )
+            )
+
+    print(f"search over one {megabytes} MB message written into its file ...")
+    took, rss = _measured("stream", store, "sessions", "search", "zyxomatic")
+    figures.append(
+        Figure(
+            f"first search, {megabytes} MB message (index built)",
+            f"{took:.2f} s, {rss:.0f} MB",
+            "(the file read once, as a stream)",
+            "< 100 MB",
+            rss < 100,
+        )
+    )
+    search_figures(store, "in its file")
+    print(f"import of one {megabytes} MB message, then search ...")
+    imported = work / "import-home"
+    took, rss = _measured("stream", imported, "sessions", "import", str(transcript))
+    size = sum(p.stat().st_size for p in (imported / "sessions").glob("*.json")) / 1e6
+    figures.append(
+        Figure(
+            f"import a {megabytes} MB message",
+            f"{took:.2f} s, {rss:.0f} MB; {size:.1f} MB kept",
+            f"transcript {transcript.stat().st_size / 1e6:.0f} MB",
+            "(no target: the file is read whole)",
+            True,
+        )
+    )
+    search_figures(imported, "imported")
+    return figures
+
+
 def main(argv: list[str] | None = None) -> None:
     """Measure and print the figures."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
@@ -441,6 +535,13 @@ def main(argv: list[str] | None = None) -> None:
         "--huge", type=int, default=0, metavar="MB", help="also one session of MB megabytes"
     )
     parser.add_argument("--only-huge", action="store_true", help="measure only the --huge session")
+    parser.add_argument(
+        "--huge-message",
+        type=int,
+        default=0,
+        metavar="MB",
+        help="also search over one message of MB megabytes (alone with --only-huge)",
+    )
     options = parser.parse_args(argv)
     quick = options.quick
     words = Words()
@@ -452,6 +553,8 @@ def main(argv: list[str] | None = None) -> None:
         if options.huge:
             print(f"one {options.huge} MB session ...")
             figures.extend(huge_session(work, words, options.huge))
+        if options.huge_message:
+            figures.extend(huge_message(work, words, options.huge_message))
         if options.only_huge:
             return _print_table(figures, quick)
         print("recording ...")

@@ -273,7 +273,7 @@ def _continue_latest(
         )
     from rich.markup import escape
 
-    from ollm_cli.cli.session_picker import one_line
+    from ollm_cli.cli.session_picker import imported_notice, one_line
 
     latest = recent[0]
     title = f" {escape(one_line(latest.title or ''))}" if latest.title else ""
@@ -282,6 +282,9 @@ def _continue_latest(
         f"[dim]continuing {latest.session_id[:8]}{title} ({when}, "
         f"{latest.message_count} messages)[/]"
     )
+    notice = imported_notice(latest.session_id, latest.tags)
+    if notice is not None:
+        output.err_console.print(notice)
     return loop.run(coordinator.start_session(resume=latest.session_id, model=model))
 
 

@@ -12,6 +12,11 @@ stops the others, but the command then exits 4. ``--strict`` refuses a file at
 its first damaged line instead of skipping it. Secrets in the imported text are
 redacted as in a recorded session (``services.session.redactSecrets``, or
 ``--no-redact`` for one import), and the import says how many values it masked.
+
+Each session is held to :class:`~ollm_cli.pipeline.importers.ImportLimits` first (a
+message's size, no time in the future), and its row says what that changed
+(``cutMessages``, ``leftOutBytes``, ``redatedFrom``) and what the reader left out on
+purpose (``leftOut``: reason → count).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from ollm_cli.cli.output import console, err_console, print_json
 from ollm_cli.pipeline.errors import SessionError
 
 if TYPE_CHECKING:  # the readers are imported when an import runs, not by every command
-    from ollm_cli.pipeline.importers import FileOutcome, ImportSource
+    from ollm_cli.pipeline.importers import Admitted, FileOutcome, ImportLimits, ImportSource
     from ollm_cli.pipeline.recording import ChatRecordingService
     from ollm_cli.pipeline.records import Session
 
@@ -85,10 +90,12 @@ def import_from_tools(
     source: ImportFrom | None,
     *,
     redact: bool,
+    limits: ImportLimits,
     strict: bool = False,
     json_output: bool,
 ) -> None:
-    """Import every session under ``paths`` (the tool's default location when none)."""
+    """Import every session under ``paths`` (the tool's default location when none),
+    each held to ``limits`` (a message's size, no time in the future)."""
     kind: ImportSource | None = source.value if source is not None else None
     outcomes = _read(paths, kind, strict)
     chosen = _chosen(outcomes)
@@ -112,19 +119,24 @@ def import_from_tools(
             row = base | {"sourceId": origin["id"], "sessionId": session.session_id}
             if "parentSessionId" in origin:
                 row["parentSessionId"] = origin["parentSessionId"]
+            if origin.get("skipped"):
+                row["leftOut"] = origin["skipped"]
             if chosen[session.session_id] != outcome.path:
                 row |= {"status": "same session as", "sameAs": str(chosen[session.session_id])}
             elif _recorded(store, session.session_id):
                 row["status"] = "already imported"
             else:
-                row |= _store(store, session, outcome.path, redact)
+                admitted = limits.admit(session, tool=origin["tool"], path=outcome.path)
+                row |= _store(store, admitted.session, outcome.path, redact) | admitted_row(
+                    admitted
+                )
             rows.append(row)
     if len(outcomes) == 1 and outcomes[0].error is not None:
         raise outcomes[0].error  # one file: its own error is the whole story
     if json_output:
         print_json(rows)
     else:
-        _report(rows, redact)
+        _report(rows, redact, limits.max_message_bytes)
     failed = {r["file"] for r in rows if r["status"] == "failed"}
     if failed:
         raise SessionError(
@@ -173,6 +185,35 @@ def _store(
     return {"status": "imported", "masked": masked}
 
 
+def admitted_row(admitted: Admitted) -> dict[str, Any]:
+    """What held an imported session to the limits, for its row (nothing when nothing did)."""
+    row: dict[str, Any] = {}
+    if admitted.cut_messages:
+        row |= {"cutMessages": admitted.cut_messages, "leftOutBytes": admitted.left_out_bytes}
+    if admitted.redated is not None:
+        row["redatedFrom"] = admitted.redated
+    return row
+
+
+def admitted_lines(row: dict[str, Any], cap: int) -> list[str]:
+    """What a person is told of a row's :func:`admitted_row` (one line each)."""
+    from ollm_cli.pipeline.importers import size_text
+
+    lines = []
+    if row.get("cutMessages"):
+        lines.append(
+            f"  {row['cutMessages']} message(s) held more than the {size_text(cap)} of text a "
+            f"message may hold on import: {size_text(row['leftOutBytes'])} left out, a "
+            "placeholder says where (services.session.importMaxMessageBytes)."
+        )
+    if row.get("redatedFrom"):
+        lines.append(
+            f"  It was dated in the future ({row['redatedFrom']}): it is recorded at the time "
+            "of this import, the original kept in metadata.custom.importedFrom."
+        )
+    return lines
+
+
 def _recorded(store: ChatRecordingService, session_id: str) -> bool:
     try:
         store.resolve_id(session_id)
@@ -181,7 +222,7 @@ def _recorded(store: ChatRecordingService, session_id: str) -> bool:
     return True
 
 
-def _report(rows: list[dict[str, Any]], redact: bool) -> None:
+def _report(rows: list[dict[str, Any]], redact: bool, cap: int) -> None:
     """Each file's outcome, then the totals, for a person."""
     for row in rows:
         status = row["status"]
@@ -194,6 +235,15 @@ def _report(rows: list[dict[str, Any]], redact: bool) -> None:
             if "parentSessionId" in row:
                 line += f" It is a sub-agent of session {row['parentSessionId']}."
             console.print(line, markup=False, highlight=False, soft_wrap=True)
+            for reason, count in (row.get("leftOut") or {}).items():
+                err_console.print(
+                    f"  Left out of it: {count} {reason}.",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=True,
+                )
+            for note in admitted_lines(row, cap):
+                err_console.print(note, markup=False, highlight=False, soft_wrap=True)
         elif status == "failed":
             err_console.print(
                 f"Not imported: {row['error']}\n  hint: {row['hint']}",

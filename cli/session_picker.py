@@ -49,6 +49,20 @@ def one_line(text: str) -> str:
     return " ".join(strip_control(text).split())
 
 
+def imported_notice(session_id: str, tags: list[str] | tuple[str, ...]) -> str | None:
+    """What to say (rich markup) when a session about to be resumed was imported: its
+    history was written elsewhere, yet goes to the model as the conversation so far
+    (``None`` when it was recorded here). The importer tags it ``imported:<tool>``."""
+    tools = [tag.removeprefix("imported:") for tag in tags if tag.startswith("imported:")]
+    if not tools:
+        return None
+    return (
+        f"[yellow]continuing an imported session (from {escape(one_line(tools[0]))}, not "
+        f"recorded here): what it holds goes to the model as the conversation so far; "
+        f"`ollm sessions view {session_id[:8]}` shows it[/]"
+    )
+
+
 def fit(text: str, width: int) -> str:
     """``text`` in at most ``width`` terminal cells, cut with "…" when longer."""
     if width <= 0:
@@ -198,8 +212,12 @@ def pick_session(
     pick = _screen_pick if terminal else _numbered_pick
     chosen = pick(choices, preview, err, read_line)
     if chosen is not None:
-        title = next((c.title for c in choices.all if c.session_id == chosen), "")
+        picked = next((c for c in choices.all if c.session_id == chosen), None)
+        title = picked.title if picked is not None else ""
         err.print(f"[dim]resuming {chosen[:8]} {escape(fit(title, 60))}[/]")
+        notice = imported_notice(chosen, picked.tags if picked is not None else ())
+        if notice is not None:
+            err.print(notice)
     return chosen
 
 

@@ -181,6 +181,9 @@ class SessionSettings(ConfigModel):
     the user's with the home's keyed digest)."""
     stream_record_ms: Annotated[float, Field(ge=20, le=5000)] = 250.0
     """How often the part of an answer shown so far is recorded while it streams."""
+    import_max_message_bytes: Annotated[int, Field(ge=1024, le=1 << 30)] = 1 << 20
+    """How much text (UTF-8 bytes) one message of an imported session may hold: the
+    rest of a larger message is left out on import, a placeholder saying how much."""
 
     @field_validator("data_dir", mode="after")
     @classmethod

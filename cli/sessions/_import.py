@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,7 +15,13 @@ from pydantic import ValidationError
 from rich.progress import Progress
 
 from ollm_cli.cli.output import err_console, print_json
-from ollm_cli.cli.session_import_cmd import ImportFrom, import_from_tools, is_foreign
+from ollm_cli.cli.session_import_cmd import (
+    ImportFrom,
+    admitted_lines,
+    admitted_row,
+    import_from_tools,
+    is_foreign,
+)
 from ollm_cli.cli.sessions._common import JsonOption, open_store, say
 from ollm_cli.cli.state import loaded_settings
 from ollm_cli.pipeline.errors import SessionError
@@ -174,21 +181,37 @@ def import_sessions(
     with --from (or recognised); importing them again creates nothing new. Each of their
     files is reported: a damaged line is skipped and its number shown (--strict refuses
     the file instead); a bad file is named with the format it looks like and the others
-    are still imported (exit 4). Secrets are masked and counted unless --no-redact.
+    are still imported (exit 4). Secrets are masked and counted unless --no-redact. What
+    a tool showed but never sent to its model (notices) is left out and counted.
+
+    Every import keeps a message to services.session.importMaxMessageBytes (1 MB) of
+    text, a placeholder saying how much was left out, and records a time in the future
+    as the import's own (the original kept in metadata.custom.importedFrom).
 
     Example: `ollm sessions import chat.json --new-id`; also
     `ollm sessions import --from codex`, `ollm sessions import ~/.claude/projects/-home-me-app`
     """
+    from ollm_cli.pipeline.importers import ImportLimits
+
     files = files or []
+    settings = loaded_settings().settings.services.session
+    limits = ImportLimits(settings.import_max_message_bytes, datetime.now(UTC))
     if source is not None or not files or is_foreign(files):
         if redact is None:
-            redact = loaded_settings().settings.services.session.redact_secrets
+            redact = settings.redact_secrets
         with open_store() as store:
             import_from_tools(
-                store, files, source, redact=redact, strict=strict, json_output=json_output
+                store,
+                files,
+                source,
+                redact=redact,
+                limits=limits,
+                strict=strict,
+                json_output=json_output,
             )
         return
-    sessions = [read_session_file(path) for path in files]
+    admitted = [limits.admit(read_session_file(path), tool="ollm", path=path) for path in files]
+    sessions = [a.session for a in admitted]
     if not new_id:
         counts = Counter(s.session_id for s in sessions)
         twice = sorted(i for i, n in counts.items() if n > 1)
@@ -197,7 +220,7 @@ def import_sessions(
                 "these files hold the same session id: " + ", ".join(twice),
                 hint="pass --new-id to import each as a new session",
             )
-    imported: list[dict[str, str]] = []
+    imported: list[dict[str, Any]] = []
     with open_store() as store:
         if not new_id:
             existing = _existing_ids(store, sessions)
@@ -210,15 +233,18 @@ def import_sessions(
         quiet = json_output or len(sessions) < 2
         with Progress(console=err_console, transient=True, disable=quiet) as progress:
             task = progress.add_task("Importing sessions", total=len(sessions))
-            for path, session in zip(files, sessions, strict=True):
-                stored_id = store.import_session(session, new_id=new_id)
-                imported.append({"file": str(path), "sessionId": stored_id})
+            for path, held in zip(files, admitted, strict=True):
+                stored_id = store.import_session(held.session, new_id=new_id)
+                row = {"file": str(path), "sessionId": stored_id}
+                imported.append(row | admitted_row(held))
                 progress.advance(task)
     if json_output:
         print_json(imported)
         return
     for row in imported:
         say(f"Imported {row['file']} as session {row['sessionId']}.")
+        for note in admitted_lines(row, limits.max_message_bytes):
+            err_console.print(note, markup=False, highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -20,19 +20,23 @@ if TYPE_CHECKING:
         read_files,
         read_sessions,
     )
+    from ollm_cli.pipeline.importers._limits import Admitted, ImportLimits, size_text
     from ollm_cli.pipeline.importers._reading import ImportFormatError
     from ollm_cli.pipeline.importers._sessions import ImportSource
 
 __all__ = [
     "NAMES",
+    "Admitted",
     "FileOutcome",
     "ImportFormatError",
+    "ImportLimits",
     "ImportSource",
     "default_location",
     "detect_source",
     "read_file",
     "read_files",
     "read_sessions",
+    "size_text",
 ]
 
 __getattr__ = lazy_exports(
@@ -47,6 +51,7 @@ __getattr__ = lazy_exports(
             "read_files",
             "read_sessions",
         ),
+        "_limits": ("Admitted", "ImportLimits", "size_text"),
         "_reading": ("ImportFormatError",),
         "_sessions": ("ImportSource",),
     },

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+import ijson
 import orjson
 
 from ollm_cli.pipeline.errors import SessionError
@@ -83,6 +84,32 @@ def _source_of_line(line: dict[str, object]) -> ImportSource | None:
     return None
 
 
+def _line_start(raw: bytes) -> dict[str, object] | None:
+    """The JSON object of a line, or as much of its top level as ``raw`` holds when the
+    line goes on past what was read (a first message of megabytes) or is cut short: its
+    keys, with the values that were whole (``None`` for those that were not)."""
+    if not raw.strip():
+        return None
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
+    else:
+        return value if isinstance(value, dict) else None
+    found: dict[str, object] = {}
+    try:
+        for prefix, event, value in ijson.parse(raw):
+            if not prefix and event != "map_key" and event != "start_map":
+                break
+            if not prefix and event == "map_key":
+                found[value] = None
+            elif prefix in found and event in ("string", "number", "boolean"):
+                found[prefix] = value
+    except (ijson.JSONError, ValueError):
+        pass
+    return found or None
+
+
 def detect_source(path: Path) -> ImportSource | Literal["ollm"] | None:
     """The tool that wrote ``path``, from its first lines (``None``: none we know,
     or not a regular file: a FIFO is never opened, it would wait for a writer).
@@ -98,11 +125,8 @@ def detect_source(path: Path) -> ImportSource | Literal["ollm"] | None:
         return "llm"
     if path.suffix == ".jsonl":
         for raw in head.split(b"\n")[:_LINES_LOOKED_AT]:
-            try:
-                line = orjson.loads(raw) if raw.strip() else None
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(line, dict) and (found := _source_of_line(line)) is not None:
+            line = _line_start(raw)
+            if line and (found := _source_of_line(line)) is not None:
                 return found
         return None
     if path.suffix != ".json":

@@ -15,7 +15,8 @@ session with a note naming the parent.
 Before v0.39 a recorded session was one JSON object: ``sessionId``, ``projectHash``,
 ``startTime``, ``lastUpdated`` and ``messages``, each with ``id``,
 ``timestamp``, ``type`` (``user``, ``gemini``, or ``info``/``error``/
-``warning`` notices, skipped) and ``content`` (text, or a list of Gemini API
+``warning`` notices the CLI showed and never sent to its model: left out and
+counted in ``importedFrom.skipped``) and ``content`` (text, or a list of Gemini API
 parts). A ``gemini`` message also has ``model``, ``tokens`` (``input``,
 ``output``, ``thoughts``), ``thoughts`` (``subject`` and ``description``) and
 ``toolCalls``: ``id``, ``name``, ``args``, ``status`` and ``result`` (parts
@@ -47,6 +48,10 @@ from ollm_cli.pipeline.records import Session
 
 SOURCE: Final = "gemini"
 _NAME = "Gemini CLI"
+_NOTICES = {
+    kind: f"Gemini CLI {kind} notices (shown by Gemini CLI, never sent to its model)"
+    for kind in ("info", "warning", "error")
+}
 
 
 def read_gemini(path: Path, damaged: DamagedLines) -> list[Session]:
@@ -132,6 +137,10 @@ def _recorded(path: Path, document: dict[str, Any]) -> SessionBuilder:
             _content(builder, "user", message.get("content"), at)
         elif kind == "gemini":
             _answer(builder, message, at)
+        elif kind in _NOTICES:
+            builder.skip(_NOTICES[kind])
+        else:
+            builder.skip(f"Gemini CLI messages of type {kind[:40]!r} (a kind not read here)")
     return builder
 
 

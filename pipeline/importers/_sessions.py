@@ -81,9 +81,13 @@ class SessionBuilder:
     completion_tokens: int = 0
     thinking_tokens: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    """What was left out of the conversation on purpose, by reason, and how often."""
     _calls: dict[str, ToolCallPart] = field(default_factory=dict)
     _call_times: dict[str, str] = field(default_factory=dict)
     _answered: set[str] = field(default_factory=set)
+    _waiting: list[str] = field(default_factory=list)
+    _invented: set[str] = field(default_factory=set)
     _open: SessionMessage | None = None
     _made_up: int = 0
 
@@ -92,9 +96,17 @@ class SessionBuilder:
         self._open = None
 
     def say(self, role: Literal["user", "assistant", "system"], text: str, at: str) -> None:
-        """A message of plain text (empty text is skipped)."""
+        """A message of plain text (empty text is skipped). The user's words close the
+        turn: a call still waiting for its result then gets none by position."""
         if text.strip():
             self._append(role, TextPart(text=text), at)
+            if role == "user":
+                self._waiting.clear()
+
+    def skip(self, reason: str) -> None:
+        """Something of the file left out of the conversation on purpose (``reason``: what
+        it was and why, e.g. ``"Gemini CLI info notices (…)"``), counted for the report."""
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
     def think(self, text: str, at: str, tokens: int | None = None) -> None:
         """Reasoning the assistant showed before answering."""
@@ -112,10 +124,15 @@ class SessionBuilder:
     def call(self, call_id: Any, name: str, args: Any, at: str) -> str:
         """The assistant called a tool; returns the call's id (numbered in order when it
         had none, so that importing the same file twice gives the same ids)."""
-        ident = str(call_id) if call_id else self._made_up_id()
+        if call_id:
+            ident = str(call_id)
+        else:
+            ident = self._made_up_id()
+            self._invented.add(ident)
         part = ToolCallPart(id=ident, name=name or "tool", args=arguments(args))
         self._calls[ident] = part
         self._call_times[ident] = at
+        self._waiting.append(ident)
         self._append("assistant", part, at)
         return ident
 
@@ -128,8 +145,11 @@ class SessionBuilder:
         name: Any = None,
         is_error: bool = False,
     ) -> None:
-        """What a tool returned, matched to its call by id (by name, the latest
-        unanswered call of that name, when the tool wrote no id)."""
+        """What a tool returned, matched to its call by id; when its id matches no call,
+        by name (the latest unanswered call of that name), else by position: a result
+        without an id answers the first call still waiting, and one whose id matches
+        nothing the first waiting call the tool wrote no id for (Claude Code's calls and
+        results come in order)."""
         call_id = str(call_id) if call_id else None
         name = str(name) if name else None
         if call_id not in self._calls and name:
@@ -141,9 +161,14 @@ class SessionBuilder:
                 ),
                 call_id,
             )
+        if call_id not in self._calls:
+            waiting = [i for i in self._waiting if call_id is None or i in self._invented]
+            call_id = waiting[0] if waiting else call_id
         call = self._calls.get(call_id or "")
         ident = call_id or self._made_up_id()
         self._answered.add(ident)
+        if ident in self._waiting:
+            self._waiting.remove(ident)
         tool = name or (call.name if call else "tool")
         content = text_of(output)
         part = ToolResultPart(tool_call_id=ident, name=tool, content=content, is_error=is_error)
@@ -208,6 +233,8 @@ class SessionBuilder:
                 **self.extra,
             }
         }
+        if self.skipped:
+            custom["importedFrom"]["skipped"] = dict(self.skipped)
         metadata = SessionMetadata(
             working_dir=self.working_dir,
             title=self.title,

@@ -15,9 +15,17 @@ file's size, mtime and inode with the row and re-reads only the files that
 differ. A file that does not parse is reported through ``on_corrupt`` and left
 out of the index; it never breaks a listing.
 
+Search is bounded whatever the files hold. The index keeps the first
+:data:`SEARCHED_CHARS` characters of each message's and tool call's text (a
+60 MB message once made every search take a minute and a gigabyte), and a file
+of :data:`~ollm_cli.pipeline.recording._stream.STREAM_BYTES` or more is read as a
+stream whose strings are cut short (:class:`IndexedStream`), never whole.
+
 Search results carry a ``snippet`` whose matched words are wrapped in
 :data:`MARK_START` and :data:`MARK_END` (``«`` and ``»``), for the CLI to
-highlight; the snippet is cut with ``…``.
+highlight; the snippet is cut with ``…``. It is taken from the best window of
+:data:`SNIPPET_WINDOW` characters of the text that matched (FTS5's ``snippet()``
+over a whole long text takes time that grows with the square of its matches).
 
 Example::
 
@@ -37,7 +45,7 @@ import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -53,12 +61,18 @@ from ollm_cli.pipeline.recording._document import (
     gc_paused,
 )
 from ollm_cli.pipeline.recording._ids import session_id_of_file
+from ollm_cli.pipeline.recording._stream import STREAM_BYTES, IndexedStream
 from ollm_cli.pipeline.records import MARK_END, MARK_START, SearchHit, SessionSummary, parse_iso
 
 logger = logging.getLogger(__name__)
 
 SNIPPET_ELLIPSIS = "…"
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
+SEARCHED_CHARS = 1 << 20
+"""How much of the text of each message and tool call search looks at (characters)."""
+SNIPPET_WINDOW = 2000
+"""The characters of text a snippet is chosen in (windows overlap by a tenth)."""
+_TOKENIZE = "tokenize='unicode61 remove_diacritics 2'"
 INDEX_DIR = ".index"
 INDEX_FILE = "sessions.sqlite"
 RACY_NS = 500_000_000
@@ -74,7 +88,7 @@ SORT_COLUMNS: dict[str, str] = {
     "provider": "provider",
 }
 
-_SCHEMA = """
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions(
     session_id TEXT PRIMARY KEY,
@@ -114,8 +128,9 @@ CREATE TABLE IF NOT EXISTS items(
     role TEXT
 );
 CREATE INDEX IF NOT EXISTS items_session ON items(session_id);
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, {_TOKENIZE});
 """
+_WINDOWS = f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.windows USING fts5(text, {_TOKENIZE})"
 
 FileSig = tuple[int, int, int]
 
@@ -305,6 +320,9 @@ class SessionIndex:
         batch: list[tuple[str, SessionView, FileSig]] = []
         for position, sid in enumerate(changed):
             path = self.data_dir / f"{sid}.json"
+            if files[sid][0] >= STREAM_BYTES:
+                self._write_streamed(sid, path, removed)
+                continue
             try:
                 with open(path, "rb") as handle:
                     st = os.fstat(handle.fileno())
@@ -337,6 +355,42 @@ class SessionIndex:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+
+    def _write_streamed(self, sid: str, path: Path, removed: list[str]) -> None:
+        """Index a large file as it streams by (see :class:`IndexedStream`): its items
+        first, then its row once its header is known to be a session's."""
+        conn = self._conn
+        try:
+            with open(path, "rb") as handle:
+                st = os.fstat(handle.fileno())
+                stream = IndexedStream(handle, SEARCHED_CHARS)
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    self._delete_rows(sid)
+                    self._insert_items(sid, _stream_items(stream))
+                    doc = SessionDocument.from_data(
+                        {**stream.header, "messages": [], "toolCalls": []}, sid
+                    )
+                    self._insert_row(
+                        sid,
+                        doc.data,
+                        stream.message_count,
+                        stream.tool_call_count,
+                        (st.st_size, st.st_mtime_ns, st.st_ino),
+                    )
+                    self._insert_items(sid, [_about(doc.data)])
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+        except FileNotFoundError:
+            removed.append(sid)
+        except OSError as exc:
+            logger.warning("session index: cannot read %s (%s); skipped", path.name, exc)
+        except DocumentError as exc:
+            removed.append(sid)
+            if self._on_corrupt is not None:
+                self._on_corrupt(sid, path, str(exc))
 
     def _write_views(self, batch: Sequence[tuple[str, SessionView, FileSig]]) -> None:
         conn = self._conn
@@ -434,8 +488,29 @@ class SessionIndex:
     def _insert(
         self, sid: str, view: SessionView, sig: FileSig, start_messages: int, start_tools: int
     ) -> None:
+        self._insert_row(sid, view.data, view.message_count, view.tool_call_count, sig)
+        items: list[tuple[str, int, str | None, str]] = []
+        for i in range(start_messages, view.message_count):
+            message = view.messages[i]
+            role = message.get("role")
+            items.append(
+                ("message", i, role if isinstance(role, str) else None, message_text(message))
+            )
+        for i in range(start_tools, view.tool_call_count):
+            items.append(("toolCall", i, None, tool_call_text(view.tool_calls[i])))
+        items.append(_about(view.data))
+        self._insert_items(sid, items)
+
+    def _insert_row(
+        self,
+        sid: str,
+        data: dict[str, Any],
+        message_count: int,
+        tool_call_count: int,
+        sig: FileSig,
+    ) -> None:
+        """The session's row and its tags (its items are inserted apart)."""
         conn = self._conn
-        data = view.data
         meta = data.get("metadata") or {}
         tags = [t for t in meta.get("tags") or [] if isinstance(t, str)]
         title = meta.get("title") if isinstance(meta.get("title"), str) else None
@@ -449,8 +524,8 @@ class SessionIndex:
                 _micros(data["lastActivity"]),
                 data["model"],
                 data["provider"],
-                view.message_count,
-                view.tool_call_count,
+                message_count,
+                tool_call_count,
                 _int(meta.get("tokenCount")),
                 title,
                 orjson.dumps(tags).decode(),
@@ -458,25 +533,13 @@ class SessionIndex:
                 sig[0],
                 sig[1],
                 sig[2],
-                view.message_count,
-                view.tool_call_count,
+                message_count,
+                tool_call_count,
                 _forked_from(meta),
                 _str(meta.get("workingDir")) or None,
             ),
         )
         conn.executemany("INSERT OR IGNORE INTO tags VALUES(?, ?)", [(sid, t) for t in tags])
-        items: list[tuple[str, int, str | None, str]] = []
-        for i in range(start_messages, view.message_count):
-            message = view.messages[i]
-            role = message.get("role")
-            items.append(
-                ("message", i, role if isinstance(role, str) else None, message_text(message))
-            )
-        for i in range(start_tools, view.tool_call_count):
-            items.append(("toolCall", i, None, tool_call_text(view.tool_calls[i])))
-        notes = _str(meta.get("notes"))
-        items.append(("metadata", 0, None, " ".join([title or "", notes, " ".join(tags)])))
-        self._insert_items(sid, items)
 
     def _insert_items(self, sid: str, items: Iterable[tuple[str, int, str | None, str]]) -> None:
         conn = self._conn
@@ -568,8 +631,8 @@ class SessionIndex:
 
     def search(self, query: str, *, limit: int = 20) -> list[SearchHit]:
         """The sessions best matching ``query`` (all its words), best first, one hit each."""
-        match = fts_query(query)
-        if match is None:
+        match, any_word = fts_query(query), fts_query(query, every=False)
+        if match is None or any_word is None:
             raise SessionError(
                 "the search has no words to look for",
                 hint="give one or more words, e.g. `ollm sessions search docker cache`",
@@ -598,10 +661,7 @@ class SessionIndex:
                     break
                 wanted *= 4
             for rowid, rank, sid, kind, idx, role in chosen[:limit]:
-                snippet_row = conn.execute(
-                    "SELECT snippet(fts, 0, ?, ?, ?, 16) FROM fts WHERE fts MATCH ? AND rowid=?",
-                    (MARK_START, MARK_END, SNIPPET_ELLIPSIS, match, rowid),
-                ).fetchone()
+                snippet = self._snippet(rowid, match, any_word)
                 info = conn.execute(
                     "SELECT title, last_activity, model FROM sessions WHERE session_id=?", (sid,)
                 ).fetchone() or (None, "", "")
@@ -609,7 +669,7 @@ class SessionIndex:
                     SearchHit(
                         session_id=sid,
                         title=info[0],
-                        snippet=snippet_row[0] if snippet_row else "",
+                        snippet=snippet,
                         score=-float(rank),
                         where=kind,
                         role=role,
@@ -620,12 +680,81 @@ class SessionIndex:
                 )
         return hits
 
+    def _snippet(self, rowid: int, match: str, any_word: str) -> str:
+        """The snippet of the text of ``rowid`` for ``match``, its matched words marked,
+        ``…`` where it is cut. FTS5's ``snippet()`` only ever reads one window of
+        :data:`SNIPPET_WINDOW` characters: a text that short is its own window, read in
+        the index; a longer one is cut into windows in a table of this connection, and
+        the best window for ``match`` (or, when none holds every word, for any of them)
+        gives the snippet."""
+        conn = self._conn
+        row = conn.execute(
+            "SELECT length(text) <= ? FROM fts WHERE rowid=?", (SNIPPET_WINDOW, rowid)
+        ).fetchone()
+        if row is None or row[0]:
+            found = conn.execute(
+                "SELECT snippet(fts, 0, ?, ?, ?, 16) FROM fts WHERE fts MATCH ? AND rowid=?",
+                (MARK_START, MARK_END, SNIPPET_ELLIPSIS, match, rowid),
+            ).fetchone()
+            return str(found[0]) if found else ""
+        (text,) = conn.execute("SELECT text FROM fts WHERE rowid=?", (rowid,)).fetchone()
+        windows = _windows(text)
+        conn.execute(_WINDOWS)  # a table of this connection alone, in memory
+        try:
+            conn.execute("BEGIN")  # one transaction: FTS5 writes its index once
+            conn.executemany(
+                "INSERT INTO temp.windows(rowid, text) VALUES(?, ?)",
+                ((n, text[start:end]) for n, (start, end) in enumerate(windows)),
+            )
+            conn.execute("COMMIT")
+            for query in (match, any_word):
+                best = conn.execute(
+                    "SELECT rowid FROM temp.windows WHERE windows MATCH ? ORDER BY rank LIMIT 1",
+                    (query,),
+                ).fetchone()
+                if best is not None:
+                    break
+            else:
+                end = min(len(text), 200)
+                return text[:end] + (SNIPPET_ELLIPSIS if end < len(text) else "")
+            (snippet,) = conn.execute(
+                "SELECT snippet(windows, 0, ?, ?, ?, 16) FROM temp.windows"
+                " WHERE windows MATCH ? AND rowid=?",
+                (MARK_START, MARK_END, SNIPPET_ELLIPSIS, query, best[0]),
+            ).fetchone()
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            conn.execute("DROP TABLE temp.windows")  # dropped at once, not row by row
+        start, end = windows[best[0]]
+        if start > 0 and not snippet.startswith(SNIPPET_ELLIPSIS):
+            snippet = SNIPPET_ELLIPSIS + snippet
+        if end < len(text) and not snippet.endswith(SNIPPET_ELLIPSIS):
+            snippet += SNIPPET_ELLIPSIS
+        return str(snippet)
+
+
+def _windows(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of the windows of :data:`SNIPPET_WINDOW` characters a snippet of
+    ``text`` is chosen in; each overlaps the next by a tenth, so that a phrase cut by one
+    is whole in the next.
+
+    >>> _windows("x" * 4500)
+    [(0, 2000), (1800, 3800), (3600, 4500)]
+    >>> _windows("short")
+    [(0, 5)]
+    """
+    step = SNIPPET_WINDOW - SNIPPET_WINDOW // 10
+    starts = range(0, max(1, len(text) - SNIPPET_WINDOW // 10), step)
+    return [(start, min(len(text), start + SNIPPET_WINDOW)) for start in starts]
+
 
 _QUERY_PARTS = re.compile(r'"([^"]*)"?|(\S+)')
 
 
-def fts_query(text: str) -> str | None:
-    """An FTS5 query matching every word of ``text`` (each quoted, so no syntax leaks in).
+def fts_query(text: str, *, every: bool = True) -> str | None:
+    """An FTS5 query matching every word of ``text`` (each quoted, so no syntax leaks in;
+    ``every=False``: any of them).
 
     A word also matches the words it begins (``kube`` finds ``kubernetes``), a whole
     word ranking first; text in double quotes is a phrase, its words in that order
@@ -633,6 +762,8 @@ def fts_query(text: str) -> str | None:
 
     >>> fts_query('kube "docker compose"')
     '("kube" OR "kube"*) AND "docker compose"'
+    >>> fts_query('kube "docker compose"', every=False)
+    '("kube" OR "kube"*) OR "docker compose"'
     >>> fts_query("dock* --")
     '"dock"*'
     """
@@ -651,44 +782,86 @@ def fts_query(text: str) -> str | None:
             terms.append(_quoted(core) + "*")
         else:
             terms.append(f"({_quoted(core)} OR {_quoted(core)}*)")
-    return " AND ".join(terms) if terms else None
+    return (" AND " if every else " OR ").join(terms) if terms else None
 
 
 def _quoted(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def message_text(message: dict[str, Any]) -> str:
-    """The searchable text of a message (file data): text, tool calls and results."""
-    out: list[str] = []
+def message_text(message: dict[str, Any], limit: int = SEARCHED_CHARS) -> str:
+    """The searchable text of a message (file data): text, tool calls and results, its
+    first ``limit`` characters (the pieces after them are not even looked at)."""
+    out = _Pieces(limit)
     parts = message.get("parts")
     for part in parts if isinstance(parts, list) else []:
+        if out.full:
+            break
         if not isinstance(part, dict):
             continue
         kind = part.get("type")
         if kind == "text":
-            out.append(_str(part.get("text")))
+            out.add(_str(part.get("text")))
         elif kind == "tool_call":
-            out.append(_str(part.get("name")))
-            out.append(_json(part.get("args")))
+            out.add(_str(part.get("name")))
+            out.add(_json(part.get("args")))
         elif kind == "tool_result":
-            out.append(_str(part.get("name")))
-            out.append(_str(part.get("content")))
-    return "\n".join(t for t in out if t)
+            out.add(_str(part.get("name")))
+            out.add(_str(part.get("content")))
+    return out.text()
 
 
-def tool_call_text(call: dict[str, Any]) -> str:
-    """The searchable text of a tool call (file data): name, arguments and result."""
+def tool_call_text(call: dict[str, Any], limit: int = SEARCHED_CHARS) -> str:
+    """The searchable text of a tool call (file data): name, arguments and result, its
+    first ``limit`` characters."""
     result = call.get("result")
     result = result if isinstance(result, dict) else {}
-    parts = [
-        _str(call.get("name")),
-        _json(call.get("args")),
-        _str(result.get("llmContent")),
-        _str(result.get("returnDisplay")),
-        _str(call.get("error")),
-    ]
-    return "\n".join(t for t in parts if t)
+    out = _Pieces(limit)
+    out.add(_str(call.get("name")))
+    out.add(_json(call.get("args")))
+    for piece in (result.get("llmContent"), result.get("returnDisplay"), call.get("error")):
+        out.add(_str(piece))
+    return out.text()
+
+
+class _Pieces:
+    """Text pieces joined by newlines, up to a number of characters."""
+
+    __slots__ = ("left", "limit", "pieces")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = self.left = limit
+        self.pieces: list[str] = []
+
+    @property
+    def full(self) -> bool:
+        return self.left <= 0
+
+    def add(self, piece: str) -> None:
+        if piece and not self.full:
+            self.pieces.append(piece[: self.left])
+            self.left -= len(piece) + 1
+
+    def text(self) -> str:
+        return "\n".join(self.pieces)[: self.limit]
+
+
+def _about(data: dict[str, Any]) -> tuple[str, int, str | None, str]:
+    """The searchable item of a session's title, notes and tags."""
+    meta = data.get("metadata") or {}
+    tags = [t for t in meta.get("tags") or [] if isinstance(t, str)]
+    about = " ".join([_str(meta.get("title")), _str(meta.get("notes")), " ".join(tags)])
+    return "metadata", 0, None, about[:SEARCHED_CHARS]
+
+
+def _stream_items(stream: IndexedStream) -> Iterator[tuple[str, int, str | None, str]]:
+    """The searchable items of a session file read as a stream."""
+    for kind, index, item in stream.items():
+        if kind == "message":
+            role = item.get("role")
+            yield kind, index, role if isinstance(role, str) else None, message_text(item)
+        else:
+            yield kind, index, None, tool_call_text(item)
 
 
 def _forked_from(meta: dict[str, Any]) -> str | None:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from ollm_cli.pipeline.importers import ImportSource, read_file
 from tests.importers.tool_files import (
+    claude_code_inline_sidechains,
     claude_code_subagent,
     claude_code_v2_transcript,
     codex_early_rollout,
@@ -25,6 +26,7 @@ from tests.importers.tool_files import (
 SAMPLES: list[tuple[ImportSource, Callable[[Path], Path]]] = [
     ("claude-code", claude_code_v2_transcript),
     ("claude-code", claude_code_subagent),
+    ("claude-code", claude_code_inline_sidechains),
     ("codex", codex_recent_rollout),
     ("codex", codex_early_rollout),
     ("gemini", gemini_session_log),

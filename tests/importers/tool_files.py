@@ -134,16 +134,136 @@ def claude_code_transcript(projects: Path) -> Path:
                 "usage": {**usage, "output_tokens": 8},
             },
         ),
-        _claude_line(
-            "user",
-            "s1",
-            "u5",
-            "2025-10-01T09:00:07.000Z",
-            {"role": "user", "content": "sub-agent prompt"},
-        )
-        | {"isSidechain": True},
     ]
     return write_jsonl(projects / "-home-ada-notes-app" / f"{CLAUDE_SESSION}.jsonl", lines)
+
+
+CLAUDE_OLD_SESSION = "6a7b8c9d-0e1f-4a2b-9c3d-4e5f6a7b8c9d"
+
+
+def claude_code_inline_sidechains(projects: Path) -> Path:
+    """A transcript of Claude Code 1.0.x, which wrote its sub-agents' conversations into
+    the main file: sidechain lines (``isSidechain: true``, no ``agentId``) whose chain of
+    ``parentUuid`` starts at ``null``. Here a Task sub-agent searches (its tool call
+    and result inside the sidechain) and a "Warmup" sidechain greets; the main thread's
+    Task call gets the sub-agent's answer. (The shape of the sidechain lines follows the
+    descriptions of ticpu/claude-conversation-search-mcp's docs/jsonl-format.md and the
+    sidechain fixtures of public transcript readers: roots with a null parent, each
+    reply a line, results as user lines.)"""
+
+    def line(kind: str, uuid: str, parent: str | None, at: str, message: Any) -> dict[str, Any]:
+        return _claude_line(kind, uuid, parent, at, message) | {
+            "sessionId": CLAUDE_OLD_SESSION,
+            "version": "1.0.44",
+        }
+
+    def side(kind: str, uuid: str, parent: str | None, at: str, message: Any) -> dict[str, Any]:
+        return line(kind, uuid, parent, at, message) | {"isSidechain": True}
+
+    def reply(ident: str, content: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "id": ident,
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-20250514",
+            "content": content,
+        }
+
+    task = {
+        "type": "tool_use",
+        "id": "toolu_task",
+        "name": "Task",
+        "input": {"description": "Find TODOs", "prompt": "List every TODO in the project."},
+    }
+    lines = [
+        side("user", "w1", None, "2025-07-01T10:00:00.000Z", {"role": "user", "content": "Warmup"}),
+        side(
+            "assistant",
+            "w2",
+            "w1",
+            "2025-07-01T10:00:01.000Z",
+            reply("msg_w", [{"type": "text", "text": "Ready to help."}]),
+        ),
+        line(
+            "user",
+            "m1",
+            None,
+            "2025-07-01T10:00:05.000Z",
+            {"role": "user", "content": "Are there TODOs left?"},
+        ),
+        line("assistant", "m2", "m1", "2025-07-01T10:00:07.000Z", reply("msg_m1", [task])),
+        side(
+            "user",
+            "s1",
+            None,
+            "2025-07-01T10:00:08.000Z",
+            {"role": "user", "content": "List every TODO in the project."},
+        ),
+        side(
+            "assistant",
+            "s2",
+            "s1",
+            "2025-07-01T10:00:09.000Z",
+            reply(
+                "msg_s1",
+                [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_grep",
+                        "name": "Grep",
+                        "input": {"pattern": "TODO"},
+                    }
+                ],
+            ),
+        ),
+        side(
+            "user",
+            "s3",
+            "s2",
+            "2025-07-01T10:00:10.000Z",
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_grep",
+                        "content": "app.py:3: TODO",
+                    }
+                ],
+            },
+        ),
+        side(
+            "assistant",
+            "s4",
+            "s3",
+            "2025-07-01T10:00:12.000Z",
+            reply("msg_s2", [{"type": "text", "text": "One TODO, in app.py line 3."}]),
+        ),
+        line(
+            "user",
+            "m3",
+            "m2",
+            "2025-07-01T10:00:13.000Z",
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_task",
+                        "content": [{"type": "text", "text": "One TODO, in app.py line 3."}],
+                    }
+                ],
+            },
+        ),
+        line(
+            "assistant",
+            "m4",
+            "m3",
+            "2025-07-01T10:00:15.000Z",
+            reply("msg_m2", [{"type": "text", "text": "Yes: one, in app.py."}]),
+        ),
+    ]
+    return write_jsonl(projects / "-home-ada-notes-app" / f"{CLAUDE_OLD_SESSION}.jsonl", lines)
 
 
 def _codex(at: str, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
